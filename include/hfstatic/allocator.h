@@ -1,0 +1,63 @@
+// hfstatic/allocator.h — where I/O buffers and arenas live.
+//
+// A backend names the allocator it wants its I/O buffers in (e.g. device-visible shared memory); the
+// runner asks the selected backend and never knows which one it got.
+//
+//   std::shared_ptr<hfs::Allocator> a = hfs::heap_allocator();
+//   hfs::Result<hfs::Buffer> b = a->allocate(4096);      // 64-byte aligned, zero-filled
+//   float* p = static_cast<float*>(b->data());
+//
+//   auto shm = hfs::shared_memory_allocator();
+//   auto sb = shm->allocate(1 << 20);
+//   int fd = sb->fd();   // another process can mmap(fd) and see the same bytes
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+#include "hfstatic/error.h"
+
+namespace hfs {
+
+inline constexpr size_t kBufferAlignment = 64;
+
+// An owned allocation (RAII). Move-only. Memory returned by every allocator here is zero-filled.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(void* data, size_t size, int fd, void (*release)(void*, size_t, int))
+      : data_(data), size_(size), fd_(fd), release_(release) {}
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+  int fd() const { return fd_; }  // -1 unless the memory is shareable (shared-memory allocator)
+  void reset();
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+  int fd_ = -1;
+  void (*release_)(void*, size_t, int) = nullptr;
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual std::string_view name() const = 0;
+  // `bytes` == 0 returns an empty buffer. Fails with kResourceExhausted rather than aborting.
+  [[nodiscard]] virtual Result<Buffer> allocate(size_t bytes) = 0;
+};
+
+// 64-byte-aligned, zero-filled heap memory.
+std::shared_ptr<Allocator> heap_allocator();
+// memfd_create + mmap(MAP_SHARED), zero-filled; Buffer::fd() exposes the memfd (our analogue of
+// Qualcomm's rpcmem: a second process or a driver maps the same pages).
+std::shared_ptr<Allocator> shared_memory_allocator();
+
+}  // namespace hfs

@@ -1,0 +1,139 @@
+// hfstatic/error.h — the one error vocabulary of the public API.
+//
+// Every fallible call returns `Status` (no value) or `Result<T>`. No exception crosses the public API;
+// the Python binding turns a failed Status into an exception.
+//
+//   hfs::Result<std::shared_ptr<const hfs::Program>> p = hfs::Program::load("model.hfs");
+//   if (!p) { std::fprintf(stderr, "%s\n", p.error().to_string().c_str()); return 1; }
+//   use(*p.value());
+//
+// Messages name the file/offset/tensor/key/method and say expected vs got, e.g.
+//   "format: model.hfs: tensor 'w_q_0': byte range [4096, 8192) exceeds file size 6000".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace hfs {
+
+// Codes are grouped by layer (high byte) so callers can branch on the group without listing codes.
+enum class ErrorCode : uint16_t {
+  kOk = 0,
+  // 0x01xx: generic
+  kInvalidArgument = 0x0101,
+  kOutOfRange = 0x0102,
+  kNotFound = 0x0103,
+  kUnsupported = 0x0104,
+  kInternal = 0x0105,
+  kCancelled = 0x0106,
+  kResourceExhausted = 0x0107,
+  // 0x02xx: I/O
+  kIo = 0x0201,
+  // 0x03xx: program file format and verification
+  kBadMagic = 0x0301,
+  kBadVersion = 0x0302,
+  kTruncated = 0x0303,
+  kBadManifest = 0x0304,
+  kTensorOutOfRange = 0x0305,
+  kTensorOverlap = 0x0306,
+  kTensorSizeMismatch = 0x0307,
+  kDuplicateName = 0x0308,
+  kUndefinedValue = 0x0309,
+  kValueRedefined = 0x030a,
+  kCycle = 0x030b,
+  kUnknownOp = 0x030c,
+  kUnknownAttribute = 0x030d,
+  kBadAttribute = 0x030e,
+  kShapeMismatch = 0x030f,
+  kDTypeMismatch = 0x0310,
+  kOutputNotProduced = 0x0311,
+  kBadAlias = 0x0312,
+  kUseAfterInPlace = 0x0313,
+  kMissingMethod = 0x0314,
+  // 0x04xx: execution
+  kExecution = 0x0401,
+  kBadBinding = 0x0402,
+  // 0x05xx: I/O contract and runner
+  kUnknownContract = 0x0501,
+  kMissingMetadata = 0x0502,
+  kBadMetadata = 0x0503,
+  kContractViolation = 0x0504,
+  kCapacityExceeded = 0x0505,
+  kNeedsReset = 0x0506,
+  // 0x06xx: export (HF checkpoints)
+  kUnsupportedModel = 0x0601,
+  kMissingTensor = 0x0602,
+  kBadCheckpoint = 0x0603,
+  // 0x07xx: tokenizer
+  kTokenizer = 0x0701,
+};
+
+// Stable lower-case name of a code, e.g. "tensor_out_of_range".
+std::string_view error_code_name(ErrorCode code);
+
+class [[nodiscard]] Error {
+ public:
+  Error(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  ErrorCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // "<code name>: <message>"
+  std::string to_string() const;
+  // Prefixes context, e.g. err.with_context("model.hfs") → "model.hfs: <message>".
+  Error with_context(std::string_view context) const;
+
+ private:
+  ErrorCode code_;
+  std::string message_;
+};
+
+// A Status is a Result with no value.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T* operator->() { return &std::get<0>(v_); }
+  const T* operator->() const { return &std::get<0>(v_); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  const Error& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+struct Ok {};
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Ok) {}  // NOLINT
+  Result(Error error) : err_(std::move(error)), ok_(false) {}  // NOLINT
+  bool ok() const { return ok_; }
+  explicit operator bool() const { return ok_; }
+  const Error& error() const { return err_; }
+
+ private:
+  Error err_{ErrorCode::kOk, {}};
+  bool ok_ = true;
+};
+using Status = Result<void>;
+
+inline Error make_error(ErrorCode code, std::string message) { return Error(code, std::move(message)); }
+
+}  // namespace hfs
+
+// Propagates a failed Status/Result from the enclosing function. One small macro, because C++ has no `?`.
+#define HFS_TRY(expr)                                 \
+  do {                                                \
+    auto hfs_try_status_ = (expr);                    \
+    if (!hfs_try_status_.ok()) return hfs_try_status_.error(); \
+  } while (0)

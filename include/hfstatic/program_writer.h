@@ -1,0 +1,61 @@
+// hfstatic/program_writer.h — builds a program file (used by the exporter and tests).
+//
+// Constants are streamed: a producer fills the tensor's bytes when the data section is written, so an
+// exporter never holds more than one converted tensor. The file is written to "<path>.tmp.<pid>" and
+// renamed over <path> only after a successful fsync, so a crash never leaves a half-written program.
+//
+//   hfs::ProgramWriter w;
+//   w.set_metadata("hf_static.version", hfs::Value(1));
+//   auto name = w.add_constant("w", {hfs::DType::kF32, {4, 4}}, bytes);   // Result<std::string>
+//   w.add_method(method_def);
+//   hfs::Status st = w.write("out.hfs");
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hfstatic/error.h"
+#include "hfstatic/graph.h"
+#include "hfstatic/value.h"
+
+namespace hfs {
+
+class ProgramWriter {
+ public:
+  // Fills exactly `dst.size()` bytes. Called once, during write().
+  using Producer = std::function<Status(std::span<std::byte> dst)>;
+  // Called after each constant is written: (index, count, name) — export progress bars.
+  using Progress = std::function<void(size_t, size_t, const std::string&)>;
+
+  ProgramWriter();
+  ~ProgramWriter();
+
+  void set_metadata(std::string key, Value value);
+
+  // Adds a constant and returns the name methods must use. Constant names are unique across all methods:
+  // adding a name that exists with the same content returns that name (stored once); with different
+  // content the constant is stored under a fresh name ("<name>.1", "<name>.2", ...) which is returned.
+  // Content identity: a hash of `bytes`, or for lazy constants the caller's `content_key`.
+  [[nodiscard]] Result<std::string> add_constant(const std::string& name, const TensorType& type,
+                                                 std::span<const std::byte> bytes);
+  [[nodiscard]] Result<std::string> add_constant_lazy(const std::string& name, const TensorType& type,
+                                                      const std::string& content_key, Producer producer);
+
+  // Methods reference constants by the names add_constant returned. Duplicate method names are an error.
+  [[nodiscard]] Status add_method(MethodDef method);
+
+  void set_progress(Progress progress);
+
+  // Verifies every method (same rules as loading) before touching the file system.
+  [[nodiscard]] Status write(const std::string& path);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hfs
