@@ -1,8 +1,37 @@
-// hfstatic CLI entry point; subcommands live in tools/cmd_<name>.cpp.
+// hfstatic CLI entry point: builds one CLI11 app from the registered subcommands (tools/cmd_*.cpp).
 #include <cstdio>
+#include <map>
+
+#include "cli.h"
+
+namespace hfs::cli {
+
+std::vector<Command>& commands() {
+  static std::vector<Command> all;
+  return all;
+}
+
+bool register_command(Command c) {
+  commands().push_back(std::move(c));
+  return true;
+}
+
+}  // namespace hfs::cli
+
 int main(int argc, char** argv) {
-  (void)argc;
-  (void)argv;
-  std::puts("hfstatic");
-  return 0;
+  CLI::App app{"hfstatic — run HuggingFace decoder LLMs as fixed-shape programs"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, hfs::cli::RunFn> runs;
+  for (auto& c : hfs::cli::commands()) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    runs[sub] = c.setup(*sub);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (auto& [sub, run] : runs)
+    if (sub->parsed()) return run();
+  return 2;
 }
