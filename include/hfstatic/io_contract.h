@@ -1,0 +1,88 @@
+// hfstatic/io_contract.h — I/O contracts: who does what on the host side of a fixed-shape program.
+//
+// A program's metadata names its contract (`io.contract`, `io.contract_version`). An IOManager
+// implements one contract: it validates the program against it, owns the I/O buffers (allocated once,
+// through the selected backend's allocator), and turns "run these n tokens" into a fixed-shape method
+// call — ids, positions, cache slots, masks, padding — keeping the absolute counters. The LLM runner
+// (llm_runner.h) only talks to this interface and never knows a backend or an architecture.
+//
+// IO managers register themselves from their own implementation file:
+//
+//   const bool kReg = hfs::register_io_manager("hf_static", &make_hf_static_io);
+//
+//   auto io = hfs::create_io_manager(program, opts);     // picks by the program's io.contract
+//   if (!io) puts(io.error().to_string().c_str());       // unknown contract → lists the known ones
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hfstatic/allocator.h"
+#include "hfstatic/error.h"
+#include "hfstatic/method.h"
+#include "hfstatic/program.h"
+
+namespace hfs {
+
+struct IOManagerOptions {
+  MethodOptions method;            // backends, caller passes
+  bool shared_memory_io = false;   // allocate I/O in shared memory (memfd) instead of the backend's choice
+};
+
+// Static facts of a loaded program under its contract.
+struct ModelInfo {
+  std::string contract;
+  int64_t contract_version = 0;
+  int64_t prefill_tokens = 0;   // C: tokens per prefill call
+  int64_t context_length = 0;   // capacity in tokens
+  int64_t vocab_size = 0;
+  int64_t bos_token_id = -1;
+  std::vector<int64_t> eos_token_ids;
+  bool logits_all = false;      // program returns logits for every row (else: last valid row only)
+};
+
+class IOManager {
+ public:
+  virtual ~IOManager() = default;
+  virtual const ModelInfo& info() const = 0;
+
+  // Tokens committed so far (the absolute position of the next token).
+  virtual int64_t position() const = 0;
+  // Side-effect free: true iff n more tokens fit.
+  virtual bool can_accept(int64_t n) const = 0;
+
+  // Runs 1..prefill_tokens tokens through the prefill method (padding the rest of the chunk).
+  // On success the counters advance by tokens.size() and last_logits() holds the logits of the last token.
+  [[nodiscard]] virtual Status run_prefill(std::span<const int32_t> tokens) = 0;
+  // Runs exactly one token through the decode method.
+  [[nodiscard]] virtual Status run_decode(int32_t token) = 0;
+  // Logits of the last token run, [vocab]. Valid until the next run.
+  virtual std::span<const float> last_logits() const = 0;
+  // Logits of every valid row of the last run ([n, vocab] row-major), when the program returns all rows;
+  // otherwise just the last row.
+  virtual std::span<const float> last_step_logits() const = 0;
+
+  // Forgets everything: position 0, caches cleared. The next run is bit-identical to a fresh load.
+  virtual void reset() = 0;
+  // True after a failed step left state that cannot be trusted; every run then fails with kNeedsReset.
+  virtual bool needs_reset() const = 0;
+
+  // The K/V cache buffers in program input order (tests compare bytes across steps).
+  virtual std::vector<TensorView> cache_views() const = 0;
+};
+
+using IOManagerFactory =
+    std::function<Result<std::unique_ptr<IOManager>>(std::shared_ptr<const Program>, const IOManagerOptions&)>;
+
+bool register_io_manager(std::string contract, IOManagerFactory factory);
+std::vector<std::string> registered_contracts();
+// Picks the IO manager named by the program's `io.contract`. No contract metadata → kMissingMetadata;
+// unknown → kUnknownContract listing the registered ones.
+[[nodiscard]] Result<std::unique_ptr<IOManager>> create_io_manager(std::shared_ptr<const Program> program,
+                                                                   const IOManagerOptions& options = {});
+
+}  // namespace hfs

@@ -1,0 +1,108 @@
+// hfstatic/llm_runner.h — the backend-neutral LLM runner.
+//
+// Built from injected parts: an IOManager (the contract: buffers, counters, padding) chosen by the
+// program's metadata, and a Sampler. The runner splits prompts into prefill chunks, routes the tail
+// (padded chunk or token-by-token decode), checks capacity before any write, samples, streams tokens,
+// and keeps timing statistics. It never knows the backend or the architecture.
+//
+//   auto r = hfs::Runner::load("model.hfs");
+//   if (!r) return fail(r.error());
+//   hfs::GenerationConfig g; g.max_new_tokens = 64;
+//   auto out = (*r)->generate({1}, g, [](int32_t tok) { printf("%d ", tok); return true; });
+//   // continuation: the next generate() continues at (*r)->position(); (*r)->reset() starts over.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hfstatic/error.h"
+#include "hfstatic/io_contract.h"
+#include "hfstatic/program.h"
+#include "hfstatic/sampler.h"
+
+namespace hfs {
+
+enum class TailPolicy : uint8_t {
+  kAuto,    // whichever is faster, from measured step times (decode when tail × t_decode < t_prefill)
+  kPad,     // always pad the tail into one more prefill chunk
+  kDecode,  // route tail tokens through decode one at a time
+};
+
+struct RunnerOptions {
+  IOManagerOptions io;
+  TailPolicy tail = TailPolicy::kAuto;
+  LoadOptions load;
+};
+
+struct GenerationConfig {
+  int32_t max_new_tokens = 128;
+  std::vector<int32_t> stop_tokens;  // in addition to the program's eos ids (unless ignore_eos)
+  bool ignore_eos = false;
+  SamplingConfig sampling;
+  const std::atomic<bool>* cancel = nullptr;  // checked between steps
+};
+
+struct RunnerStats {
+  double load_ms = 0;
+  int64_t prompt_tokens = 0;
+  double prefill_ms = 0;
+  int64_t generated_tokens = 0;
+  int64_t decode_steps = 0;    // tokens fed through decode (the last generated token is not fed)
+  double decode_ms = 0;
+  double ttft_ms = 0;          // prompt start → first generated token available
+  int64_t peak_rss_bytes = 0;
+  double prefill_tok_s() const { return prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0; }
+  double decode_tok_s() const { return decode_ms > 0 ? decode_steps * 1000.0 / decode_ms : 0; }
+};
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;  // generated ids (the stop token included if one ended generation)
+  enum class Stop : uint8_t { kMaxTokens, kStopToken, kCancelled, kContextFull } stop = Stop::kMaxTokens;
+};
+
+// Return false to stop generation after this token.
+using TokenCallback = std::function<bool(int32_t token)>;
+
+class Runner {
+ public:
+  [[nodiscard]] static Result<std::unique_ptr<Runner>> load(const std::string& path, const RunnerOptions& options = {});
+  [[nodiscard]] static Result<std::unique_ptr<Runner>> create(std::shared_ptr<const Program> program,
+                                                              const RunnerOptions& options = {});
+  // Injection point for tests and custom contracts.
+  [[nodiscard]] static Result<std::unique_ptr<Runner>> create(std::unique_ptr<IOManager> io, const RunnerOptions& options = {});
+  ~Runner();
+
+  const ModelInfo& info() const;
+  IOManager& io();
+
+  // Feeds tokens (any count that fits); afterwards logits() are those after the last token.
+  // Over capacity → kCapacityExceeded, nothing run, state unchanged.
+  [[nodiscard]] Status prefill(std::span<const int32_t> tokens);
+  // Feeds one token; returns the logits after it ([vocab], valid until the next call).
+  [[nodiscard]] Result<std::span<const float>> decode_step(int32_t token);
+  std::span<const float> logits() const;
+
+  // Prefills `prompt` (may be empty when continuing) and samples up to max_new_tokens. Each generated
+  // token is passed to on_token before it is fed back. The last generated token is not fed (it is
+  // committed by the next call's prompt, as in a chat turn).
+  [[nodiscard]] Result<GenerationResult> generate(std::span<const int32_t> prompt, const GenerationConfig& config,
+                                                  const TokenCallback& on_token = {});
+
+  bool can_accept(int64_t n) const;
+  int64_t position() const;
+  int64_t capacity_left() const;
+  void reset();
+  const RunnerStats& stats() const;
+
+ private:
+  struct Impl;
+  explicit Runner(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hfs

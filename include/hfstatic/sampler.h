@@ -1,0 +1,47 @@
+// hfstatic/sampler.h — turning logits into the next token.
+//
+// Order of operations (as HF's logits processors apply them): repetition penalty → temperature →
+// top-k → top-p → min-p → draw. temperature == 0 means greedy (argmax, ties → lowest id). Same seed,
+// same logits → same tokens. The sampler owns its scratch (sized once for the vocab): sampling never
+// allocates in the step loop.
+//
+//   hfs::SamplingConfig sc; sc.temperature = 0.8f; sc.top_p = 0.95f; sc.seed = 42;
+//   hfs::Sampler s(sc, vocab_size);
+//   int32_t next = s.sample(logits, recent_tokens);
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace hfs {
+
+struct SamplingConfig {
+  float temperature = 0.0f;        // 0 → greedy
+  int32_t top_k = 0;               // 0 → off
+  float top_p = 1.0f;              // 1 → off
+  float min_p = 0.0f;              // 0 → off
+  float repetition_penalty = 1.0f; // 1 → off; HF semantics: logit > 0 ? logit / p : logit * p
+  uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  Sampler(const SamplingConfig& config, int64_t vocab_size);
+  // `history`: tokens the repetition penalty applies to (prompt + generated, as HF does).
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  void reseed(uint64_t seed);
+
+ private:
+  SamplingConfig cfg_;
+  std::mt19937_64 rng_;
+  std::vector<float> work_;       // [vocab] adjusted logits
+  std::vector<int32_t> order_;    // [vocab] candidate ids
+  std::vector<uint8_t> seen_;     // [vocab] repetition-penalty marks
+};
+
+// Index of the largest value, lowest index on ties.
+int32_t argmax(std::span<const float> logits);
+
+}  // namespace hfs

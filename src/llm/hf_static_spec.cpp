@@ -1,0 +1,270 @@
+#include "llm/hf_static_spec.h"
+
+#include <algorithm>
+
+#include "hfstatic/metadata_keys.h"
+
+namespace hfs::hf_static {
+namespace {
+
+// Upper bounds that keep a hostile program from asking for absurd buffers before anything is allocated.
+constexpr int64_t kMaxContext = int64_t{1} << 22;
+constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxHeads = 4096;
+constexpr int64_t kMaxHeadDim = 4096;
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+
+class Reader {
+ public:
+  explicit Reader(const Program& p) : p_(p) {}
+
+  Result<const Value*> get(std::string_view key) {
+    const Value* v = p_.meta(key);
+    if (!v) return make_error(ErrorCode::kMissingMetadata, where() + "required metadata key '" + std::string(key) + "' is missing");
+    return v;
+  }
+  Result<int64_t> integer(std::string_view key, int64_t lo, int64_t hi) {
+    auto v = get(key);
+    if (!v) return v.error();
+    if (!(*v)->is_int()) return bad(key, "an integer", (*v)->to_json());
+    int64_t x = (*v)->as_int();
+    if (x < lo || x > hi)
+      return bad(key, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", std::to_string(x));
+    return x;
+  }
+  Result<std::string> string(std::string_view key, std::vector<std::string_view> allowed = {}) {
+    auto v = get(key);
+    if (!v) return v.error();
+    if (!(*v)->is_string() || (*v)->as_string().empty()) return bad(key, "a non-empty string", (*v)->to_json());
+    const std::string& s = (*v)->as_string();
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+      std::string list;
+      for (auto a : allowed) list += (list.empty() ? "\"" : ", \"") + std::string(a) + "\"";
+      return bad(key, "one of " + list, (*v)->to_json());
+    }
+    return s;
+  }
+  Result<std::vector<int64_t>> int_list(std::string_view key, int64_t lo, int64_t hi) {
+    auto v = get(key);
+    if (!v) return v.error();
+    if (!(*v)->is_array()) return bad(key, "an array of integers", (*v)->to_json());
+    std::vector<int64_t> out;
+    for (const Value& e : (*v)->as_array()) {
+      if (!e.is_int() || e.as_int() < lo || e.as_int() > hi)
+        return bad(key, "integers in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", (*v)->to_json());
+      out.push_back(e.as_int());
+    }
+    return out;
+  }
+  Error bad(std::string_view key, const std::string& expected, const std::string& got) {
+    return make_error(ErrorCode::kBadMetadata,
+                      where() + "metadata '" + std::string(key) + "': expected " + expected + ", got " + got);
+  }
+  std::string where() const { return p_.path() + ": hf_static: "; }
+
+ private:
+  const Program& p_;
+};
+
+#define HFS_READ(var, expr) \
+  auto var##_r = (expr);    \
+  if (!var##_r) return var##_r.error();
+
+std::string signature_string(const IOSpec& s) {
+  std::string out = "'" + s.name + "' " + s.type.to_string() + " " + std::string(io_role_name(s.role));
+  if (!s.alias_of.empty()) out += " alias_of '" + s.alias_of + "'";
+  return out;
+}
+
+Status compare_signature(const Program& p, const std::string& method, const char* what,
+                         const std::vector<IOSpec>& got, const std::vector<IOSpec>& want) {
+  const std::string where = p.path() + ": hf_static: method '" + method + "' " + what;
+  for (size_t i = 0; i < std::max(got.size(), want.size()); ++i) {
+    if (i >= got.size())
+      return make_error(ErrorCode::kContractViolation, where + " " + std::to_string(i) + ": expected " +
+                                                           signature_string(want[i]) + ", got nothing (method has " +
+                                                           std::to_string(got.size()) + ")");
+    if (i >= want.size())
+      return make_error(ErrorCode::kContractViolation, where + " " + std::to_string(i) + ": unexpected extra " +
+                                                           signature_string(got[i]) + " (contract has " +
+                                                           std::to_string(want.size()) + ")");
+    const IOSpec& g = got[i];
+    const IOSpec& w = want[i];
+    if (g.name != w.name || !(g.type == w.type) || g.role != w.role || g.alias_of != w.alias_of)
+      return make_error(ErrorCode::kContractViolation, where + " " + std::to_string(i) + ": expected " +
+                                                           signature_string(w) + ", got " + signature_string(g));
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<Spec> read_spec(const Program& program) {
+  Reader r(program);
+  Spec s;
+  HFS_READ(contract, r.string(keys::kContract));
+  if (*contract_r != keys::kContractHfStatic)
+    return r.bad(keys::kContract, "\"hf_static\"", "\"" + *contract_r + "\"");
+  {
+    auto v = r.get(keys::kContractVersion);
+    if (!v) return v.error();
+    if (!(*v)->is_int()) return r.bad(keys::kContractVersion, "an integer", (*v)->to_json());
+    if ((*v)->as_int() != kSupportedVersion)
+      return make_error(ErrorCode::kBadMetadata, r.where() + "contract version " + std::to_string((*v)->as_int()) +
+                                                     " is not supported (this runtime implements version " +
+                                                     std::to_string(kSupportedVersion) + ")");
+    s.version = (*v)->as_int();
+  }
+  HFS_READ(pm, r.string(keys::kPrefillMethod));
+  HFS_READ(dm, r.string(keys::kDecodeMethod));
+  s.prefill_method = *pm_r;
+  s.decode_method = *dm_r;
+  HFS_READ(ctx, r.integer(keys::kContextLength, 1, kMaxContext));
+  s.context_length = *ctx_r;
+  HFS_READ(pt, r.integer(keys::kPrefillTokens, 1, s.context_length));
+  s.prefill_tokens = *pt_r;
+  HFS_READ(dt, r.integer(keys::kDecodeTokens, 1, 1));
+  s.decode_tokens = *dt_r;
+  HFS_READ(nl, r.integer(keys::kNumLayers, 1, kMaxLayers));
+  s.n_layers = *nl_r;
+  HFS_READ(kvh, r.integer(keys::kNumKvHeads, 1, kMaxHeads));
+  s.n_kv_heads = *kvh_r;
+  HFS_READ(hd, r.integer(keys::kHeadDim, 1, kMaxHeadDim));
+  s.head_dim = *hd_r;
+  HFS_READ(sw, r.integer(keys::kSlidingWindow, 0, kMaxContext));
+  s.sliding_window = *sw_r;
+  HFS_READ(vs, r.integer(keys::kVocabSize, 1, kMaxVocab));
+  s.vocab_size = *vs_r;
+  HFS_READ(bos, r.integer(keys::kBosTokenId, -1, s.vocab_size - 1));
+  s.bos_token_id = *bos_r;
+  HFS_READ(pad, r.integer(keys::kPadTokenId, 0, s.vocab_size - 1));
+  s.pad_token_id = *pad_r;
+  HFS_READ(eos, r.int_list(keys::kEosTokenIds, 0, s.vocab_size - 1));
+  s.eos_token_ids = *eos_r;
+  HFS_READ(cd, r.string(keys::kCacheDType, {"f32", "f16"}));
+  s.cache_dtype = *cd_r == "f16" ? DType::kF16 : DType::kF32;
+  HFS_READ(layout, r.string(keys::kCacheLayout, {keys::kLayoutBHSD}));
+  HFS_READ(lm, r.string(keys::kLogitsMode, {keys::kLogitsLast, keys::kLogitsAll}));
+  s.logits_all = *lm_r == keys::kLogitsAll;
+
+  // Per-layer kinds and cache lengths.
+  HFS_READ(kinds_v, r.get(keys::kLayerKinds));
+  const Value* kinds = *kinds_v_r;
+  if (!kinds->is_array() || static_cast<int64_t>(kinds->size()) != s.n_layers)
+    return r.bad(keys::kLayerKinds, "an array of " + std::to_string(s.n_layers) + " strings (one per layer)",
+                 kinds->to_json());
+  HFS_READ(lens, r.int_list(keys::kLayerCacheLengths, 1, s.context_length));
+  if (static_cast<int64_t>(lens_r->size()) != s.n_layers)
+    return r.bad(keys::kLayerCacheLengths, std::to_string(s.n_layers) + " lengths (one per layer)",
+                 std::to_string(lens_r->size()) + " lengths");
+  s.layer_cache_lengths = *lens_r;
+  int global_group = -1, sliding_group = -1;
+  bool any_sliding = false;
+  for (const Value& k : kinds->as_array()) any_sliding |= k.as_string() == keys::kLayerSliding;
+  if (any_sliding) {
+    if (s.sliding_window < 1)
+      return r.bad(keys::kSlidingWindow, "≥ 1 (the program has sliding layers)", std::to_string(s.sliding_window));
+  }
+  // Groups in contract order: global first, then sliding.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t i = 0; i < s.n_layers; ++i) {
+      const Value& k = kinds->as_array()[static_cast<size_t>(i)];
+      bool sliding = k.as_string() == keys::kLayerSliding;
+      if (!k.is_string() || (!sliding && k.as_string() != keys::kLayerGlobal))
+        return r.bad(keys::kLayerKinds, "\"global\" or \"sliding\" for layer " + std::to_string(i), k.to_json());
+      if (sliding != (pass == 1)) continue;
+      int& g = sliding ? sliding_group : global_group;
+      int64_t len = s.layer_cache_lengths[static_cast<size_t>(i)];
+      if (g < 0) {
+        g = static_cast<int>(s.groups.size());
+        s.groups.push_back({std::string(sliding ? keys::kLayerSliding : keys::kLayerGlobal), sliding, len});
+      }
+      const CacheGroup& grp = s.groups[static_cast<size_t>(g)];
+      std::string layer = "layer " + std::to_string(i) + " (" + grp.kind + ")";
+      if (!sliding && len != s.context_length)
+        return r.bad(keys::kLayerCacheLengths, layer + " cache length = context_length " + std::to_string(s.context_length),
+                     std::to_string(len));
+      if (sliding) {
+        // A ring shorter than W + C − 1 would let a chunk evict rows its own earlier tokens still need.
+        int64_t need = std::min(s.sliding_window + s.prefill_tokens - 1, s.context_length);
+        if (len < need)
+          return r.bad(keys::kLayerCacheLengths,
+                       layer + " ring length ≥ min(sliding_window + prefill_tokens − 1, context_length) = " +
+                           std::to_string(need),
+                       std::to_string(len));
+      }
+      if (len != grp.length)
+        return r.bad(keys::kLayerCacheLengths,
+                     layer + " cache length equal to the other " + grp.kind + " layers' " + std::to_string(grp.length),
+                     std::to_string(len));
+    }
+  }
+  s.layer_group.resize(static_cast<size_t>(s.n_layers));
+  for (int64_t i = 0; i < s.n_layers; ++i)
+    s.layer_group[static_cast<size_t>(i)] =
+        kinds->as_array()[static_cast<size_t>(i)].as_string() == keys::kLayerSliding ? sliding_group : global_group;
+  return s;
+}
+
+std::vector<IOSpec> expected_inputs(const Spec& s, int64_t T) {
+  std::vector<IOSpec> in;
+  in.push_back({std::string(keys::kInputIds), {DType::kI32, {1, T}}, IORole::kInput, ""});
+  in.push_back({std::string(keys::kPositionIds), {DType::kI32, {1, T}}, IORole::kInput, ""});
+  if (!s.logits_all) in.push_back({std::string(keys::kLogitsIndex), {DType::kI32, {1}}, IORole::kInput, ""});
+  for (const CacheGroup& g : s.groups) {
+    in.push_back({keys::cache_slots_name(g.kind), {DType::kI32, {T}}, IORole::kInput, ""});
+    in.push_back({keys::attn_mask_name(g.kind), {DType::kF32, {1, 1, T, g.length}}, IORole::kInput, ""});
+  }
+  for (int64_t i = 0; i < s.n_layers; ++i) {
+    int64_t S = s.layer_cache_lengths[static_cast<size_t>(i)];
+    TensorType t{s.cache_dtype, {1, s.n_kv_heads, S, s.head_dim}};
+    in.push_back({keys::k_cache_name(static_cast<int>(i)), t, IORole::kState, ""});
+    in.push_back({keys::v_cache_name(static_cast<int>(i)), t, IORole::kState, ""});
+  }
+  return in;
+}
+
+std::vector<IOSpec> expected_outputs(const Spec& s, int64_t T) {
+  std::vector<IOSpec> out;
+  out.push_back({std::string(keys::kLogits), {DType::kF32, {1, s.logits_all ? T : 1, s.vocab_size}}, IORole::kOutput, ""});
+  for (int64_t i = 0; i < s.n_layers; ++i) {
+    int64_t S = s.layer_cache_lengths[static_cast<size_t>(i)];
+    TensorType t{s.cache_dtype, {1, s.n_kv_heads, S, s.head_dim}};
+    int li = static_cast<int>(i);
+    out.push_back({keys::k_cache_out_name(li), t, IORole::kState, keys::k_cache_name(li)});
+    out.push_back({keys::v_cache_out_name(li), t, IORole::kState, keys::v_cache_name(li)});
+  }
+  return out;
+}
+
+Status validate_methods(const Program& p, const Spec& s) {
+  struct M {
+    const std::string& name;
+    int64_t tokens;
+    std::string_view key;
+  };
+  for (const M& m : {M{s.prefill_method, s.prefill_tokens, keys::kPrefillTokens},
+                     M{s.decode_method, s.decode_tokens, keys::kDecodeTokens}}) {
+    const MethodDef* def = p.method(m.name);
+    if (!def) {
+      std::string have;
+      for (const MethodDef& d : p.methods()) have += (have.empty() ? "" : ", ") + d.name;
+      return make_error(ErrorCode::kMissingMethod, p.path() + ": hf_static: metadata names method '" + m.name +
+                                                       "' but the program has none (methods: " + have + ")");
+    }
+    // Step size first, so the most common mismatch gets the most direct message.
+    if (def->inputs.empty() || def->inputs[0].name != keys::kInputIds || def->inputs[0].type.shape.rank() != 2 ||
+        def->inputs[0].type.shape[1] != m.tokens) {
+      std::string got = def->inputs.empty() ? "no inputs" : "'" + def->inputs[0].name + "' " + def->inputs[0].type.to_string();
+      return make_error(ErrorCode::kContractViolation,
+                        p.path() + ": hf_static: method '" + m.name + "': metadata '" + std::string(m.key) + "' = " +
+                            std::to_string(m.tokens) + " requires input 0 'input_ids' i32[1, " +
+                            std::to_string(m.tokens) + "], got " + got);
+    }
+    HFS_TRY(compare_signature(p, m.name, "input", def->inputs, expected_inputs(s, m.tokens)));
+    HFS_TRY(compare_signature(p, m.name, "output", def->outputs, expected_outputs(s, m.tokens)));
+  }
+  return Ok{};
+}
+
+}  // namespace hfs::hf_static

@@ -1,0 +1,91 @@
+#include "hfstatic/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace hfs {
+
+int32_t argmax(std::span<const float> logits) {
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i)
+    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+  return best;
+}
+
+Sampler::Sampler(const SamplingConfig& config, int64_t vocab_size)
+    : cfg_(config), rng_(config.seed), work_(static_cast<size_t>(vocab_size)), order_(static_cast<size_t>(vocab_size)),
+      seen_(static_cast<size_t>(vocab_size)) {}
+
+void Sampler::reseed(uint64_t seed) { rng_.seed(seed); }
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  const size_t V = std::min(logits.size(), work_.size());
+  std::copy_n(logits.begin(), V, work_.begin());
+  std::span<float> w(work_.data(), V);
+
+  if (cfg_.repetition_penalty != 1.0f) {
+    // HF RepetitionPenaltyLogitsProcessor: each distinct previous token once.
+    for (int32_t t : history) {
+      if (t < 0 || static_cast<size_t>(t) >= V || seen_[static_cast<size_t>(t)]) continue;
+      seen_[static_cast<size_t>(t)] = 1;
+      float& l = w[static_cast<size_t>(t)];
+      l = l > 0 ? l / cfg_.repetition_penalty : l * cfg_.repetition_penalty;
+    }
+    for (int32_t t : history)
+      if (t >= 0 && static_cast<size_t>(t) < V) seen_[static_cast<size_t>(t)] = 0;
+  }
+  if (cfg_.temperature <= 0.0f) return argmax(w);
+
+  for (float& l : w) l /= cfg_.temperature;
+  // Candidates sorted by logit, descending (ties: lower id first, so results are deterministic).
+  size_t n = V;
+  std::iota(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(V), 0);
+  auto by_logit = [&](int32_t a, int32_t b) {
+    float la = w[static_cast<size_t>(a)], lb = w[static_cast<size_t>(b)];
+    return la > lb || (la == lb && a < b);
+  };
+  if (cfg_.top_k > 0 && static_cast<size_t>(cfg_.top_k) < V) {
+    n = static_cast<size_t>(cfg_.top_k);
+    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n),
+                      order_.begin() + static_cast<std::ptrdiff_t>(V), by_logit);
+  } else {
+    std::sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(V), by_logit);
+  }
+  // Softmax over the candidates; probabilities stored back into w for the candidate ids.
+  const float maxl = w[static_cast<size_t>(order_[0])];
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(w[static_cast<size_t>(order_[i])] - maxl));
+  for (size_t i = 0; i < n; ++i) {
+    float& l = w[static_cast<size_t>(order_[i])];
+    l = static_cast<float>(std::exp(static_cast<double>(l - maxl)) / sum);
+  }
+  if (cfg_.top_p < 1.0f) {
+    // Smallest prefix whose mass reaches top_p (at least one token), as HF's TopPLogitsWarper keeps.
+    double cum = 0;
+    size_t keep = 0;
+    while (keep < n) {
+      cum += w[static_cast<size_t>(order_[keep])];
+      ++keep;
+      if (cum >= cfg_.top_p) break;
+    }
+    n = std::max<size_t>(keep, 1);
+  }
+  if (cfg_.min_p > 0.0f) {
+    const float floor = cfg_.min_p * w[static_cast<size_t>(order_[0])];
+    size_t keep = 1;
+    while (keep < n && w[static_cast<size_t>(order_[keep])] >= floor) ++keep;
+    n = keep;
+  }
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) total += w[static_cast<size_t>(order_[i])];
+  std::uniform_real_distribution<double> u(0.0, total);
+  double r = u(rng_);
+  for (size_t i = 0; i < n; ++i) {
+    r -= w[static_cast<size_t>(order_[i])];
+    if (r < 0) return order_[i];
+  }
+  return order_[n - 1];
+}
+
+}  // namespace hfs

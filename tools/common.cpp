@@ -1,0 +1,82 @@
+#include "common.h"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace hfs::cli {
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "hfstatic: %s\n", e.to_string().c_str());
+  return 1;
+}
+
+Result<std::vector<int32_t>> parse_token_list(const std::string& s) {
+  std::vector<int32_t> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    std::string part = s.substr(i, j - i);
+    char* end = nullptr;
+    long v = std::strtol(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v < 0 || v > INT32_MAX)
+      return make_error(ErrorCode::kInvalidArgument, "token list: '" + part + "' is not a token id (expected e.g. 1,2,3)");
+    out.push_back(static_cast<int32_t>(v));
+    i = j + 1;
+  }
+  return out;
+}
+
+Result<TailPolicy> parse_tail_policy(const std::string& s) {
+  if (s == "auto") return TailPolicy::kAuto;
+  if (s == "pad") return TailPolicy::kPad;
+  if (s == "decode") return TailPolicy::kDecode;
+  return make_error(ErrorCode::kInvalidArgument, "--tail: expected auto, pad or decode, got '" + s + "'");
+}
+
+const char* stop_reason_name(GenerationResult::Stop s) {
+  switch (s) {
+    case GenerationResult::Stop::kMaxTokens: return "max_tokens";
+    case GenerationResult::Stop::kStopToken: return "stop_token";
+    case GenerationResult::Stop::kCancelled: return "cancelled";
+    case GenerationResult::Stop::kContextFull: return "context_full";
+  }
+  return "?";
+}
+
+nlohmann::json stats_json(const RunnerStats& s) {
+  return {{"load_ms", s.load_ms},
+          {"prompt_tokens", s.prompt_tokens},
+          {"prefill_ms", s.prefill_ms},
+          {"prefill_tok_s", s.prefill_tok_s()},
+          {"ttft_ms", s.ttft_ms},
+          {"generated_tokens", s.generated_tokens},
+          {"decode_ms", s.decode_ms},
+          {"decode_tok_s", s.decode_tok_s()},
+          {"peak_rss_mib", static_cast<double>(s.peak_rss_bytes) / (1 << 20)}};
+}
+
+void print_stats_line(const RunnerStats& s) {
+  std::fprintf(stderr,
+               "load %.1f ms | prompt %lld tok, %.1f tok/s | ttft %.1f ms | generated %lld tok, decode %.1f tok/s | "
+               "peak RSS %.1f MiB\n",
+               s.load_ms, static_cast<long long>(s.prompt_tokens), s.prefill_tok_s(), s.ttft_ms,
+               static_cast<long long>(s.generated_tokens), s.decode_tok_s(),
+               static_cast<double>(s.peak_rss_bytes) / (1 << 20));
+}
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+void on_sigint(int) {
+  if (g_interrupted.exchange(true)) _exit(130);
+}
+}  // namespace
+
+const std::atomic<bool>* install_interrupt_flag() {
+  std::signal(SIGINT, on_sigint);
+  return &g_interrupted;
+}
+
+}  // namespace hfs::cli

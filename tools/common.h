@@ -1,0 +1,24 @@
+// tools/common.h — helpers shared by CLI subcommands: error reporting, parsing, stats output.
+#pragma once
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hfstatic/error.h"
+#include "hfstatic/llm_runner.h"
+
+namespace hfs::cli {
+
+// Prints "hfstatic: <error>" to stderr and returns the exit code 1.
+int fail(const Error& e);
+Result<std::vector<int32_t>> parse_token_list(const std::string& s);
+Result<TailPolicy> parse_tail_policy(const std::string& s);
+const char* stop_reason_name(GenerationResult::Stop s);
+nlohmann::json stats_json(const RunnerStats& s);
+void print_stats_line(const RunnerStats& s);
+// A flag set by SIGINT (Ctrl-C): generation stops between steps; a second Ctrl-C exits at once.
+const std::atomic<bool>* install_interrupt_flag();
+
+}  // namespace hfs::cli
