@@ -1,0 +1,175 @@
+// Runner logic against a fake IO manager: chunking, tail routing, capacity, stopping. The contract
+// itself (padding, masks, slots) is tested on real programs in hf_static_runner_test.cpp.
+#include <gtest/gtest.h>
+
+#include "hfstatic/llm_runner.h"
+
+namespace hfs {
+namespace {
+
+// Logits put all mass on (last token + 1) % V, so greedy generation counts upwards.
+class FakeIO final : public IOManager {
+ public:
+  FakeIO(int64_t context, int64_t chunk, int64_t vocab) {
+    info_.contract = "fake";
+    info_.prefill_tokens = chunk;
+    info_.context_length = context;
+    info_.vocab_size = vocab;
+    info_.eos_token_ids = {0};
+    logits_.assign(static_cast<size_t>(vocab), 0.0f);
+  }
+  const ModelInfo& info() const override { return info_; }
+  int64_t position() const override { return pos_; }
+  bool can_accept(int64_t n) const override { return pos_ + n <= info_.context_length; }
+  Status run_prefill(std::span<const int32_t> t) override {
+    calls.push_back("p" + std::to_string(t.size()));
+    return advance(t.back(), static_cast<int64_t>(t.size()));
+  }
+  Status run_decode(int32_t tok) override {
+    calls.push_back("d");
+    return advance(tok, 1);
+  }
+  std::span<const float> last_logits() const override { return has_ ? std::span<const float>(logits_) : std::span<const float>(); }
+  std::span<const float> last_step_logits() const override { return last_logits(); }
+  void reset() override {
+    pos_ = 0;
+    has_ = false;
+  }
+  bool needs_reset() const override { return false; }
+  std::vector<TensorView> cache_views() const override { return {}; }
+
+  std::vector<std::string> calls;
+
+ private:
+  Status advance(int32_t last, int64_t n) {
+    if (!can_accept(n)) return make_error(ErrorCode::kCapacityExceeded, "fake: over capacity");
+    pos_ += n;
+    std::fill(logits_.begin(), logits_.end(), 0.0f);
+    logits_[static_cast<size_t>((last + 1) % info_.vocab_size)] = 10.0f;
+    has_ = true;
+    return Ok{};
+  }
+  ModelInfo info_;
+  int64_t pos_ = 0;
+  bool has_ = false;
+  std::vector<float> logits_;
+};
+
+std::unique_ptr<Runner> make_runner(TailPolicy tail, FakeIO** io_out, int64_t context = 64, int64_t chunk = 8) {
+  auto io = std::make_unique<FakeIO>(context, chunk, 100);
+  *io_out = io.get();
+  RunnerOptions o;
+  o.tail = tail;
+  auto r = Runner::create(std::move(io), o);
+  EXPECT_TRUE(r.ok());
+  return std::move(*r);
+}
+
+std::vector<int32_t> iota_tokens(int n, int start = 1) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + i;
+  return v;
+}
+
+TEST(Runner, PadPolicyPadsTailIntoOneChunk) {
+  FakeIO* io;
+  auto r = make_runner(TailPolicy::kPad, &io);
+  ASSERT_TRUE(r->prefill(iota_tokens(2 * 8 + 3)).ok());
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"p8", "p8", "p3"}));
+  EXPECT_EQ(r->position(), 19);
+}
+
+TEST(Runner, DecodePolicyRoutesTailTokenByToken) {
+  FakeIO* io;
+  auto r = make_runner(TailPolicy::kDecode, &io);
+  ASSERT_TRUE(r->prefill(iota_tokens(2 * 8 + 3)).ok());
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"p8", "p8", "d", "d", "d"}));
+}
+
+TEST(Runner, OverCapacityIsRejectedBeforeAnyStep) {
+  FakeIO* io;
+  auto r = make_runner(TailPolicy::kPad, &io, /*context=*/20);
+  ASSERT_TRUE(r->prefill(iota_tokens(12)).ok());
+  io->calls.clear();
+  EXPECT_FALSE(r->can_accept(9));
+  Status st = r->prefill(iota_tokens(9));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), ErrorCode::kCapacityExceeded);
+  EXPECT_TRUE(io->calls.empty());  // nothing ran: not even the first full chunk
+  EXPECT_EQ(r->position(), 12);
+  EXPECT_EQ(r->capacity_left(), 8);
+}
+
+TEST(Runner, GenerateGreedyStopsAtMaxTokensAndFeedsAllButLast) {
+  FakeIO* io;
+  auto r = make_runner(TailPolicy::kPad, &io);
+  GenerationConfig g;
+  g.max_new_tokens = 4;
+  std::vector<int32_t> streamed;
+  auto out = r->generate(std::vector<int32_t>{5}, g, [&](int32_t t) {
+    streamed.push_back(t);
+    return true;
+  });
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->tokens, (std::vector<int32_t>{6, 7, 8, 9}));
+  EXPECT_EQ(streamed, out->tokens);
+  EXPECT_EQ(out->stop, GenerationResult::Stop::kMaxTokens);
+  EXPECT_EQ(r->position(), 1 + 3);  // prompt + 3 fed tokens; the 4th is committed by the next call
+  // Continuation: an empty prompt continues from the last logits.
+  g.max_new_tokens = 1;
+  auto more = r->generate({}, g);
+  ASSERT_TRUE(more.ok());
+  EXPECT_EQ(more->tokens, (std::vector<int32_t>{10}));
+}
+
+TEST(Runner, GenerateStopsAtEosAndStopTokensAndContextEnd) {
+  FakeIO* io;
+  auto r = make_runner(TailPolicy::kPad, &io);
+  GenerationConfig g;
+  g.max_new_tokens = 50;
+  auto out = r->generate(std::vector<int32_t>{97}, g);  // 98, 99, 0 (eos)
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->tokens, (std::vector<int32_t>{98, 99, 0}));
+  EXPECT_EQ(out->stop, GenerationResult::Stop::kStopToken);
+
+  r->reset();
+  g.stop_tokens = {13};
+  out = r->generate(std::vector<int32_t>{10}, g);
+  EXPECT_EQ(out->tokens, (std::vector<int32_t>{11, 12, 13}));
+
+  auto small = make_runner(TailPolicy::kPad, &io, /*context=*/4);
+  g.stop_tokens.clear();
+  out = small->generate(std::vector<int32_t>{20, 21}, g);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->stop, GenerationResult::Stop::kContextFull);
+  EXPECT_EQ(out->tokens, (std::vector<int32_t>{22, 23, 24}));
+  EXPECT_EQ(small->position(), 4);
+}
+
+TEST(Runner, CancelFlagStopsBetweenSteps) {
+  FakeIO* io;
+  auto r = make_runner(TailPolicy::kPad, &io);
+  std::atomic<bool> cancel{false};
+  GenerationConfig g;
+  g.max_new_tokens = 50;
+  g.cancel = &cancel;
+  auto out = r->generate(std::vector<int32_t>{1}, g, [&](int32_t t) {
+    if (t == 3) cancel = true;
+    return true;
+  });
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->stop, GenerationResult::Stop::kCancelled);
+  EXPECT_EQ(out->tokens, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(r->position(), 3);  // prompt + the two committed tokens
+}
+
+TEST(Runner, EmptyPromptWithNothingToContinueIsAnError) {
+  FakeIO* io;
+  auto r = make_runner(TailPolicy::kPad, &io);
+  auto out = r->generate({}, GenerationConfig{});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().code(), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace hfs

@@ -1,0 +1,108 @@
+// `hfstatic inspect`: what a program holds — metadata, method signatures, op counts, bytes, memory plan.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "common.h"
+#include "hfstatic/method.h"
+#include "hfstatic/program.h"
+
+namespace hfs::cli {
+namespace {
+
+struct InspectArgs {
+  std::string path;
+  bool json = false;
+  std::vector<std::string> backends;
+};
+
+nlohmann::json io_json(const IOSpec& s) {
+  nlohmann::json j = {{"name", s.name},
+                      {"dtype", std::string(dtype_name(s.type.dtype))},
+                      {"shape", s.type.shape.to_vector()},
+                      {"role", std::string(io_role_name(s.role))}};
+  if (!s.alias_of.empty()) j["alias_of"] = s.alias_of;
+  return j;
+}
+
+int inspect(const InspectArgs& a) {
+  auto prog = Program::load(a.path);
+  if (!prog) return fail(prog.error());
+  const Program& p = **prog;
+  nlohmann::json j;
+  j["file"] = a.path;
+  j["format_version"] = p.format_version();
+  j["file_bytes"] = p.file_size();
+  j["metadata"] = nlohmann::json::parse(Value(p.metadata()).to_json());
+  j["constants"] = {{"count", p.constants().size()}, {"bytes", p.constant_bytes()}};
+  MethodOptions mo;
+  mo.backends.backends = a.backends;
+  for (const MethodDef& m : p.methods()) {
+    nlohmann::json mj;
+    mj["name"] = m.name;
+    for (const IOSpec& s : m.inputs) mj["inputs"].push_back(io_json(s));
+    for (const IOSpec& s : m.outputs) mj["outputs"].push_back(io_json(s));
+    std::map<std::string, int> ops;
+    for (const NodeDef& n : m.nodes) ops[n.op]++;
+    mj["nodes"] = m.nodes.size();
+    mj["ops"] = ops;
+    auto loaded = Method::load(*prog, m.name, mo);
+    if (!loaded) return fail(loaded.error());
+    const MethodPlan& plan = (*loaded)->plan();
+    mj["plan"] = {{"arena_bytes", plan.arena_bytes},
+                  {"unshared_bytes", plan.unshared_bytes},
+                  {"delegate_scratch_bytes", plan.delegate_scratch},
+                  {"partitions", plan.partition_backends}};
+    j["methods"].push_back(mj);
+  }
+  if (a.json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s: hfstatic program, format v%u, %llu bytes\n", a.path.c_str(), p.format_version(),
+              static_cast<unsigned long long>(p.file_size()));
+  std::printf("metadata:\n");
+  for (const auto& [k, v] : p.metadata()) {
+    std::string s = v.to_json();
+    if (s.size() > 100) s = s.substr(0, 97) + "...";
+    std::printf("  %-34s %s\n", k.c_str(), s.c_str());
+  }
+  std::printf("constants: %zu tensors, %.2f MiB\n", p.constants().size(),
+              static_cast<double>(p.constant_bytes()) / (1 << 20));
+  for (const auto& mj : j["methods"]) {
+    std::printf("method %s: %d nodes, arena %.2f MiB (unshared %.2f MiB), delegate scratch %.2f MiB\n",
+                mj["name"].get<std::string>().c_str(), mj["nodes"].get<int>(),
+                mj["plan"]["arena_bytes"].get<double>() / (1 << 20), mj["plan"]["unshared_bytes"].get<double>() / (1 << 20),
+                mj["plan"]["delegate_scratch_bytes"].get<double>() / (1 << 20));
+    for (const char* dir : {"inputs", "outputs"}) {
+      std::printf("  %s:\n", dir);
+      for (const auto& s : mj[dir]) {
+        std::string shape;
+        for (auto d : s["shape"]) shape += (shape.empty() ? "" : ", ") + std::to_string(d.get<int64_t>());
+        std::printf("    %-22s %-5s [%s] %s%s\n", s["name"].get<std::string>().c_str(),
+                    s["dtype"].get<std::string>().c_str(), shape.c_str(), s["role"].get<std::string>().c_str(),
+                    s.contains("alias_of") ? (" alias_of " + s["alias_of"].get<std::string>()).c_str() : "");
+      }
+    }
+    std::printf("  ops:");
+    for (auto& [op, n] : mj["ops"].items()) std::printf(" %s×%d", op.c_str(), n.get<int>());
+    std::printf("\n");
+  }
+  return 0;
+}
+
+RunFn setup(CLI::App& sub) {
+  auto a = std::make_shared<InspectArgs>();
+  sub.add_option("file", a->path, "Program file (.hfs)")->required();
+  sub.add_flag("--json", a->json, "Print one JSON object");
+  sub.add_option("--backend", a->backends, "Backends to plan with (priority order)");
+  return [a] { return inspect(*a); };
+}
+
+[[maybe_unused]] const bool kReg =
+    register_command({"inspect", "Show a program's metadata, method signatures, op counts and memory plan", &setup});
+
+}  // namespace
+}  // namespace hfs::cli
