@@ -1,0 +1,112 @@
+"""Reference parity: exported programs run by the hfstatic runner vs the independent PyTorch reference.
+
+For each architecture a tiny random checkpoint (scripts/make-checkpoint) is exported with a prefill
+chunk that forces padding; a 40-token prompt + 20 greedy steps must give the reference's tokens and
+logits within 1e-4 (f32). Sliding-window models run past 2x (and 3x) the window with C < W, C = W, C > W.
+The real TinyStories Llama must reproduce the reference greedy continuation token for token.
+
+Run: /usr/bin/python3 -m pytest tests/export/test_parity.py   (HFS_CLI=path/to/hfstatic)
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "reference"))
+CLI = os.environ.get("HFS_CLI", str(ROOT / "build" / "hfstatic"))
+SHARED_STORIES = ROOT.parent / "shared" / "models" / "stories260K"
+PY = "/usr/bin/python3"
+
+
+def sh(*args, **kw):
+    r = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise AssertionError(f"command failed ({r.returncode}): {' '.join(map(str, args))}\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
+def make_checkpoint(tmp, arch, **opts):
+    d = tmp / f"ckpt_{arch}"
+    args = [PY, ROOT / "scripts" / "make-checkpoint", arch, d, "--preset", "tiny", "--seed", "1"]
+    for k, v in opts.items():
+        args += [f"--{k.replace('_', '-')}", v]
+    sh(*args)
+    return d
+
+
+def export(tmp, model_dir, chunk, extra=()):
+    out = tmp / f"{Path(model_dir).name}_c{chunk}.hfs"
+    sh(CLI, "export", model_dir, "-o", out, "--prefill-chunk", chunk, *extra)
+    return out
+
+
+def run_hfstatic(tmp, program, prompt, n, tail="pad"):
+    dump = tmp / f"logits_{tail}.f32"
+    out = sh(CLI, "run", "-m", program, "--tokens", ",".join(map(str, prompt)), "-n", n, "--temp", "0",
+             "--ignore-eos", "--json", "--tail", tail, "--dump-logits", dump)
+    tokens = json.loads(out)["tokens"]
+    logits = np.fromfile(dump, dtype=np.float32).reshape(len(tokens), -1)
+    return tokens, logits
+
+
+def run_reference(tmp, model_dir, prompt, n):
+    out = tmp / "ref.npz"
+    sh(PY, ROOT / "tests" / "reference" / "reference.py", model_dir, "--tokens", ",".join(map(str, prompt)),
+       "--greedy", n, "--out", out)
+    z = np.load(out)
+    return [int(t) for t in z["tokens"][len(prompt):]], z["logits"]
+
+
+def check_parity(tmp, model_dir, chunk, prompt_len=40, n=20, tails=("pad", "decode"), extra=()):
+    rng = np.random.default_rng(chunk * 1000 + prompt_len)
+    prompt = [int(t) for t in rng.integers(3, 500, size=prompt_len)]
+    program = export(tmp, model_dir, chunk, extra)
+    ref_tokens, ref_logits = run_reference(tmp, model_dir, prompt, n)
+    for tail in tails:
+        tokens, logits = run_hfstatic(tmp, program, prompt, n, tail)
+        diff = float(np.abs(logits[:n] - ref_logits[:n]).max())
+        assert diff <= 1e-4, f"tail={tail}: max |logits - reference| = {diff:.3g} > 1e-4"
+        assert tokens == ref_tokens[:n], f"tail={tail}: tokens differ\n ours {tokens}\n ref  {ref_tokens[:n]}"
+
+
+ARCHS = ["llama", "qwen2", "qwen3", "mistral", "gemma2", "gemma3", "phi3"]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_arch_parity_with_padding(tmp_path, arch):
+    # chunk 16 with a 40-token prompt: two full chunks and a padded tail of 8.
+    check_parity(tmp_path, make_checkpoint(tmp_path, arch), chunk=16)
+
+
+@pytest.mark.parametrize("chunk", [4, 8, 13])
+@pytest.mark.parametrize("arch", ["mistral", "gemma2", "gemma3"])
+def test_sliding_window_chunks_around_window(tmp_path, arch, chunk):
+    # Window 8: chunk < W, = W, > W; 3x the window of prompt plus generation past it.
+    model = make_checkpoint(tmp_path, arch, sliding_window=8)
+    check_parity(tmp_path, model, chunk=chunk, prompt_len=26, n=12, tails=("pad",))
+
+
+def test_f16_cache_and_weights_close_to_reference(tmp_path):
+    model = make_checkpoint(tmp_path, "llama")
+    rng = np.random.default_rng(5)
+    prompt = [int(t) for t in rng.integers(3, 500, size=24)]
+    program = export(tmp_path, model, 16, ["--cache-dtype", "f16", "--weights", "f16"])
+    _, ref_logits = run_reference(tmp_path, model, prompt, 4)
+    _, logits = run_hfstatic(tmp_path, program, prompt, 4)
+    assert float(np.abs(logits[0] - ref_logits[0]).max()) < 5e-2
+
+
+@pytest.mark.skipif(not SHARED_STORIES.exists(), reason="../shared/models/stories260K is not present")
+def test_stories260k_greedy_200_tokens_match_reference(tmp_path):
+    program = export(tmp_path, SHARED_STORIES, 32)
+    tokens, logits = run_hfstatic(tmp_path, program, [1], 200)
+    expected_first = np.array([-6.22291, 8.40434, -6.22374, -6.22254, -6.22195], dtype=np.float32)
+    assert np.abs(logits[0, :5] - expected_first).max() <= 1e-4
+    ref_tokens, ref_logits = run_reference(tmp_path, SHARED_STORIES, [1], 200)
+    assert tokens == ref_tokens[:200]
+    assert float(np.abs(logits - ref_logits[:200]).max()) <= 1e-4
