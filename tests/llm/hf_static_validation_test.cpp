@@ -1,0 +1,128 @@
+// The hf_static metadata/signature corruption matrix: each broken program is rejected before the first
+// step with its own error naming the key or tensor, expected and got.
+#include <gtest/gtest.h>
+
+#include "hfstatic/io_contract.h"
+#include "hfstatic/metadata_keys.h"
+#include "support/hf_static_fixture.h"
+#include "support/program_rewrite.h"
+
+namespace hfs {
+namespace {
+
+struct Corruption {
+  std::string name;
+  test::ProgramEdit edit;
+  ErrorCode code;
+  std::vector<std::string> message_has;  // substrings the message must contain
+};
+
+void set_key(Metadata& m, std::string_view k, Value v) { m[std::string(k)] = std::move(v); }
+
+std::vector<Corruption> corruptions() {
+  using K = Metadata;
+  auto meta = [](std::function<void(K&)> f) { return test::ProgramEdit{std::move(f), {}}; };
+  auto method = [](std::function<void(MethodDef&)> f) { return test::ProgramEdit{{}, std::move(f)}; };
+  std::vector<Corruption> c;
+  c.push_back({"NoContract", meta([](K& m) { m.erase(std::string(keys::kContract)); }), ErrorCode::kMissingMetadata,
+               {std::string(keys::kContract)}});
+  c.push_back({"UnknownContract", meta([](K& m) { set_key(m, keys::kContract, Value("hf_dynamic")); }),
+               ErrorCode::kUnknownContract, {"hf_dynamic", "hf_static"}});
+  c.push_back({"UnsupportedVersion", meta([](K& m) { set_key(m, keys::kContractVersion, Value(2)); }),
+               ErrorCode::kBadMetadata, {"version 2", "version 1"}});
+  c.push_back({"VersionWrongType", meta([](K& m) { set_key(m, keys::kContractVersion, Value("1")); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kContractVersion), "integer"}});
+  // Every required key, removed.
+  for (std::string_view k : {keys::kPrefillMethod, keys::kPrefillTokens, keys::kDecodeMethod, keys::kDecodeTokens,
+                             keys::kContextLength, keys::kNumLayers, keys::kNumKvHeads, keys::kHeadDim, keys::kLayerKinds,
+                             keys::kLayerCacheLengths, keys::kSlidingWindow, keys::kCacheDType, keys::kCacheLayout,
+                             keys::kVocabSize, keys::kBosTokenId, keys::kEosTokenIds, keys::kPadTokenId, keys::kLogitsMode}) {
+    std::string key(k);
+    std::string name = "Missing_" + key.substr(key.find('.') + 1);
+    c.push_back({name, meta([key](K& m) { m.erase(key); }), ErrorCode::kMissingMetadata, {key}});
+  }
+  // Wrong types and out-of-range values.
+  c.push_back({"ContextNotInt", meta([](K& m) { set_key(m, keys::kContextLength, Value(24.5)); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kContextLength), "24.5"}});
+  c.push_back({"ChunkOverContext", meta([](K& m) { set_key(m, keys::kPrefillTokens, Value(25)); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kPrefillTokens), "25"}});
+  c.push_back({"DecodeTokensTwo", meta([](K& m) { set_key(m, keys::kDecodeTokens, Value(2)); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kDecodeTokens)}});
+  c.push_back({"NegativeLayers", meta([](K& m) { set_key(m, keys::kNumLayers, Value(-1)); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kNumLayers), "-1"}});
+  c.push_back({"BadCacheDType", meta([](K& m) { set_key(m, keys::kCacheDType, Value("q8")); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kCacheDType), "q8"}});
+  c.push_back({"BadLayout", meta([](K& m) { set_key(m, keys::kCacheLayout, Value("bshd")); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kCacheLayout), "bshd"}});
+  c.push_back({"BadLogitsMode", meta([](K& m) { set_key(m, keys::kLogitsMode, Value("first")); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kLogitsMode)}});
+  c.push_back({"EosOutOfVocab", meta([](K& m) { set_key(m, keys::kEosTokenIds, Value::int_array({2, 512})); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kEosTokenIds)}});
+  c.push_back({"LayerKindsWrongCount", meta([](K& m) { set_key(m, keys::kLayerKinds, Value(Value::Array{Value("global")})); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kLayerKinds), "2"}});
+  c.push_back({"LayerKindUnknown",
+               meta([](K& m) { set_key(m, keys::kLayerKinds, Value(Value::Array{Value("global"), Value("local")})); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kLayerKinds), "local"}});
+  c.push_back({"GlobalCacheShorterThanContext",
+               meta([](K& m) { set_key(m, keys::kLayerCacheLengths, Value::int_array({24, 20})); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kLayerCacheLengths), "layer 1", "20"}});
+  // Method names and step sizes.
+  c.push_back({"MissingMethod", meta([](K& m) { set_key(m, keys::kDecodeMethod, Value("step")); }),
+               ErrorCode::kMissingMethod, {"'step'", "decode", "prefill"}});
+  c.push_back({"StepSizeMismatch",
+               meta([](K& m) {
+                 set_key(m, keys::kPrefillTokens, Value(5));
+               }),
+               ErrorCode::kContractViolation, {std::string(keys::kPrefillTokens), "i32[1, 5]", "[1, 4]"}});
+  // Geometry drift between metadata and the program's tensors.
+  c.push_back({"KvHeadsDrift", meta([](K& m) { set_key(m, keys::kNumKvHeads, Value(1)); }), ErrorCode::kContractViolation,
+               {"k_cache_0", "expected", "got"}});
+  c.push_back({"HeadDimDrift", meta([](K& m) { set_key(m, keys::kHeadDim, Value(8)); }), ErrorCode::kContractViolation,
+               {"k_cache_0"}});
+  c.push_back({"CacheDTypeDrift", meta([](K& m) { set_key(m, keys::kCacheDType, Value("f16")); }),
+               ErrorCode::kContractViolation, {"k_cache_0", "f16", "f32"}});
+  c.push_back({"MaskLengthDrift",
+               meta([](K& m) {
+                 set_key(m, keys::kContextLength, Value(30));
+                 set_key(m, keys::kLayerCacheLengths, Value::int_array({30, 30}));
+               }),
+               ErrorCode::kContractViolation, {"attn_mask_global", "[1, 1, 4, 30]", "[1, 1, 4, 24]"}});
+  c.push_back({"VocabDrift", meta([](K& m) { set_key(m, keys::kVocabSize, Value(600)); }), ErrorCode::kContractViolation,
+               {"logits", "600", "512"}});
+  c.push_back({"LogitsModeDrift", meta([](K& m) { set_key(m, keys::kLogitsMode, Value("all")); }),
+               ErrorCode::kContractViolation, {"logits_index"}});
+  // Output aliases pointing at the wrong inputs (outputs swapped: v before k).
+  c.push_back({"AliasOrder", method([](MethodDef& d) { std::swap(d.outputs[1], d.outputs[2]); }),
+               ErrorCode::kContractViolation, {"output 1", "k_cache_0_out", "alias_of 'k_cache_0'", "v_cache_0_out"}});
+  return c;
+}
+
+class HfStaticValidation : public ::testing::TestWithParam<Corruption> {};
+
+TEST_P(HfStaticValidation, RejectsWithItsOwnError) {
+  const Corruption& c = GetParam();
+  auto good = Program::load(test::tiny_program({"llama", 4, 24}));
+  ASSERT_TRUE(good.ok()) << good.error().to_string();
+  // The unmodified program is accepted (so each failure below is caused by its edit alone).
+  ASSERT_TRUE(create_io_manager(*good).ok());
+  const std::string path = test::temp_dir() + "/" + c.name + ".hfs";
+  Status st = test::rewrite_program(**good, path, c.edit);
+  ASSERT_TRUE(st.ok()) << st.error().to_string();
+  auto bad = Program::load(path);
+  ASSERT_TRUE(bad.ok()) << bad.error().to_string();
+  auto io = create_io_manager(*bad);
+  ASSERT_FALSE(io.ok()) << c.name << " was accepted";
+  EXPECT_EQ(io.error().code(), c.code) << io.error().to_string();
+  for (const std::string& s : c.message_has) EXPECT_NE(io.error().message().find(s), std::string::npos)
+      << "message lacks '" << s << "': " << io.error().message();
+  // Runner::create reports the same error.
+  auto r = Runner::create(*bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), c.code);
+}
+
+INSTANTIATE_TEST_SUITE_P(HfStatic, HfStaticValidation, ::testing::ValuesIn(corruptions()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace hfs

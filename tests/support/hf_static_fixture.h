@@ -1,0 +1,32 @@
+// Test fixture: tiny hf_static programs exported from random-weight checkpoints, so contract and
+// runner tests run on real exported graphs without shipping binaries.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hfstatic/llm_runner.h"
+
+namespace hfs::test {
+
+struct TinyModel {
+  std::string arch = "llama";      // "llama" (global layers) or "mistral" (sliding layers when window > 0)
+  int chunk = 4;                   // prefill tokens C
+  int context = 24;                // context length N
+  int sliding_window = 0;          // mistral: W
+  std::string cache_dtype = "f32";
+  std::string logits = "last";     // "last" | "all"
+  int layers = 2;
+  uint64_t seed = 7;
+};
+
+// Exports (once per distinct options, cached for the test binary's lifetime) and returns the path.
+std::string tiny_program(const TinyModel& m);
+// A fresh directory under the system temp dir, removed at exit.
+std::string temp_dir();
+// Runner over a program path (aborts the test on failure via gtest assertions in the caller).
+Result<std::unique_ptr<Runner>> open_runner(const std::string& path, TailPolicy tail = TailPolicy::kPad);
+// Deterministic pseudo-random token ids in [3, vocab).
+std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed);
+
+}  // namespace hfs::test
