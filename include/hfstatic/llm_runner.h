@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -68,6 +69,26 @@ struct GenerationResult {
 // Return false to stop generation after this token.
 using TokenCallback = std::function<bool(int32_t token)>;
 
+class Runner;
+
+// Stepwise generation (streaming APIs, Python iterators). Each next() feeds the previously returned
+// token (if any) through decode and samples one more. The Generation borrows its Runner: keep the
+// Runner alive and do not interleave other calls on it until the Generation is done.
+class Generation {
+ public:
+  ~Generation();
+  // The next token, or nullopt once generation has ended (stop_reason() says why).
+  [[nodiscard]] Result<std::optional<int32_t>> next();
+  GenerationResult::Stop stop_reason() const;
+  const std::vector<int32_t>& tokens() const;  // generated so far
+
+ private:
+  friend class Runner;
+  struct Impl;
+  explicit Generation(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class Runner {
  public:
   [[nodiscard]] static Result<std::unique_ptr<Runner>> load(const std::string& path, const RunnerOptions& options = {});
@@ -92,6 +113,8 @@ class Runner {
   // committed by the next call's prompt, as in a chat turn).
   [[nodiscard]] Result<GenerationResult> generate(std::span<const int32_t> prompt, const GenerationConfig& config,
                                                   const TokenCallback& on_token = {});
+  // Prefills `prompt` and returns a stepwise generator (generate() is this plus a loop).
+  [[nodiscard]] Result<std::unique_ptr<Generation>> start(std::span<const int32_t> prompt, const GenerationConfig& config);
 
   bool can_accept(int64_t n) const;
   int64_t position() const;
@@ -101,6 +124,7 @@ class Runner {
 
  private:
   struct Impl;
+  friend class Generation;
   explicit Runner(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -156,57 +156,96 @@ void Runner::reset() {
   impl_->history.clear();
 }
 
-Result<GenerationResult> Runner::generate(std::span<const int32_t> prompt, const GenerationConfig& config,
-                                          const TokenCallback& on_token) {
+struct Generation::Impl {
+  Runner::Impl* runner = nullptr;
+  GenerationConfig config;
+  Sampler sampler;
+  std::vector<int32_t> tokens;
+  std::optional<int32_t> pending;  // returned but not yet fed
+  bool done = false;
+  GenerationResult::Stop stop = GenerationResult::Stop::kMaxTokens;
+  Clock::time_point started;
+
+  Impl(Runner::Impl* r, const GenerationConfig& c)
+      : runner(r), config(c), sampler(c.sampling, r->io->info().vocab_size) {
+    tokens.reserve(static_cast<size_t>(std::max(0, c.max_new_tokens)));
+  }
+  bool is_stop(int32_t t) const {
+    const auto& eos = runner->io->info().eos_token_ids;
+    if (!config.ignore_eos && std::find(eos.begin(), eos.end(), t) != eos.end()) return true;
+    return std::find(config.stop_tokens.begin(), config.stop_tokens.end(), t) != config.stop_tokens.end();
+  }
+  std::optional<int32_t> finish(GenerationResult::Stop why) {
+    done = true;
+    stop = why;
+    runner->stats.peak_rss_bytes = peak_rss_bytes();
+    return std::nullopt;
+  }
+};
+
+Generation::Generation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Generation::~Generation() = default;
+GenerationResult::Stop Generation::stop_reason() const { return impl_->stop; }
+const std::vector<int32_t>& Generation::tokens() const { return impl_->tokens; }
+
+Result<std::optional<int32_t>> Generation::next() {
+  Impl& g = *impl_;
+  Runner::Impl& m = *g.runner;
+  if (g.done) return std::optional<int32_t>();
+  if (g.config.cancel && g.config.cancel->load(std::memory_order_relaxed)) return g.finish(GenerationResult::Stop::kCancelled);
+  if (g.pending) {
+    const int32_t last = *g.pending;
+    if (g.is_stop(last)) return g.finish(GenerationResult::Stop::kStopToken);
+    if (static_cast<int32_t>(g.tokens.size()) >= g.config.max_new_tokens) return g.finish(GenerationResult::Stop::kMaxTokens);
+    if (!m.io->can_accept(1)) return g.finish(GenerationResult::Stop::kContextFull);
+    auto td = Clock::now();
+    HFS_TRY(m.run_decode(last));
+    m.stats.decode_ms += ms_since(td);
+    m.stats.decode_steps += 1;
+    g.pending.reset();
+  } else if (static_cast<int32_t>(g.tokens.size()) >= g.config.max_new_tokens) {
+    return g.finish(GenerationResult::Stop::kMaxTokens);
+  }
+  const int32_t tok = g.sampler.sample(m.io->last_logits(), m.history);
+  if (g.tokens.empty()) m.stats.ttft_ms = ms_since(g.started);
+  g.tokens.push_back(tok);
+  g.pending = tok;
+  m.stats.generated_tokens += 1;
+  return std::optional<int32_t>(tok);
+}
+
+Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> prompt, const GenerationConfig& config) {
   Impl& m = *impl_;
-  const ModelInfo& info = m.io->info();
   if (prompt.empty() && m.io->last_logits().empty())
     return make_error(ErrorCode::kInvalidArgument, "generate: empty prompt and nothing to continue from");
   if (config.max_new_tokens < 0)
-    return make_error(ErrorCode::kInvalidArgument, "generate: max_new_tokens must be ≥ 0, got " +
-                                                       std::to_string(config.max_new_tokens));
+    return make_error(ErrorCode::kInvalidArgument,
+                      "generate: max_new_tokens must be ≥ 0, got " + std::to_string(config.max_new_tokens));
   auto t0 = Clock::now();
   HFS_TRY(m.prefill(prompt));
-  Sampler sampler(config.sampling, info.vocab_size);
+  auto impl = std::make_unique<Generation::Impl>(&m, config);
+  impl->started = t0;
+  return std::unique_ptr<Generation>(new Generation(std::move(impl)));
+}
+
+Result<GenerationResult> Runner::generate(std::span<const int32_t> prompt, const GenerationConfig& config,
+                                          const TokenCallback& on_token) {
+  auto gen = start(prompt, config);
+  if (!gen) return gen.error();
   GenerationResult out;
-  out.tokens.reserve(static_cast<size_t>(config.max_new_tokens));
-  auto is_stop = [&](int32_t t) {
-    if (!config.ignore_eos &&
-        std::find(info.eos_token_ids.begin(), info.eos_token_ids.end(), t) != info.eos_token_ids.end())
-      return true;
-    return std::find(config.stop_tokens.begin(), config.stop_tokens.end(), t) != config.stop_tokens.end();
-  };
-  double decode_ms = 0;
-  for (int32_t i = 0; i < config.max_new_tokens; ++i) {
-    if (config.cancel && config.cancel->load(std::memory_order_relaxed)) {
+  for (;;) {
+    auto tok = (*gen)->next();
+    if (!tok) return tok.error();
+    if (!*tok) {
+      out.stop = (*gen)->stop_reason();
+      break;
+    }
+    if (on_token && !on_token(**tok)) {
       out.stop = GenerationResult::Stop::kCancelled;
       break;
     }
-    int32_t tok = sampler.sample(m.io->last_logits(), m.history);
-    if (i == 0) m.stats.ttft_ms = ms_since(t0);
-    out.tokens.push_back(tok);
-    bool go_on = on_token ? on_token(tok) : true;
-    if (is_stop(tok)) {
-      out.stop = GenerationResult::Stop::kStopToken;
-      break;
-    }
-    if (!go_on) {
-      out.stop = GenerationResult::Stop::kCancelled;
-      break;
-    }
-    if (i + 1 == config.max_new_tokens) break;
-    if (!m.io->can_accept(1)) {
-      out.stop = GenerationResult::Stop::kContextFull;
-      break;
-    }
-    auto td = Clock::now();
-    HFS_TRY(m.run_decode(tok));
-    decode_ms += ms_since(td);
-    m.stats.decode_steps += 1;
   }
-  m.stats.generated_tokens += static_cast<int64_t>(out.tokens.size());
-  m.stats.decode_ms += decode_ms;
-  m.stats.peak_rss_bytes = peak_rss_bytes();
+  out.tokens = (*gen)->tokens();
   return out;
 }
 

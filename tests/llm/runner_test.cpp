@@ -115,11 +115,16 @@ TEST(Runner, GenerateGreedyStopsAtMaxTokensAndFeedsAllButLast) {
   EXPECT_EQ(streamed, out->tokens);
   EXPECT_EQ(out->stop, GenerationResult::Stop::kMaxTokens);
   EXPECT_EQ(r->position(), 1 + 3);  // prompt + 3 fed tokens; the 4th is committed by the next call
-  // Continuation: an empty prompt continues from the last logits.
+  // Continuation: the unfed last token opens the next call's prompt; an empty prompt instead re-samples
+  // from the last logits (the same position).
   g.max_new_tokens = 1;
-  auto more = r->generate({}, g);
+  auto again = r->generate({}, g);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->tokens, (std::vector<int32_t>{9}));
+  auto more = r->generate(std::vector<int32_t>{9}, g);
   ASSERT_TRUE(more.ok());
   EXPECT_EQ(more->tokens, (std::vector<int32_t>{10}));
+  EXPECT_EQ(r->position(), 5);
 }
 
 TEST(Runner, GenerateStopsAtEosAndStopTokensAndContextEnd) {
@@ -160,7 +165,7 @@ TEST(Runner, CancelFlagStopsBetweenSteps) {
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(out->stop, GenerationResult::Stop::kCancelled);
   EXPECT_EQ(out->tokens, (std::vector<int32_t>{2, 3}));
-  EXPECT_EQ(r->position(), 3);  // prompt + the two committed tokens
+  EXPECT_EQ(r->position(), 2);  // prompt + token 2; token 3 was returned but never fed
 }
 
 TEST(Runner, EmptyPromptWithNothingToContinueIsAnError) {
