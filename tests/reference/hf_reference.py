@@ -50,15 +50,19 @@ class WeightError(ValueError):
 
 
 class Config:
-    """Read-only view of config.json with HF defaults for absent keys, and errors naming the key."""
+    """Read-only view of config.json and errors naming the key.
 
-    def __init__(self, raw, source):
+    get(key, fallback): an absent key takes the architecture's HF config-class default (`defaults`); a null
+    value, or an absent key without such a default, takes `fallback` (the value HF derives for None)."""
+
+    def __init__(self, raw, source, defaults=None):
         self.raw = raw
         self.source = source
+        self.defaults = defaults or {}
 
     def get(self, key, default=None):
-        value = self.raw.get(key, default)
-        return default if value is None and default is not None else value
+        value = self.raw[key] if key in self.raw else self.defaults.get(key)
+        return default if value is None else value
 
     def has(self, key):
         return self.raw.get(key) is not None
@@ -239,8 +243,8 @@ class DecoderLM:
 
     model_type = None
     default_tie = False
-    default_theta = 10000.0
-    default_eps = 1e-6
+    # HF config-class defaults for keys a config.json may omit (None: derived, e.g. head_dim = hidden / heads).
+    hf_defaults = {"rms_norm_eps": 1e-6, "rope_theta": 10000.0}
     attn_bias = False      # q/k/v biases
     o_bias = False
     mlp_bias = False
@@ -257,7 +261,7 @@ class DecoderLM:
         self.head_dim = cfg.int("head_dim", self.hidden // self.n_heads)
         self.vocab = cfg.int("vocab_size")
         self.inter = cfg.int("intermediate_size")
-        self.eps = cfg.float("rms_norm_eps", self.default_eps)
+        self.eps = cfg.float("rms_norm_eps")
         self.tie = tie
         if self.n_heads % self.n_kv:
             raise cfg.bad("num_key_value_heads", self.n_kv, f"must divide num_attention_heads={self.n_heads}")
@@ -316,9 +320,9 @@ class DecoderLM:
                     raise cfg.bad("rope_parameters", rp, f"no entry for layer type {layer_type!r}")
                 rp = rp[layer_type]
             params = dict(rp)
-            params.setdefault("rope_theta", cfg.get("rope_theta", self.default_theta))
+            params.setdefault("rope_theta", cfg.float("rope_theta"))
         else:
-            params = {"rope_theta": cfg.float("rope_theta", self.default_theta)}
+            params = {"rope_theta": cfg.float("rope_theta")}
             params.update(self.legacy_rope_scaling(layer_type) or {})
         kind = params.get("rope_type") or params.get("type") or "default"
         params["rope_type"] = kind
@@ -450,7 +454,6 @@ class LlamaLM(DecoderLM):
     """LlamaForCausalLM: attention_bias on q/k/v/o, mlp_bias on the MLP, rope_scaling llama3/linear."""
 
     model_type = "llama"
-    default_eps = 1e-6
 
     def configure(self):
         self.attn_bias = self.o_bias = bool(self.cfg.get("attention_bias", False))
@@ -461,6 +464,7 @@ class MistralLM(DecoderLM):
     """MistralForCausalLM: Llama without biases; sliding_window (may be null) applies to every layer."""
 
     model_type = "mistral"
+    hf_defaults = dict(DecoderLM.hf_defaults, num_key_value_heads=8, sliding_window=4096)
 
     def resolve_layer_types(self):
         w = self.cfg.get("sliding_window")
@@ -479,7 +483,7 @@ def qwen_layer_types(model):
     window = cfg.get("sliding_window") if cfg.get("use_sliding_window", False) else None
     types = cfg.get("layer_types")
     if types is None:
-        mwl = cfg.int("max_window_layers", 28)
+        mwl = cfg.int("max_window_layers")
         types = [SLIDING if window is not None and i >= mwl else FULL for i in range(model.n_layers)]
     types = check_layer_types(cfg, types, model.n_layers)
     if SLIDING in types:
@@ -503,6 +507,7 @@ class Qwen2LM(DecoderLM):
 
     model_type = "qwen2"
     attn_bias = True
+    hf_defaults = dict(DecoderLM.hf_defaults, num_key_value_heads=32, sliding_window=4096, max_window_layers=28)
 
     def resolve_layer_types(self):
         return qwen_layer_types(self)
@@ -513,6 +518,7 @@ class Qwen3LM(DecoderLM):
 
     model_type = "qwen3"
     qk_norm = True
+    hf_defaults = dict(Qwen2LM.hf_defaults, head_dim=128)
 
     def configure(self):
         self.attn_bias = self.o_bias = bool(self.cfg.get("attention_bias", False))
@@ -526,7 +532,7 @@ class Phi3LM(DecoderLM):
     sliding_window (when set) on every layer."""
 
     model_type = "phi3"
-    default_eps = 1e-5
+    hf_defaults = dict(DecoderLM.hf_defaults, rms_norm_eps=1e-5)
 
     def resolve_layer_types(self):
         return MistralLM.resolve_layer_types(self)
@@ -559,6 +565,10 @@ class Gemma2LM(DecoderLM):
     default_tie = True
     gemma_norms = True
     default_softcaps = (50.0, 30.0)  # HF Gemma2Config defaults (attn, final)
+    # Gemma configs on the Hub (notably gemma3 text_config) omit many keys, so the class defaults matter here.
+    hf_defaults = dict(DecoderLM.hf_defaults, vocab_size=256000, hidden_size=2304, intermediate_size=9216,
+                       num_hidden_layers=26, num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+                       sliding_window=4096, query_pre_attn_scalar=256)
     applies_attn_softcap = True
 
     def activation_name(self):
@@ -569,7 +579,7 @@ class Gemma2LM(DecoderLM):
         if cfg.get("use_bidirectional_attention"):
             raise cfg.bad("use_bidirectional_attention", True, "only causal decoding is implemented")
         self.attn_bias = self.o_bias = bool(cfg.get("attention_bias", False))
-        self.scale = cfg.float("query_pre_attn_scalar", 256) ** -0.5
+        self.scale = cfg.float("query_pre_attn_scalar") ** -0.5
         attn_default, final_default = self.default_softcaps
         attn = cfg.raw.get("attn_logit_softcapping", attn_default)
         final = cfg.raw.get("final_logit_softcapping", final_default)
@@ -587,7 +597,7 @@ class Gemma2LM(DecoderLM):
         types = check_layer_types(cfg, types, self.n_layers) if types is not None else self.default_layer_types()
         window = None
         if SLIDING in types:
-            window = cfg.int("sliding_window", 4096)
+            window = cfg.int("sliding_window")
             if window <= 0:
                 raise cfg.bad("sliding_window", window, "must be positive")
         return types, window
@@ -601,12 +611,13 @@ class Gemma3TextLM(Gemma2LM):
     qk_norm = True
     default_softcaps = (None, None)
     applies_attn_softcap = False
-    default_theta = 1_000_000.0
+    hf_defaults = dict(Gemma2LM.hf_defaults, vocab_size=262208, rope_theta=1_000_000.0, rope_local_base_freq=10_000.0)
 
     def default_layer_types(self):
         cfg = self.cfg
-        pattern = cfg.get("sliding_window_pattern") or cfg.get("_sliding_window_pattern") or 6
-        pattern = int(pattern)
+        # Only the public key: HF reads kwargs.get("sliding_window_pattern", 6); a serialized private
+        # "_sliding_window_pattern" is not read back (layer_types carries the pattern in such configs).
+        pattern = int(cfg.get("sliding_window_pattern", 6))
         if pattern <= 0:
             raise cfg.bad("sliding_window_pattern", pattern, "must be positive")
         # HF Gemma3TextConfig: sliding iff (i + 1) % pattern != 0, so layers pattern-1, 2*pattern-1, ... are global.
@@ -617,8 +628,8 @@ class Gemma3TextLM(Gemma2LM):
         rp = cfg.get("rope_parameters")
         if isinstance(rp, dict) and (FULL in rp or SLIDING in rp):
             params = dict(rp.get(layer_type) or {})
-            params.setdefault("rope_theta", cfg.get("rope_theta", 1_000_000.0) if layer_type == FULL
-                              else cfg.get("rope_local_base_freq", 10_000.0))
+            params.setdefault("rope_theta", cfg.float("rope_theta") if layer_type == FULL
+                              else cfg.float("rope_local_base_freq"))
             kind = params.get("rope_type") or params.get("type") or "default"
             params["rope_type"] = kind
             if kind not in ("default", "linear", "llama3"):
@@ -626,7 +637,7 @@ class Gemma3TextLM(Gemma2LM):
             return params
         if layer_type == SLIDING:
             # Local layers: their own base frequency and never any scaling.
-            return {"rope_type": "default", "rope_theta": cfg.float("rope_local_base_freq", 10_000.0)}
+            return {"rope_type": "default", "rope_theta": cfg.float("rope_local_base_freq")}
         return DecoderLM.resolve_rope(self, layer_type)
 
 
@@ -690,7 +701,7 @@ def load_model(model_dir):
     if cls is None:
         raise UnsupportedModel(f"{path}: model_type {model_type!r} is not supported; "
                                f"expected one of {sorted(ARCHS) + ['gemma3']}")
-    cfg = Config(raw, path)
+    cfg = Config(raw, path, cls.hf_defaults)
     if tie is None:
         tie = cfg.raw.get("tie_word_embeddings")
         tie = cls.default_tie if tie is None else tie

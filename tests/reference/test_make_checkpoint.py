@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import safetensors_np as st
-from conftest import MAKE_CHECKPOINT
+from conftest import MAKE_CHECKPOINT, STORIES
 
 ARCHS = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"]
 
@@ -120,3 +120,10 @@ def test_cli_writes_checkpoint_and_reports_errors(tmp_path):
     res = subprocess.run([sys.executable, MAKE_CHECKPOINT, "gpt2", str(tmp_path / "y")],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "invalid choice" in res.stderr
+
+
+def test_rerun_with_fewer_shards_removes_stale_files(mc, tmp_path):
+    out = str(tmp_path)
+    mc.make_checkpoint("llama", out, shards=2, tokenizer_from=STORIES)
+    mc.make_checkpoint("llama", out, shards=1, tokenizer_from=STORIES)
+    assert sorted(f for f in os.listdir(out) if "safetensors" in f) == ["model.safetensors"]

@@ -224,7 +224,7 @@ def test_gemma3_layer_pattern_and_dual_rope(make_ckpt, tmp_path):
     cfg = json.load(open(os.path.join(d, "config.json")))
     del cfg["layer_types"]
     json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
-    model = ref.load_model(d)  # _sliding_window_pattern 2 -> every 2nd layer global
+    model = ref.load_model(d)  # sliding_window_pattern 2 -> every 2nd layer global
     assert model.layer_types == [ref.SLIDING, ref.FULL, ref.SLIDING, ref.FULL]
     base = 1.0 / (10000.0 ** (torch.arange(0, 16, 2).float() / 16))
     glob = 1.0 / (1e6 ** (torch.arange(0, 16, 2).float() / 16)) / 8.0  # rope_scaling linear 8 on global only
@@ -397,3 +397,21 @@ def test_wrong_shape_and_missing_and_extra_tensors_are_rejected(make_ckpt, tmp_p
 def test_out_of_vocab_token_is_rejected(make_ckpt):
     with pytest.raises(ValueError, match="outside the vocabulary"):
         ref.load_model(make_ckpt("llama")).logits([1, 512])
+
+
+def test_absent_keys_take_hf_config_class_defaults(make_ckpt, tmp_path):
+    g2 = str(tmp_path / "g2")
+    shutil.copytree(make_ckpt("gemma2"), g2)
+    cfg = json.load(open(os.path.join(g2, "config.json")))
+    for key in ("attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"):
+        del cfg[key]
+    json.dump(cfg, open(os.path.join(g2, "config.json"), "w"))
+    model = ref.load_model(g2)
+    assert (model.attn_softcap, model.final_softcap, model.scale) == (50.0, 30.0, 256 ** -0.5)
+    q3 = str(tmp_path / "q3")
+    shutil.copytree(make_ckpt("qwen3"), q3)
+    cfg = json.load(open(os.path.join(q3, "config.json")))
+    del cfg["head_dim"]  # Qwen3Config defaults head_dim to 128, not hidden / heads
+    json.dump(cfg, open(os.path.join(q3, "config.json"), "w"))
+    with pytest.raises(ref.WeightError, match=r"q_proj.weight' has shape \[64, 64\], expected \[512, 64\]"):
+        ref.load_model(q3)
