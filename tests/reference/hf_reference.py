@@ -337,7 +337,7 @@ class DecoderLM:
         return rs
 
     def load(self, w, prefix, lm_head_name):
-        H, D, Hq, Hkv, I = self.hidden, self.head_dim, self.n_heads, self.n_kv, self.inter
+        H = self.hidden
         self.embed = w.take(prefix + "embed_tokens.weight", (self.vocab, H))
         self.layers = []
         for i in range(self.n_layers):

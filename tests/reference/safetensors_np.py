@@ -195,7 +195,8 @@ class Writer:
         tag, shape = self._info[name]
         array = np.asarray(array)
         if tuple(array.shape) != shape:
-            raise SafetensorsError(f"{self.path}: tensor {name!r}: expected shape {list(shape)}, got {list(array.shape)}")
+            raise SafetensorsError(
+                f"{self.path}: tensor {name!r}: expected shape {list(shape)}, got {list(array.shape)}")
         self._f.write(_to_storage(array, tag).tobytes())
         self._next += 1
 

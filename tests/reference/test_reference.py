@@ -272,7 +272,7 @@ def test_phi3_is_llama_with_fused_projections(make_ckpt, tmp_path):
     qkv_proj (q | k | v) and gate_up_proj (gate | up)."""
     phi = make_ckpt("phi3", sliding_window=0, partial_rotary=1.0)
     cfg = json.load(open(os.path.join(phi, "config.json")))
-    H, D, Hq, Hkv, I = 64, 16, 4, 2, 128
+    D, Hq, Hkv, I = 16, 4, 2, 128
     tensors = {}
     for name, arr in st.load_model_dir(phi).items():
         if name.endswith("qkv_proj.weight"):
