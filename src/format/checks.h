@@ -23,10 +23,13 @@ inline std::optional<uint64_t> checked_numel(const Shape& s) {
   return n;
 }
 
-// Byte size of a type, or nullopt (bad dims, too large, or not a whole number of blocks).
+// Byte size of a type, or nullopt (bad dims, too large, or not a whole number of blocks). Blocks of
+// block-quantized types run along the last dimension, so that dimension must be a multiple of the block.
 inline std::optional<uint64_t> checked_nbytes(const TensorType& t) {
   auto n = checked_numel(t.shape);
   if (!n) return std::nullopt;
+  const uint32_t block = dtype_info(t.dtype).block_elems;
+  if (block > 1 && (t.shape.rank() == 0 || t.shape[t.shape.rank() - 1] % block != 0)) return std::nullopt;
   return dtype_bytes(t.dtype, *n);
 }
 
