@@ -484,5 +484,32 @@ TEST(MaliciousFile, RandomCorruptionNeverCrashes) {
   EXPECT_GT(rejected, 1000);
 }
 
+// Structured mutation: replace a random JSON node of the manifest with a hostile value (wrong kinds, huge
+// or negative numbers, names of other values). Exercises the decoder and verifier far beyond byte flips.
+TEST_F(Corrupt, RandomManifestMutationsNeverCrash) {
+  std::mt19937_64 rng(99);
+  const std::vector<json> hostile = {json(-1), json(0), json(int64_t{1} << 62), json(""), json("x"), json("h"),
+                                     json("cache"), json("w"), json("test.inplace_write"), json::array(),
+                                     json::object(), json(1.5), json(nullptr), json({1, 2, 3}), json({"h", ""})};
+  int rejected = 0;
+  for (int iter = 0; iter < 1500; ++iter) {
+    json m = manifest_;
+    for (int k = 0; k < 1 + static_cast<int>(rng() % 3); ++k) {
+      json* node = &m;
+      while ((node->is_object() || node->is_array()) && !node->empty() && rng() % 4 != 0) {
+        size_t i = rng() % node->size();
+        node = node->is_array() ? &(*node)[i] : &std::next(node->begin(), static_cast<ptrdiff_t>(i)).value();
+      }
+      *node = hostile[rng() % hostile.size()];
+    }
+    auto p = Program::from_bytes(test::assemble_program_json(m.dump(), data_));
+    if (!p) {
+      ++rejected;
+      EXPECT_FALSE(p.error().message().empty());
+    }
+  }
+  EXPECT_GT(rejected, 1000);
+}
+
 }  // namespace
 }  // namespace hfs
