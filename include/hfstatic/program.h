@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -65,9 +66,15 @@ class Program {
   std::unique_ptr<Impl> impl_;
 };
 
-// Structural verification of one method against the constant table (also run by Program::load).
-// Checks definitions before use, single definition, unknown ops/attributes, shape rules, outputs
-// produced, aliases, use after in-place update. `types` receives the type of every value on success.
-Status verify_method(const MethodDef& method, std::span<const ConstantInfo> constants);
+// The static type of every value of a method (inputs, constants it reads, node outputs), by name.
+using ValueTypes = std::map<std::string, TensorType, std::less<>>;
+
+// Structural verification of one method against the constant table (also run by Program::load and
+// ProgramWriter::write). Checks definitions before use, single definition, execution order and cycles,
+// unknown ops/attributes, operand counts, shape rules, outputs produced, aliases, use after in-place
+// update (rules and error codes: docs/program-format.md). `types` (optional) receives the type of every
+// value on success. Messages are prefixed "method 'decode' node 12 (rope): ".
+[[nodiscard]] Status verify_method(const MethodDef& method, std::span<const ConstantInfo> constants,
+                                   ValueTypes* types = nullptr);
 
 }  // namespace hfs
