@@ -27,7 +27,7 @@ enum class DType : uint8_t {
   kU8 = 5,
   kI8 = 6,
   // Block-quantized weight formats (performance work). Layouts are documented in docs/program-format.md.
-  kQ8_0 = 16,  // int8 per-output-channel: see format doc
+  kQ8_0 = 16,  // reserved: blocks of 32 int8 + f16 scale (34 bytes), llama.cpp Q8_0 layout
   kQ4_0 = 17,  // int4, groups of 32: see format doc
 };
 
