@@ -1,0 +1,99 @@
+// attention (q [1, T, Hq, D] f32, k_cache [1, Hkv, S, D] f32|f16, v_cache [1, Hkv, S, D] (k's dtype),
+//            mask [1, 1, T, S] f32; scale: float, softcap: float = 0) -> [1, T, Hq, D] f32
+// HF eager attention with grouped-query heads (query head h reads kv head h / (Hq / Hkv)):
+//   s_j = dot(q, k_j) * scale;  if softcap > 0: s_j = tanh(s_j / softcap) * softcap;  s_j += mask[t, j]
+//   p = softmax(s) over all S slots (max-subtracted, f32);  out = sum_j p_j * v_j
+// The mask is additive and hides entries with a finite large negative (-1e30), so a fully hidden row
+// is a uniform average over the slots, finite. (A -inf mask on a fully hidden row gives NaN, as in PyTorch.)
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "ops/op_util.h"
+
+namespace hfs {
+namespace {
+
+constexpr DType kCacheTypes[] = {DType::kF32, DType::kF16};
+
+ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
+  HFS_TRY(ops::check_op_attrs("attention", attrs));
+  HFS_TRY(ops::expect_finite_attr(attrs, "scale", 1.0));
+  const double softcap = attr_float(attrs, "softcap", 0.0);
+  if (!(softcap >= 0.0) || !std::isfinite(softcap))
+    return ops::attr_error("softcap", "expected a finite number >= 0 (0 = off), got " + std::to_string(softcap));
+  auto q = ops::required(in, 0, "q");
+  if (!q) return q.error();
+  auto k = ops::required(in, 1, "k_cache");
+  if (!k) return k.error();
+  auto v = ops::required(in, 2, "v_cache");
+  if (!v) return v.error();
+  auto mask = ops::required(in, 3, "mask");
+  if (!mask) return mask.error();
+  HFS_TRY(ops::expect_dtype(**q, 0, "q", ops::kF32Only));
+  HFS_TRY(ops::expect_layout(**q, 0, "q", {{"1"}, {"T"}, {"Hq"}, {"D"}}));
+  const int64_t t = (*q)->shape[1], hq = (*q)->shape[2], d = (*q)->shape[3];
+  HFS_TRY(ops::expect_dtype(**k, 1, "k_cache", kCacheTypes));
+  HFS_TRY(ops::expect_layout(**k, 1, "k_cache", {{"1"}, {"Hkv"}, {"S"}, {"D", d}}));
+  const int64_t hkv = (*k)->shape[1], s = (*k)->shape[2];
+  if (hkv == 0 || hq % hkv != 0)
+    return ops::shape_error(1, "k_cache", "[1, Hkv, S, D] with Hkv dividing Hq = " + std::to_string(hq), **k);
+  const DType kv_types[] = {(*k)->dtype};
+  HFS_TRY(ops::expect_dtype(**v, 2, "v_cache", kv_types));
+  HFS_TRY(ops::expect_layout(**v, 2, "v_cache", {{"1"}, {"Hkv", hkv}, {"S", s}, {"D", d}}));
+  HFS_TRY(ops::expect_dtype(**mask, 3, "mask", ops::kF32Only));
+  HFS_TRY(ops::expect_layout(**mask, 3, "mask", {{"1"}, {"1"}, {"T", t}, {"S", s}}));
+  return std::vector<TensorType>{**q};
+}
+
+Status kernel(const KernelArgs& a) {
+  const TensorView& qv = a.inputs[0];  // [1, T, Hq, D]
+  const TensorView& kc = a.inputs[1];  // [1, Hkv, S, D]
+  const TensorView& vc = a.inputs[2];  // [1, Hkv, S, D]
+  const float* mask = a.inputs[3].data<const float>();  // [1, 1, T, S]
+  const int64_t t_len = qv.shape[1], hq = qv.shape[2], d = qv.shape[3];
+  const int64_t hkv = kc.shape[1], s_len = kc.shape[2];
+  const int64_t group = hq / hkv;
+  const float scale = static_cast<float>(attr_float(a.attrs, "scale"));
+  const float softcap = static_cast<float>(attr_float(a.attrs, "softcap", 0.0));
+  const float* q = qv.data<const float>();
+  float* out = a.outputs[0].data<float>();  // [1, T, Hq, D]
+  std::vector<float> p(static_cast<size_t>(s_len)), acc(static_cast<size_t>(d));
+  for (int64_t t = 0; t < t_len; ++t) {
+    for (int64_t h = 0; h < hq; ++h) {
+      const float* qr = q + (t * hq + h) * d;
+      const int64_t kv_base = (h / group) * s_len * d;  // start of this kv head's [S, D] block
+      float max_s = -INFINITY;
+      for (int64_t j = 0; j < s_len; ++j) {
+        float dot = 0.0f;
+        for (int64_t i = 0; i < d; ++i) dot += qr[i] * ops::load_float(kc.ptr, kc.dtype, kv_base + j * d + i);
+        float sj = dot * scale;
+        if (softcap > 0.0f) sj = std::tanh(sj / softcap) * softcap;
+        sj += mask[t * s_len + j];
+        p[static_cast<size_t>(j)] = sj;
+        max_s = std::max(max_s, sj);
+      }
+      float sum = 0.0f;
+      for (float& e : p) {
+        e = std::exp(e - max_s);
+        sum += e;
+      }
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t j = 0; j < s_len; ++j) {
+        const float pj = p[static_cast<size_t>(j)] / sum;
+        for (int64_t i = 0; i < d; ++i)
+          acc[static_cast<size_t>(i)] += pj * ops::load_float(vc.ptr, vc.dtype, kv_base + j * d + i);
+      }
+      std::copy(acc.begin(), acc.end(), out + (t * hq + h) * d);
+    }
+  }
+  return Ok{};
+}
+
+[[maybe_unused]] const bool kRegistered = register_op({
+    .name = "attention", .min_inputs = 4, .max_inputs = 4, .num_outputs = 1,
+    .attrs = {{"scale", Value::Kind::kFloat, true}, {"softcap", Value::Kind::kFloat, false}},
+    .infer = &infer, .reference = &kernel});
+
+}  // namespace
+}  // namespace hfs
