@@ -14,7 +14,8 @@
 //   embedding      (table [V,H] w, ids [1,T] i32) -> [1,T,H]
 //   rms_norm       (x [...,D], weight [D] f32; eps:float, unit_offset:bool=false) -> [...,D]
 //                  y = x / sqrt(mean(x²) + eps) * (unit_offset ? 1 + w : w); also used per head.
-//   linear         (x [...,K], weight [N,K] w, bias? [N] f32) -> [...,N]
+//   linear         (x [...,K], weight [N,K], bias? [N] f32, scale? [N] f32) -> [...,N]; weight f32|f16|bf16,
+//                  i8 (per-output-channel: w = scale[n] · q, scale required) or q4_0 (blocks of 32 along K)
 //   add, mul       (a, b same shape) -> same
 //   silu, gelu_tanh (x) -> same
 //   softcap        (x; cap:float) -> tanh(x / cap) * cap
