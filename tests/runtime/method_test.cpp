@@ -1,6 +1,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -261,6 +263,139 @@ TEST(Method, MethodWithoutNodesPassesValuesThrough) {
   ASSERT_TRUE(m->execute(in, out).ok());
   EXPECT_EQ(o, x);
   EXPECT_EQ(out[1].ptr, s.data());
+}
+
+// Random graphs, random claims: every output must match a naive interpreter written here, whatever the
+// partitioning, arena sharing and delegate output order.
+TEST(Method, RandomGraphsMatchANaiveInterpreter) {
+  std::mt19937 rng(7);
+  const char* ops[] = {"test_rt.add", "test_rt.scale2", "test_rt.neg"};
+  for (int round = 0; round < 150; ++round) {
+    MethodDef def{"r", {in_spec("x0", f32({3})), in_spec("x1", f32({3}))}, {}, {}};
+    std::vector<std::string> values = {"x0", "x1"};
+    const size_t n = 1 + rng() % 20;
+    for (size_t i = 0; i < n; ++i) {
+      const char* op = ops[rng() % 3];
+      std::string name = "v";
+      name += std::to_string(i);
+      NodeDef node{op, {}, {name}, {}};
+      for (int k = 0; k < (std::string(op) == "test_rt.add" ? 2 : 1); ++k)
+        node.inputs.push_back(values[rng() % values.size()]);
+      values.push_back(name);
+      def.nodes.push_back(node);
+    }
+    const size_t n_out = 1 + rng() % 4;
+    for (size_t k = 0; k < n_out; ++k) def.outputs.push_back(out_spec(values[rng() % values.size()], f32({3})));
+    MethodOptions o;
+    o.backends.backends = {"test_rt_a", "test_rt_b"};
+    o.backends.settings["test_rt_a"] = claim({ops[rng() % 3]});
+    o.backends.settings["test_rt_b"] = claim({ops[rng() % 3]});
+
+    // Naive interpreter.
+    std::map<std::string, std::vector<float>> env;
+    env["x0"] = {1.5f, -2, 0.25f};
+    env["x1"] = {-1, 3, 0.5f};
+    for (const NodeDef& node : def.nodes) {
+      std::vector<float> r(3);
+      for (size_t j = 0; j < 3; ++j) {
+        float a = env[node.inputs[0]][j];
+        r[j] = node.op == "test_rt.add" ? a + env[node.inputs[1]][j] : node.op == "test_rt.scale2" ? 2 * a : -a;
+      }
+      env[node.outputs[0]] = r;
+    }
+
+    auto m = create_ok(def, o);
+    ASSERT_TRUE(m) << "round " << round;
+    EXPECT_LE(m->plan().arena_bytes, m->plan().unshared_bytes);
+    std::vector<float> x0 = env["x0"], x1 = env["x1"];
+    std::vector<std::vector<float>> results(n_out, std::vector<float>(3, 12345.f));
+    std::vector<TensorView> in = {view(x0), view(x1)}, out;
+    for (auto& r : results) out.push_back(view(r));
+    for (int rep = 0; rep < 2; ++rep) {  // a second run must not see the first run's leftovers
+      Status st = m->execute(in, out);
+      ASSERT_TRUE(st.ok()) << st.error().to_string();
+      for (size_t k = 0; k < n_out; ++k)
+        ASSERT_EQ(results[k], env[def.outputs[k].name]) << "round " << round << " output " << k;
+    }
+  }
+}
+
+// The same with views and in-place updates (of the state input and of intermediates): once a buffer is
+// updated in place, later nodes only see the new version, as the verifier requires.
+TEST(Method, RandomAliasingGraphsMatchANaiveInterpreter) {
+  std::mt19937 rng(11);
+  const char* ops[] = {"test_rt.add", "test_rt.scale2", "test_rt.neg", "test_rt.view", "test_rt.inplace_add"};
+  Attrs same_shape;
+  same_shape["shape"] = Value::int_array({3});
+  for (int round = 0; round < 200; ++round) {
+    MethodDef def{"r", {in_spec("x", f32({3})), in_spec("s", f32({3}), IORole::kState)}, {}, {}};
+    // Live values and the buffer group (alias root) each belongs to.
+    std::vector<std::pair<std::string, std::string>> pool = {{"x", "x"}, {"s", "s"}};
+    std::string state = "s";
+    const size_t n = 1 + rng() % 16;
+    for (size_t i = 0; i < n; ++i) {
+      std::string op = ops[rng() % 5];
+      std::string name = "v";
+      name += std::to_string(i);
+      auto [a, group] = pool[rng() % pool.size()];
+      if (op == "test_rt.inplace_add") {
+        if (group == "x") continue;  // x is read-only
+        std::vector<std::string> others;
+        for (const auto& [v, g] : pool)
+          if (g != group) others.push_back(v);
+        if (others.empty()) continue;
+        def.nodes.push_back(NodeDef{op, {a, others[rng() % others.size()]}, {name}, {}});
+        std::erase_if(pool, [&](const auto& e) { return e.second == group; });  // old versions are dead
+        pool.emplace_back(name, group);
+        if (group == "s") state = name;
+      } else if (op == "test_rt.view") {
+        def.nodes.push_back(NodeDef{op, {a}, {name}, same_shape});
+        pool.emplace_back(name, group);
+      } else {
+        NodeDef node{op, {a}, {name}, {}};
+        if (op == "test_rt.add") node.inputs.push_back(pool[rng() % pool.size()].first);
+        def.nodes.push_back(node);
+        pool.emplace_back(name, name);
+      }
+    }
+    const size_t n_out = 1 + rng() % 3;
+    for (size_t k = 0; k < n_out; ++k) def.outputs.push_back(out_spec(pool[rng() % pool.size()].first, f32({3})));
+    def.outputs.push_back(state_out(state, f32({3}), "s"));
+    MethodOptions o;
+    o.backends.backends = {"test_rt_a", "test_rt_b"};
+    o.backends.settings["test_rt_a"] = claim({ops[rng() % 3]});
+    o.backends.settings["test_rt_b"] = claim({ops[rng() % 3]});
+
+    std::map<std::string, std::vector<float>> env;
+    env["x"] = {1.5f, -2, 0.25f};
+    env["s"] = {-1, 3, 0.5f};
+    for (const NodeDef& node : def.nodes) {
+      std::vector<float> r(3);
+      for (size_t j = 0; j < 3; ++j) {
+        float a = env[node.inputs[0]][j];
+        if (node.op == "test_rt.add" || node.op == "test_rt.inplace_add") r[j] = a + env[node.inputs[1]][j];
+        else if (node.op == "test_rt.scale2") r[j] = 2 * a;
+        else if (node.op == "test_rt.neg") r[j] = -a;
+        else r[j] = a;
+      }
+      env[node.outputs[0]] = r;
+    }
+
+    auto m = create_ok(def, o);
+    ASSERT_TRUE(m) << "round " << round;
+    std::vector<float> x = env["x"], st = env["s"];
+    std::vector<std::vector<float>> results(n_out, std::vector<float>(3, 12345.f));
+    std::vector<TensorView> in = {view(x), view(st)}, out;
+    for (auto& r : results) out.push_back(view(r));
+    out.emplace_back();
+    Status status = m->execute(in, out);
+    ASSERT_TRUE(status.ok()) << "round " << round << ": " << status.error().to_string();
+    for (size_t k = 0; k < n_out; ++k)
+      ASSERT_EQ(results[k], env[def.outputs[k].name]) << "round " << round << " output " << k;
+    ASSERT_EQ(out[n_out].ptr, st.data());
+    ASSERT_EQ(st, env[state]) << "round " << round;
+    ASSERT_EQ(x, env["x"]) << "round " << round << ": read-only input changed";
+  }
 }
 
 // (7) Binding errors name the input/output and say expected vs got.
