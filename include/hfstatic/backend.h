@@ -44,7 +44,9 @@ struct Pass {
 
 // A piece of a method assigned to one backend: nodes in execution order; `inputs` are the values it
 // reads from outside (method inputs, constants excluded, or other partitions' results) and `outputs`
-// the values it produces that are used outside (by later partitions or as method outputs).
+// the values it produces that are used outside (by later partitions or as method outputs). Buffers follow
+// the ops' aliasing: an output with role kState lives in the buffer of input `alias_of` (a view or an
+// in-place update of it), and outputs that alias one another are handed the same pointer.
 struct Subgraph {
   std::vector<NodeDef> nodes;
   std::vector<IOSpec> inputs;
@@ -58,7 +60,8 @@ class Delegate {
   // Buffers for the subgraph's inputs (subgraph order) and outputs (in this delegate's own order:
   // outputs[i] is subgraph output output_order()[i]). Must not allocate.
   [[nodiscard]] virtual Status execute(std::span<const TensorView> inputs, std::span<const TensorView> outputs) = 0;
-  // Permutation from the delegate's output positions to the subgraph's outputs (identity by default).
+  // Permutation from the delegate's output positions to the subgraph's outputs (identity by default;
+  // an empty vector also means identity).
   // The Method binds results back in program order, whatever this returns.
   virtual std::vector<int> output_order() const;
   // Bytes of internal scratch the delegate allocated at compile time (reported by inspect/plan).

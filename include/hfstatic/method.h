@@ -52,6 +52,7 @@ class Method {
   // inputs: one view per def().inputs, same order, exact dtype/shape. outputs: one per def().outputs;
   // for non-state outputs the caller's buffer receives the result; for state outputs (alias_of) the
   // entry is ignored on input and set to the aliased input's view — the update is already in that buffer.
+  // One call at a time per Method: it reuses binding tables sized at load (that is how it avoids allocating).
   [[nodiscard]] Status execute(std::span<const TensorView> inputs, std::span<TensorView> outputs);
 
  private:

@@ -1,0 +1,194 @@
+// "cpu_ref": the portable reference backend. It claims every node whose op has a reference kernel and
+// runs a subgraph node by node with hfs::run_reference. Intermediate values are planned with plan_arena
+// into one scratch buffer allocated at compile time; views and in-place updates share their source's
+// storage (a subgraph input, output, constant or scratch slot) instead of copying.
+#include <cstring>
+#include <map>
+
+#include "hfstatic/backend.h"
+#include "hfstatic/method.h"
+#include "hfstatic/ops.h"
+#include "runtime/graph_analysis.h"
+
+namespace hfs {
+namespace {
+
+// Where a value's bytes are at execute time.
+struct Ref {
+  enum class Kind : uint8_t { kAbsent, kInput, kOutput, kConstant, kScratch };
+  Kind kind = Kind::kAbsent;
+  size_t index = 0;            // input/output position, or scratch offset
+  const void* cptr = nullptr;  // kConstant
+};
+
+struct Operand {
+  Ref ref;
+  TensorType type;
+};
+
+struct Step {
+  size_t node = 0;
+  size_t in_begin = 0, in_count = 0, out_begin = 0, out_count = 0;  // ranges in the operand table
+};
+
+// Output `dst` receives the bytes at `src` after the run when they are not already the same buffer.
+struct CopyOut {
+  size_t output = 0;
+  Ref src;
+  size_t nbytes = 0;
+};
+
+class CpuRefDelegate final : public Delegate {
+ public:
+  Status execute(std::span<const TensorView> inputs, std::span<const TensorView> outputs) override {
+    if (inputs.size() != num_inputs_ || outputs.size() != num_outputs_)
+      return make_error(ErrorCode::kBadBinding, "cpu_ref delegate: expected " + std::to_string(num_inputs_) +
+                                                    " inputs and " + std::to_string(num_outputs_) + " outputs, got " +
+                                                    std::to_string(inputs.size()) + " and " +
+                                                    std::to_string(outputs.size()));
+    for (size_t k = 0; k < operands_.size(); ++k)
+      views_[k] = TensorView(resolve(operands_[k].ref, inputs, outputs), operands_[k].type.dtype, operands_[k].type.shape);
+    for (const Step& s : steps_) {
+      std::span<const TensorView> in(views_.data() + s.in_begin, s.in_count);
+      std::span<const TensorView> out(views_.data() + s.out_begin, s.out_count);
+      Status st = run_reference(nodes_[s.node], in, out);
+      if (!st.ok()) return st.error().with_context("cpu_ref: " + detail::node_label(s.node, nodes_[s.node]));
+    }
+    for (const CopyOut& c : copies_) {
+      const void* src = resolve(c.src, inputs, outputs);
+      if (src != outputs[c.output].ptr && c.nbytes) std::memmove(outputs[c.output].ptr, src, c.nbytes);
+    }
+    return Ok{};
+  }
+
+  size_t scratch_bytes() const override { return scratch_.size(); }
+
+  std::vector<NodeDef> nodes_;
+  std::vector<Operand> operands_;
+  std::vector<TensorView> views_;  // operands_ resolved; sized at compile so execute never allocates
+  std::vector<Step> steps_;
+  std::vector<CopyOut> copies_;
+  size_t num_inputs_ = 0, num_outputs_ = 0;
+  Buffer scratch_;
+
+ private:
+  void* resolve(const Ref& r, std::span<const TensorView> inputs, std::span<const TensorView> outputs) const {
+    switch (r.kind) {
+      case Ref::Kind::kAbsent: return nullptr;
+      case Ref::Kind::kInput: return inputs[r.index].ptr;
+      case Ref::Kind::kOutput: return outputs[r.index].ptr;
+      case Ref::Kind::kConstant: return const_cast<void*>(r.cptr);
+      case Ref::Kind::kScratch: return static_cast<std::byte*>(scratch_.data()) + r.index;
+    }
+    return nullptr;
+  }
+};
+
+class CpuRefBackend final : public Backend {
+ public:
+  std::string_view name() const override { return kReferenceBackend; }
+
+  bool supports(const NodeDef& node, std::span<const TensorType* const>) const override {
+    const OpSchema* s = find_op(node.op);
+    return s && s->reference;
+  }
+
+  Result<std::unique_ptr<Delegate>> compile(const Subgraph& sg) override {
+    const std::string where = "cpu_ref: subgraph";
+    if (!sg.constants) return make_error(ErrorCode::kInvalidArgument, where + ": no constant store");
+    Result<detail::TypeMap> types = detail::infer_value_types(sg.inputs, sg.nodes, *sg.constants, where);
+    if (!types) return types.error();
+    auto aliases = detail::alias_info(sg.nodes);
+    auto root_of = [&](const std::string& v) {
+      auto it = aliases.find(v);
+      return it == aliases.end() ? v : it->second.root;
+    };
+
+    // Storage per root value: a subgraph input, the first subgraph output in its alias group, a
+    // constant, or a scratch slot whose lifetime spans every alias of the root.
+    std::map<std::string, Ref, std::less<>> storage;
+    for (size_t i = 0; i < sg.inputs.size(); ++i) storage.emplace(sg.inputs[i].name, Ref{Ref::Kind::kInput, i, nullptr});
+    for (size_t j = 0; j < sg.outputs.size(); ++j) {
+      std::string root = root_of(sg.outputs[j].name);
+      if (!storage.count(root)) storage.emplace(root, Ref{Ref::Kind::kOutput, j, nullptr});
+    }
+    std::map<std::string, std::pair<size_t, size_t>, std::less<>> life;  // scratch roots: [first, last] node
+    std::map<std::string, size_t, std::less<>> scratch_item;
+    for (size_t i = 0; i < sg.nodes.size(); ++i) {
+      const NodeDef& node = sg.nodes[i];
+      for (const std::string& in : node.inputs) {
+        if (in.empty()) continue;
+        std::string root = root_of(in);
+        if (storage.count(root) || life.count(root)) {
+          if (life.count(root)) life[root].second = i;
+          continue;
+        }
+        const TensorView* c = sg.constants->find(root);
+        if (!c) return make_error(ErrorCode::kUndefinedValue, where + ": " + detail::node_label(i, node) +
+                                                                  ": operand '" + in + "' has no storage");
+        storage.emplace(root, Ref{Ref::Kind::kConstant, 0, c->ptr});
+      }
+      const OpSchema* s = find_op(node.op);
+      if (s && s->in_place && s->alias_input >= 0) {
+        auto it = storage.find(root_of(node.outputs.empty() ? std::string() : node.outputs[0]));
+        if (it != storage.end() && it->second.kind == Ref::Kind::kConstant)
+          return make_error(ErrorCode::kBadAlias, where + ": " + detail::node_label(i, node) +
+                                                      ": updates constant '" + it->first + "' in place");
+      }
+      for (const std::string& out : node.outputs) {
+        std::string root = root_of(out);
+        if (storage.count(root)) continue;
+        auto [it, fresh] = life.emplace(root, std::make_pair(i, i));
+        if (!fresh) it->second.second = i;
+      }
+    }
+    std::vector<PlanItem> items;
+    std::vector<std::string> item_roots;
+    for (const auto& [root, range] : life) {
+      scratch_item[root] = items.size();
+      items.push_back(PlanItem{(*types)[root].nbytes(), range.first, range.second, 0});
+      item_roots.push_back(root);
+    }
+    size_t total = plan_arena(items);
+    for (size_t k = 0; k < items.size(); ++k)
+      storage.emplace(item_roots[k], Ref{Ref::Kind::kScratch, items[k].offset, nullptr});
+
+    auto d = std::make_unique<CpuRefDelegate>();
+    if (total) {
+      Result<Buffer> buf = allocator()->allocate(total);
+      if (!buf) return buf.error().with_context(where + ": scratch");
+      d->scratch_ = std::move(buf.value());
+    }
+    d->nodes_ = sg.nodes;
+    d->num_inputs_ = sg.inputs.size();
+    d->num_outputs_ = sg.outputs.size();
+    auto operand = [&](const std::string& v) -> Operand {
+      if (v.empty()) return Operand{};
+      return Operand{storage.at(root_of(v)), (*types)[v]};
+    };
+    for (size_t i = 0; i < sg.nodes.size(); ++i) {
+      Step s{i, d->operands_.size(), sg.nodes[i].inputs.size(), 0, sg.nodes[i].outputs.size()};
+      for (const std::string& in : sg.nodes[i].inputs) d->operands_.push_back(operand(in));
+      s.out_begin = d->operands_.size();
+      for (const std::string& out : sg.nodes[i].outputs) d->operands_.push_back(operand(out));
+      d->steps_.push_back(s);
+    }
+    for (size_t j = 0; j < sg.outputs.size(); ++j) {
+      Ref src = storage.at(root_of(sg.outputs[j].name));
+      if (src.kind == Ref::Kind::kOutput && src.index == j) continue;
+      d->copies_.push_back(CopyOut{j, src, sg.outputs[j].type.nbytes()});
+    }
+    d->views_.resize(d->operands_.size());
+    return std::unique_ptr<Delegate>(std::move(d));
+  }
+};
+
+const bool kRegistered = register_backend(std::string(kReferenceBackend), [](const Value& settings)
+                                              -> Result<std::unique_ptr<Backend>> {
+  if (!settings.is_null() && !(settings.is_object() && settings.size() == 0))
+    return make_error(ErrorCode::kInvalidArgument, "cpu_ref takes no settings, got " + settings.to_json());
+  return std::unique_ptr<Backend>(std::make_unique<CpuRefBackend>());
+});
+
+}  // namespace
+}  // namespace hfs

@@ -1,0 +1,82 @@
+// Constant stores: zero-copy views over a Program's tensor table, plus constants that passes add (owned).
+// std::map keeps element addresses stable, so find() pointers stay valid as constants are added.
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "hfstatic/method.h"
+
+namespace hfs {
+namespace {
+
+struct OwnedConstant {
+  Buffer buffer;
+  TensorView view;
+};
+
+class OwningStore : public ConstantStore {
+ public:
+  const TensorView* find(std::string_view name) const override {
+    auto it = owned_.find(name);
+    return it == owned_.end() ? nullptr : &it->second.view;
+  }
+
+  Status add(const std::string& name, const TensorType& type, std::span<const std::byte> bytes) override {
+    if (find(name))
+      return make_error(ErrorCode::kDuplicateName, "constant store: constant '" + name + "' already exists");
+    uint64_t want = type.nbytes();
+    if (want == 0 && type.shape.numel() != 0)
+      return make_error(ErrorCode::kTensorSizeMismatch,
+                        "constant store: constant '" + name + "': type " + type.to_string() + " has no valid byte size");
+    if (bytes.size() != want)
+      return make_error(ErrorCode::kTensorSizeMismatch, "constant store: constant '" + name + "' of type " +
+                                                            type.to_string() + ": expected " + std::to_string(want) +
+                                                            " bytes, got " + std::to_string(bytes.size()));
+    Result<Buffer> buf = heap_allocator()->allocate(bytes.size());
+    if (!buf) return buf.error().with_context("constant store: constant '" + name + "'");
+    if (!bytes.empty()) std::memcpy(buf->data(), bytes.data(), bytes.size());
+    OwnedConstant c{std::move(buf.value()), {}};
+    c.view = TensorView(c.buffer.data(), type.dtype, type.shape);
+    owned_.emplace(name, std::move(c));
+    return Ok{};
+  }
+
+ private:
+  std::map<std::string, OwnedConstant, std::less<>> owned_;
+};
+
+class ProgramStore final : public OwningStore {
+ public:
+  explicit ProgramStore(std::shared_ptr<const Program> program) : program_(std::move(program)) {
+    for (const ConstantInfo& info : program_->constants()) {
+      Result<TensorView> v = program_->constant(info.name);
+      if (v) views_.emplace(info.name, *v);
+    }
+  }
+
+  const TensorView* find(std::string_view name) const override {
+    auto it = views_.find(name);
+    return it != views_.end() ? &it->second : OwningStore::find(name);
+  }
+
+  Status add(const std::string& name, const TensorType& type, std::span<const std::byte> bytes) override {
+    if (views_.count(name))
+      return make_error(ErrorCode::kDuplicateName, "constant store: constant '" + name + "' already exists in program '" +
+                                                       program_->path() + "'");
+    return OwningStore::add(name, type, bytes);
+  }
+
+ private:
+  std::shared_ptr<const Program> program_;  // keeps the mapping the views point into alive
+  std::map<std::string, TensorView, std::less<>> views_;
+};
+
+}  // namespace
+
+std::shared_ptr<ConstantStore> program_constants(std::shared_ptr<const Program> program) {
+  return std::make_shared<ProgramStore>(std::move(program));
+}
+
+std::shared_ptr<ConstantStore> owned_constants() { return std::make_shared<OwningStore>(); }
+
+}  // namespace hfs

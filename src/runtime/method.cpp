@@ -1,0 +1,418 @@
+// Method: lowering (passes → partitioning → compilation), memory planning of the values that cross
+// partition boundaries, and the allocation-free execute loop.
+//
+// Storage is decided per alias root (a view or in-place result lives in its root's buffer):
+//   root is a method input      → the caller's input buffer
+//   root is a constant          → the constant's bytes (views only; in-place updates are rejected)
+//   root crosses partitions     → the caller's buffer of the first plain output in its alias group, else
+//                                 an arena slot live from its producing partition to its last user
+//   root stays in one partition → the delegate's business
+// Plain outputs that cannot be bound directly (an input, a constant, a second output of one buffer) are
+// copied once after the last partition. State outputs are the input's own buffer.
+#include "hfstatic/method.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "runtime/graph_analysis.h"
+
+namespace hfs {
+namespace {
+
+size_t align_up(size_t n) { return (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
+
+struct Storage {
+  enum class Kind : uint8_t { kNone, kInput, kConstant, kArena, kCallerOutput };
+  Kind kind = Kind::kNone;
+  size_t index = 0;  // input/output index, or arena offset
+  const void* cptr = nullptr;
+};
+
+struct Bound {
+  Storage storage;
+  TensorType type;
+};
+
+struct PartitionRun {
+  std::unique_ptr<Delegate> delegate;
+  std::string backend;
+  std::vector<Bound> inputs;   // subgraph input order
+  std::vector<Bound> outputs;  // the delegate's output order
+  std::vector<TensorView> in_views, out_views;  // sized at load; refilled by execute
+};
+
+struct CopyOut {
+  size_t output = 0;
+  Storage src;
+  size_t nbytes = 0;
+};
+
+bool same_signature(const std::vector<IOSpec>& a, const std::vector<IOSpec>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].name != b[i].name || !(a[i].type == b[i].type) || a[i].role != b[i].role || a[i].alias_of != b[i].alias_of)
+      return false;
+  return true;
+}
+
+// The constants a method references, as a table for verify_method (offsets are synthetic: the store's
+// tensors are not in one file).
+std::vector<ConstantInfo> referenced_constants(const MethodDef& def, const ConstantStore& store) {
+  std::set<std::string, std::less<>> defined;
+  for (const IOSpec& in : def.inputs) defined.insert(in.name);
+  for (const NodeDef& n : def.nodes)
+    for (const std::string& o : n.outputs) defined.insert(o);
+  std::vector<ConstantInfo> out;
+  std::set<std::string, std::less<>> seen;
+  uint64_t offset = 0;
+  auto consider = [&](const std::string& name) {
+    if (name.empty() || defined.count(name) || !seen.insert(name).second) return;
+    const TensorView* c = store.find(name);
+    if (!c) return;
+    ConstantInfo info{name, c->type(), offset, c->nbytes()};
+    offset += align_up(static_cast<size_t>(info.nbytes));
+    out.push_back(std::move(info));
+  };
+  for (const NodeDef& n : def.nodes)
+    for (const std::string& in : n.inputs) consider(in);
+  for (const IOSpec& o : def.outputs) consider(o.name);
+  return out;
+}
+
+}  // namespace
+
+struct Method::Impl {
+  std::shared_ptr<const Program> program;  // keeps constant views alive for loaded methods
+  std::shared_ptr<ConstantStore> constants;
+  MethodDef def;
+  MethodPlan plan;
+  std::vector<std::shared_ptr<Backend>> backends;
+  std::vector<PartitionRun> runs;
+  std::vector<CopyOut> copies;
+  std::vector<std::pair<size_t, size_t>> state_outputs;  // (output index, input index)
+  Buffer arena;
+
+  void* resolve(const Storage& s, std::span<const TensorView> inputs, std::span<TensorView> outputs) const {
+    switch (s.kind) {
+      case Storage::Kind::kNone: return nullptr;
+      case Storage::Kind::kInput: return inputs[s.index].ptr;
+      case Storage::Kind::kConstant: return const_cast<void*>(s.cptr);
+      case Storage::Kind::kArena: return static_cast<std::byte*>(arena.data()) + s.index;
+      case Storage::Kind::kCallerOutput: return outputs[s.index].ptr;
+    }
+    return nullptr;
+  }
+
+  Status check_bindings(std::span<const TensorView> inputs, std::span<TensorView> outputs) const;
+};
+
+Method::Method(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Method::~Method() = default;
+
+const MethodDef& Method::def() const { return impl_->def; }
+const MethodPlan& Method::plan() const { return impl_->plan; }
+std::shared_ptr<Allocator> Method::io_allocator() const { return impl_->backends.front()->allocator(); }
+
+Result<std::unique_ptr<Method>> Method::load(std::shared_ptr<const Program> program, const std::string& name,
+                                             const MethodOptions& options) {
+  if (!program) return make_error(ErrorCode::kInvalidArgument, "method '" + name + "': no program");
+  const MethodDef* def = program->method(name);
+  if (!def) {
+    std::string names;
+    for (const MethodDef& m : program->methods()) names += (names.empty() ? "" : ", ") + m.name;
+    return make_error(ErrorCode::kMissingMethod, program->path() + ": no method '" + name +
+                                                     "' (available: " + (names.empty() ? "none" : names) + ")");
+  }
+  Result<std::unique_ptr<Method>> m = create(*def, program_constants(program), options);
+  if (!m) return m.error().with_context(program->path());
+  (*m)->impl_->program = std::move(program);
+  return m;
+}
+
+Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<ConstantStore> constants,
+                                               const MethodOptions& options) {
+  const std::string where = "method '" + def.name + "'";
+  if (!constants) return make_error(ErrorCode::kInvalidArgument, where + ": no constant store");
+  Result<Partitioner> partitioner = Partitioner::from_options(options.backends);
+  if (!partitioner) return partitioner.error().with_context(where);
+  HFS_TRY(verify_method(def, referenced_constants(def, *constants)));
+
+  // Lowering: caller passes, then each backend's passes in priority order.
+  const std::vector<IOSpec> in_sig = def.inputs, out_sig = def.outputs;
+  auto run_pass = [&](const Pass& p, std::string_view owner) -> Status {
+    if (!p.run) return Ok{};
+    Status st = p.run(def, *constants);
+    if (!st) return st.error().with_context(where + ": " + std::string(owner) + " pass '" + p.name + "'");
+    if (!same_signature(def.inputs, in_sig) || !same_signature(def.outputs, out_sig))
+      return make_error(ErrorCode::kInvalidArgument,
+                        where + ": " + std::string(owner) + " pass '" + p.name + "' changed the method's I/O signature");
+    return Ok{};
+  };
+  bool rewritten = false;
+  for (const Pass& p : options.passes) {
+    HFS_TRY(run_pass(p, "caller"));
+    rewritten = true;
+  }
+  for (const auto& b : partitioner->backends())
+    for (const Pass& p : b->passes()) {
+      HFS_TRY(run_pass(p, "backend '" + std::string(b->name()) + "'"));
+      rewritten = true;
+    }
+  if (rewritten) {
+    Status st = verify_method(def, referenced_constants(def, *constants));
+    if (!st) return st.error().with_context(where + ": after lowering passes");
+  }
+
+  Result<std::vector<Partition>> parts = partitioner->partition(def, *constants);
+  if (!parts) return parts.error();
+  Result<detail::TypeMap> types_r = detail::infer_value_types(def.inputs, def.nodes, *constants, where);
+  if (!types_r) return types_r.error();
+  detail::TypeMap& types = *types_r;
+  auto aliases = detail::alias_info(def.nodes);
+  auto alias = [&](const std::string& v) {
+    auto it = aliases.find(v);
+    return it == aliases.end() ? detail::AliasInfo{v, 0} : it->second;
+  };
+  std::map<std::string, int, std::less<>> final_version;
+  for (const auto& [v, a] : aliases) final_version[a.root] = std::max(final_version[a.root], a.version);
+  std::map<std::string, size_t, std::less<>> input_index;
+  for (size_t i = 0; i < def.inputs.size(); ++i) input_index.emplace(def.inputs[i].name, i);
+
+  // Node → partition, value → producing partition / last consuming partition.
+  const size_t num_parts = parts->size();
+  std::vector<size_t> part_of(def.nodes.size());
+  for (size_t p = 0; p < num_parts; ++p)
+    for (size_t i : (*parts)[p].nodes) part_of[i] = p;
+  std::map<std::string, size_t, std::less<>> produced_in;
+  for (size_t i = 0; i < def.nodes.size(); ++i)
+    for (const std::string& o : def.nodes[i].outputs) produced_in[o] = part_of[i];
+
+  // Aliasing rules the storage plan relies on.
+  for (size_t i = 0; i < def.nodes.size(); ++i) {
+    const NodeDef& n = def.nodes[i];
+    const OpSchema* s = find_op(n.op);
+    if (!s || !s->in_place || s->alias_input < 0 || n.outputs.empty()) continue;
+    std::string root = alias(n.outputs[0]).root;
+    auto in = input_index.find(root);
+    if (in != input_index.end() && def.inputs[in->second].role != IORole::kState)
+      return make_error(ErrorCode::kBadAlias, where + ": " + detail::node_label(i, n) + ": updates input '" + root +
+                                                  "' in place, but it is not a state input");
+    if (in == input_index.end() && !produced_in.count(root))
+      return make_error(ErrorCode::kBadAlias,
+                        where + ": " + detail::node_label(i, n) + ": updates constant '" + root + "' in place");
+  }
+  auto impl = std::make_unique<Impl>();
+  for (size_t o = 0; o < def.outputs.size(); ++o) {
+    const IOSpec& out = def.outputs[o];
+    detail::AliasInfo a = alias(out.name);
+    if (a.version != final_version[a.root])
+      return make_error(ErrorCode::kUseAfterInPlace, where + ": output '" + out.name + "' is overwritten in place later (buffer '" +
+                                                         a.root + "')");
+    if (out.role != IORole::kState) continue;
+    auto in = input_index.find(out.alias_of);
+    if (in == input_index.end() || def.inputs[in->second].role != IORole::kState)
+      return make_error(ErrorCode::kBadAlias,
+                        where + ": state output '" + out.name + "': alias_of '" + out.alias_of + "' is not a state input");
+    if (a.root != out.alias_of)
+      return make_error(ErrorCode::kBadAlias, where + ": state output '" + out.name + "' must live in input '" +
+                                                  out.alias_of + "', but it is computed in buffer '" + a.root + "'");
+    if (!(def.inputs[in->second].type == out.type))
+      return make_error(ErrorCode::kBadAlias, where + ": state output '" + out.name + "': type " + out.type.to_string() +
+                                                  " differs from input '" + out.alias_of + "' " +
+                                                  def.inputs[in->second].type.to_string());
+    impl->state_outputs.emplace_back(o, in->second);
+  }
+
+  // Subgraphs.
+  std::set<std::string, std::less<>> method_outputs;
+  for (const IOSpec& o : def.outputs) method_outputs.insert(o.name);
+  std::map<std::string, size_t, std::less<>> last_use;  // value → last partition reading it
+  std::vector<Subgraph> subgraphs(num_parts);
+  for (size_t p = 0; p < num_parts; ++p) {
+    Subgraph& sg = subgraphs[p];
+    sg.constants = constants.get();
+    std::set<std::string, std::less<>> seen;
+    for (size_t i : (*parts)[p].nodes) {
+      sg.nodes.push_back(def.nodes[i]);
+      for (const std::string& in : def.nodes[i].inputs) {
+        if (in.empty()) continue;
+        auto pi = produced_in.find(in);
+        bool is_input = input_index.count(in) != 0;
+        if (!is_input && pi == produced_in.end()) continue;  // a constant: reached through sg.constants
+        if (pi != produced_in.end() && pi->second == p) continue;
+        last_use[in] = std::max(last_use[in], p);
+        if (seen.insert(in).second) sg.inputs.push_back(IOSpec{in, types[in], IORole::kInput, {}});
+      }
+    }
+  }
+  for (size_t p = 0; p < num_parts; ++p) {
+    Subgraph& sg = subgraphs[p];
+    for (size_t i : (*parts)[p].nodes)
+      for (const std::string& o : def.nodes[i].outputs) {
+        auto lu = last_use.find(o);
+        if ((lu == last_use.end() || lu->second == p) && !method_outputs.count(o)) continue;
+        IOSpec spec{o, types[o], IORole::kOutput, {}};
+        std::string root = alias(o).root;
+        for (const IOSpec& in : sg.inputs)
+          if (alias(in.name).root == root) {
+            spec.role = IORole::kState;
+            spec.alias_of = in.name;
+            break;
+          }
+        sg.outputs.push_back(std::move(spec));
+      }
+  }
+
+  // Storage per alias root.
+  std::map<std::string, Storage, std::less<>> storage;
+  std::map<std::string, std::pair<size_t, size_t>, std::less<>> arena_life;  // root → [first, last] step
+  auto touch = [&](const std::string& v, size_t step) {
+    std::string root = alias(v).root;
+    if (!produced_in.count(root)) return;  // an input or constant: not in the arena
+    auto [it, fresh] = arena_life.emplace(root, std::make_pair(produced_in[root], step));
+    it->second.second = std::max(it->second.second, step);
+  };
+  for (size_t i = 0; i < def.inputs.size(); ++i) storage[def.inputs[i].name] = Storage{Storage::Kind::kInput, i, nullptr};
+  for (size_t o = 0; o < def.outputs.size(); ++o) {
+    if (def.outputs[o].role == IORole::kState) continue;
+    std::string root = alias(def.outputs[o].name).root;
+    if (produced_in.count(root) && !storage.count(root)) storage[root] = Storage{Storage::Kind::kCallerOutput, o, nullptr};
+  }
+  for (size_t p = 0; p < num_parts; ++p) {
+    for (const IOSpec& in : subgraphs[p].inputs)
+      touch(in.name, p);
+    for (const IOSpec& out : subgraphs[p].outputs) touch(out.name, p);
+  }
+  auto storage_of = [&](const std::string& v) -> Storage {
+    std::string root = alias(v).root;
+    auto it = storage.find(root);
+    if (it != storage.end()) return it->second;
+    const TensorView* c = constants->find(root);
+    return c ? Storage{Storage::Kind::kConstant, 0, c->ptr} : Storage{};
+  };
+  for (size_t o = 0; o < def.outputs.size(); ++o) {
+    const IOSpec& out = def.outputs[o];
+    if (out.role == IORole::kState) continue;
+    Storage s = storage_of(out.name);
+    if (s.kind == Storage::Kind::kCallerOutput && s.index == o) continue;
+    if (s.kind == Storage::Kind::kNone)
+      return make_error(ErrorCode::kOutputNotProduced, where + ": output '" + out.name + "' is never produced");
+    impl->copies.push_back(CopyOut{o, s, static_cast<size_t>(out.type.nbytes())});
+    touch(out.name, num_parts);  // read by the copy step
+  }
+  std::vector<PlanItem> items;
+  std::vector<std::string> item_roots;
+  for (const auto& [root, life] : arena_life) {
+    if (storage.count(root)) continue;  // caller buffers
+    items.push_back(PlanItem{static_cast<size_t>(types[root].nbytes()), life.first, life.second, 0});
+    item_roots.push_back(root);
+  }
+  impl->plan.arena_bytes = plan_arena(items);
+  for (size_t k = 0; k < items.size(); ++k) {
+    storage[item_roots[k]] = Storage{Storage::Kind::kArena, items[k].offset, nullptr};
+    impl->plan.unshared_bytes += align_up(items[k].size);
+  }
+  for (CopyOut& c : impl->copies) c.src = storage_of(def.outputs[c.output].name);
+
+  // Compilation.
+  const auto& backends = partitioner->backends();
+  for (size_t p = 0; p < num_parts; ++p) {
+    const std::shared_ptr<Backend>& be = backends[(*parts)[p].backend];
+    const std::string label = where + ": partition " + std::to_string(p) + " (backend '" + std::string(be->name()) + "')";
+    Result<std::unique_ptr<Delegate>> d = be->compile(subgraphs[p]);
+    if (!d) return d.error().with_context(label);
+    if (!*d) return make_error(ErrorCode::kInternal, label + ": compile returned no delegate");
+    PartitionRun run;
+    run.delegate = std::move(d.value());
+    run.backend = std::string(be->name());
+    for (const IOSpec& in : subgraphs[p].inputs) run.inputs.push_back(Bound{storage_of(in.name), in.type});
+    std::vector<int> order = run.delegate->output_order();
+    const size_t n_out = subgraphs[p].outputs.size();
+    if (order.empty())
+      for (size_t k = 0; k < n_out; ++k) order.push_back(static_cast<int>(k));
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 0; k < sorted.size(); ++k)
+      if (sorted[k] != static_cast<int>(k) || sorted.size() != n_out)
+        return make_error(ErrorCode::kInternal, label + ": output_order() is not a permutation of " +
+                                                    std::to_string(n_out) + " outputs");
+    for (int k : order) {
+      const IOSpec& out = subgraphs[p].outputs[static_cast<size_t>(k)];
+      run.outputs.push_back(Bound{storage_of(out.name), out.type});
+    }
+    run.in_views.resize(run.inputs.size());
+    run.out_views.resize(run.outputs.size());
+    impl->plan.delegate_scratch += run.delegate->scratch_bytes();
+    impl->plan.partition_backends.push_back(run.backend);
+    impl->runs.push_back(std::move(run));
+  }
+
+  impl->backends = backends;
+  if (impl->plan.arena_bytes) {
+    Result<Buffer> arena = backends.front()->allocator()->allocate(impl->plan.arena_bytes);
+    if (!arena) return arena.error().with_context(where + ": arena");
+    impl->arena = std::move(arena.value());
+  }
+  impl->constants = std::move(constants);
+  impl->def = std::move(def);
+  return std::unique_ptr<Method>(new Method(std::move(impl)));
+}
+
+Status Method::Impl::check_bindings(std::span<const TensorView> inputs, std::span<TensorView> outputs) const {
+  const std::string_view m = def.name;
+  if (inputs.size() != def.inputs.size())
+    return make_error(ErrorCode::kBadBinding, "method '" + std::string(m) + "': expected " +
+                                                  std::to_string(def.inputs.size()) + " inputs, got " +
+                                                  std::to_string(inputs.size()));
+  if (outputs.size() != def.outputs.size())
+    return make_error(ErrorCode::kBadBinding, "method '" + std::string(m) + "': expected " +
+                                                  std::to_string(def.outputs.size()) + " outputs, got " +
+                                                  std::to_string(outputs.size()));
+  auto check = [&](const char* what, const IOSpec& spec, const TensorView& v) -> Status {
+    // Messages are built only on failure: the success path must not allocate.
+    auto head = [&] { return "method '" + std::string(m) + "': " + what + " '" + spec.name + "': "; };
+    if (!v.ptr && spec.type.nbytes() != 0) return make_error(ErrorCode::kBadBinding, head() + "null data pointer");
+    if (v.dtype != spec.type.dtype)
+      return make_error(ErrorCode::kBadBinding, head() + "expected dtype " + std::string(dtype_name(spec.type.dtype)) +
+                                                    ", got " + std::string(dtype_name(v.dtype)));
+    if (v.shape != spec.type.shape)
+      return make_error(ErrorCode::kBadBinding,
+                        head() + "expected shape " + spec.type.shape.to_string() + ", got " + v.shape.to_string());
+    return Ok{};
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) HFS_TRY(check("input", def.inputs[i], inputs[i]));
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (def.outputs[o].role != IORole::kState) HFS_TRY(check("output", def.outputs[o], outputs[o]));
+  return Ok{};
+}
+
+Status Method::execute(std::span<const TensorView> inputs, std::span<TensorView> outputs) {
+  Impl& im = *impl_;
+  HFS_TRY(im.check_bindings(inputs, outputs));
+  for (size_t p = 0; p < im.runs.size(); ++p) {
+    PartitionRun& run = im.runs[p];
+    for (size_t k = 0; k < run.inputs.size(); ++k) {
+      const Bound& b = run.inputs[k];
+      run.in_views[k] = TensorView(im.resolve(b.storage, inputs, outputs), b.type.dtype, b.type.shape);
+    }
+    for (size_t k = 0; k < run.outputs.size(); ++k) {
+      const Bound& b = run.outputs[k];
+      run.out_views[k] = TensorView(im.resolve(b.storage, inputs, outputs), b.type.dtype, b.type.shape);
+    }
+    Status st = run.delegate->execute(run.in_views, run.out_views);
+    if (!st)
+      return st.error().with_context("method '" + im.def.name + "': partition " + std::to_string(p) + " (backend '" +
+                                     run.backend + "')");
+  }
+  for (const CopyOut& c : im.copies) {
+    const void* src = im.resolve(c.src, inputs, outputs);
+    if (src != outputs[c.output].ptr && c.nbytes) std::memmove(outputs[c.output].ptr, src, c.nbytes);
+  }
+  for (const auto& [o, i] : im.state_outputs)
+    outputs[o] = TensorView(inputs[i].ptr, im.def.outputs[o].type.dtype, im.def.outputs[o].type.shape);
+  return Ok{};
+}
+
+}  // namespace hfs
