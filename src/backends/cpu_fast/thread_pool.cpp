@@ -52,7 +52,7 @@ int ThreadPool::default_threads() {
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = default_threads();
   workers_.reserve(static_cast<size_t>(threads - 1));
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_main(); });
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_main(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -62,15 +62,15 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::work() {
+void ThreadPool::work(int thread) {
   for (;;) {
     const int64_t t = next_.fetch_add(1, std::memory_order_relaxed);
     if (t >= n_tasks_) break;
-    fn_(ctx_, t);
+    fn_(ctx_, t, thread);
   }
 }
 
-void ThreadPool::worker_main() {
+void ThreadPool::worker_main(int thread) {
   uint32_t seen = 0;
   for (;;) {
     // Seq-cst on sleepers_/generation_ pairs with run_impl: either the caller sees us sleeping and wakes
@@ -83,7 +83,7 @@ void ThreadPool::worker_main() {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load()) return;
-    work();
+    work(thread);
     if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load() != 0) futex_wake_all(pending_);
   }
 }
@@ -91,7 +91,7 @@ void ThreadPool::worker_main() {
 void ThreadPool::run_impl(int64_t n_tasks, TaskFn fn, void* ctx) {
   if (n_tasks <= 0) return;
   if (workers_.empty() || n_tasks == 1) {
-    for (int64_t t = 0; t < n_tasks; ++t) fn(ctx, t);
+    for (int64_t t = 0; t < n_tasks; ++t) fn(ctx, t, 0);
     return;
   }
   std::lock_guard<std::mutex> lock(run_mu_);
@@ -102,7 +102,7 @@ void ThreadPool::run_impl(int64_t n_tasks, TaskFn fn, void* ctx) {
   pending_.store(static_cast<uint32_t>(workers_.size()), std::memory_order_relaxed);
   generation_.fetch_add(1);  // seq_cst: publishes the job
   if (sleepers_.load() != 0) futex_wake_all(generation_);
-  work();
+  work(0);
   if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; }, spin_us_.load())) {
     caller_sleeping_.store(1);
     for (uint32_t p = pending_.load(); p != 0; p = pending_.load()) futex_wait(pending_, p);

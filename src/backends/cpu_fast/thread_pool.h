@@ -28,12 +28,18 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Calls fn(task) for every task in [0, n_tasks) and returns when all are done. Calls from several
-  // threads are serialized. Does not allocate.
+  // Calls fn(task) — or fn(task, thread) with thread in [0, size()), the caller being 0 — for every
+  // task in [0, n_tasks) and returns when all are done. Calls from several threads are serialized.
+  // Does not allocate.
   template <typename Fn>
   void run(int64_t n_tasks, Fn&& fn) {
     using F = std::remove_reference_t<Fn>;
-    run_impl(n_tasks, [](void* ctx, int64_t t) { (*static_cast<F*>(ctx))(t); }, const_cast<void*>(static_cast<const void*>(&fn)));
+    TaskFn call;
+    if constexpr (std::is_invocable_v<F&, int64_t, int>)
+      call = [](void* ctx, int64_t t, int thread) { (*static_cast<F*>(ctx))(t, thread); };
+    else
+      call = [](void* ctx, int64_t t, int) { (*static_cast<F*>(ctx))(t); };
+    run_impl(n_tasks, call, const_cast<void*>(static_cast<const void*>(&fn)));
   }
 
   // Microseconds an idle worker spins before sleeping (tests shorten it).
@@ -41,10 +47,10 @@ class ThreadPool {
   static int default_threads();
 
  private:
-  using TaskFn = void (*)(void*, int64_t);
+  using TaskFn = void (*)(void*, int64_t, int);
   void run_impl(int64_t n_tasks, TaskFn fn, void* ctx);
-  void worker_main();
-  void work();
+  void worker_main(int thread);
+  void work(int thread);
 
   std::vector<std::thread> workers_;
   std::mutex run_mu_;
