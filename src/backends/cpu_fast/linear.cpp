@@ -193,8 +193,14 @@ void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias,
       body(0);
     return;
   }
-  QuantizedActs& a = scratch.acts;
-  quantize_acts(x, m, w.k, w.format == DType::kQ4_0 ? 8 : 128, a);
+  quantize_acts(x, m, w.k, act_offset(w.format), scratch.acts);
+  linear_quantized(w, scratch.acts, m, bias, y, pool);
+}
+
+void linear_quantized(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y,
+                      ThreadPool* pool) {
+  const Isa isa = active_isa();
+  const int threads = pool ? pool->size() : 1;
   auto kern = isa == Isa::kAvx512 ? detail::linear_int_avx512
               : isa == Isa::kAvx2 ? detail::linear_int_avx2
                                   : detail::linear_int_scalar;

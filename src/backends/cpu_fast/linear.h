@@ -85,6 +85,12 @@ struct LinearScratch {
 void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, LinearScratch& scratch,
             ThreadPool* pool);
 
+// The integer path with activations already quantized by quantize_acts (with offset 8 for q4_0, 128
+// otherwise): lets several linears that read the same activation (q/k/v, gate/up) quantize it once.
+void linear_quantized(const PackedWeight& w, const QuantizedActs& acts, int64_t m, const float* bias, float* y,
+                      ThreadPool* pool);
+inline int act_offset(DType format) { return format == DType::kQ4_0 ? 8 : 128; }
+
 // Quantizes rows of x [m, k] (k ≤ acts.k_padded; the rest is zero) for weights stored with `offset`.
 void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& acts);
 
