@@ -4,16 +4,25 @@
 // decode step, not from L3. GB/s = bytes of weights (+ scales) read per GEMV / best-of time.
 // Build (from the repository root; no CMake target so it never slows the normal build):
 //   g++ -O3 -std=c++20 -Iinclude -Isrc bench/kernel_bench.cpp src/backends/cpu_fast/{quantize,linear,linear_scalar,\
-//     linear_avx2,linear_avx512,thread_pool,cpu_features}.cpp src/core/{error,dtype}.cpp -lpthread -o /tmp/kernel_bench
+//     linear_avx2,linear_avx512,thread_pool,cpu_features}.cpp src/core/{error,dtype}.cpp -lopenblas -lpthread -o /tmp/kernel_bench
 //   /tmp/kernel_bench            # all formats, 1 and 2 threads, weights from DRAM
 //   /tmp/kernel_bench hot        # same, weights cache-resident (kernel compute ceiling)
+//   /tmp/kernel_bench extra      # prefill GEMM vs OpenBLAS, live-slot attention, busy-core decode
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
+#include <cblas.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backends/cpu_fast/attention.h"
 #include "backends/cpu_fast/cpu_features.h"
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/linear.h"
@@ -51,7 +60,99 @@ struct Bench {
 
 }  // namespace
 
+double seconds_best(int reps, const std::function<void()>& f) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+void extra() {
+  ThreadPool pool(2);
+  // Prefill: M rows through one f32 [4864, 896] weight, ours vs OpenBLAS sgemm (2 threads each).
+  for (int64_t m : {16, 64, 128}) {
+    const int64_t n = 4864, k = 896;
+    std::vector<float> w(n * k, 0.01f), x(m * k, 0.5f), y(m * n);
+    auto pw = pack_weight(DType::kF32, w.data(), n, k, nullptr).value();
+    LinearScratch scratch;
+    double ours = seconds_best(20, [&] { linear(pw, x.data(), m, nullptr, y.data(), scratch, &pool); });
+    openblas_set_num_threads(2);
+    double blas = seconds_best(20, [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data(), k, w.data(), k, 0.0f, y.data(), n);
+    });
+    const double fl = 2.0 * m * n * k;
+    std::printf("prefill f32 M=%-4lld N=%lld K=%lld  ours %6.1f GFLOP/s  openblas %6.1f GFLOP/s\n",
+                static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), fl / ours / 1e9,
+                fl / blas / 1e9);
+    for (DType f : {DType::kQ4_0, DType::kQ8_0}) {
+      std::vector<float> wf(n * k);
+      std::mt19937 rng(2);
+      std::normal_distribution<float> nd(0.0f, 0.02f);
+      for (auto& v : wf) v = nd(rng);
+      std::vector<uint8_t> q(f == DType::kQ4_0 ? q4_0_bytes(n, k) : q8_0_bytes(n, k));
+      (void)(f == DType::kQ4_0 ? quantize_q4_0(wf.data(), n, k, q.data()) : quantize_q8_0(wf.data(), n, k, q.data()));
+      auto pq = pack_weight(f, q.data(), n, k, nullptr).value();
+      LinearScratch qs(pq.k_padded, m);
+      double t = seconds_best(20, [&] { linear(pq, x.data(), m, nullptr, y.data(), qs, &pool); });
+      std::printf("prefill %-4s M=%-4lld ours %6.1f GOP/s\n", std::string(dtype_name(f)).c_str(),
+                  static_cast<long long>(m), fl / t / 1e9);
+    }
+  }
+  // Attention at position 15 (16 live slots), Qwen2-0.5B geometry, f16 cache: 256 vs 4096 slots.
+  for (int64_t S : {256, 4096}) {
+    const int64_t hq = 14, hkv = 2, d = 64;
+    std::vector<float> q(hq * d, 0.1f), out(hq * d), mask(S, -1e30f);
+    for (int i = 0; i < 16; ++i) mask[i] = 0.0f;
+    std::vector<uint16_t> kc(hkv * S * d, 0x3c00), vc(hkv * S * d, 0x3c00);
+    std::vector<int32_t> slots(S);
+    AttentionScratch sc(2, hq / hkv, S);
+    AttentionArgs a;
+    a.q = q.data(); a.k = kc.data(); a.v = vc.data(); a.kv_dtype = DType::kF16; a.mask = mask.data(); a.out = out.data();
+    a.t = 1; a.hq = hq; a.hkv = hkv; a.s = S; a.d = d; a.scale = 0.125f;
+    double t = seconds_best(2000, [&] {
+      int64_t nl = live_slots(mask.data(), 1, S, slots.data());
+      attention(a, slots.data(), nl, sc, &pool);
+    });
+    std::printf("attention decode pos 15, S=%-5lld  %.2f us (live-slot scan + attention, 2 threads)\n",
+                static_cast<long long>(S), t * 1e6);
+  }
+  // Decode with another process spinning on CPU 1: q4_0 [4864, 896] × 64 copies (DRAM-resident).
+  {
+    const int64_t n = 4864, k = 896;
+    std::vector<float> wf(n * k, 0.01f), x(k, 1.0f), y(n);
+    std::vector<uint8_t> q(q4_0_bytes(n, k));
+    (void)quantize_q4_0(wf.data(), n, k, q.data());
+    std::vector<PackedWeight> ws;
+    for (int i = 0; i < 64; ++i) ws.push_back(pack_weight(DType::kQ4_0, q.data(), n, k, nullptr).value());
+    LinearScratch sc(ws[0].k_padded, 1);
+    auto step = [&] { for (auto& w : ws) linear(w, x.data(), 1, nullptr, y.data(), sc, &pool); };
+    const double idle = seconds_best(10, step);
+    pid_t child = fork();
+    if (child == 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(1, &set);
+      sched_setaffinity(0, sizeof(set), &set);
+      for (volatile uint64_t i = 0;; i = i + 1) {
+      }
+    }
+    usleep(100000);
+    const double busy = seconds_best(10, step);
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    std::printf("decode q4_0 64x[4864,896], 2 threads: idle %.2f ms, with a spinning process on CPU 1 %.2f ms (%.0f%% of idle speed)\n",
+                idle * 1e3, busy * 1e3, 100.0 * idle / busy);
+  }
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "extra") == 0) {
+    extra();
+    return 0;
+  }
   // "hot": one copy of each matrix (L2/L3-resident) — shows kernel compute speed, not DRAM.
   const bool hot = argc > 1 && std::strcmp(argv[1], "hot") == 0;
   std::printf("isa %s\n", std::string(isa_name(active_isa())).c_str());

@@ -153,6 +153,10 @@ size_t LinearScratch::bytes() const { return acts.xq.size() + acts.lane_scale.si
 void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a) {
   const int64_t kp = a.k_padded, lanes = kp / 4;
   a.offset = offset;
+  if (active_isa() == Isa::kAvx512) {
+    detail::quantize_acts_avx512(x, m, k, offset, a);
+    return;
+  }
   for (int64_t i = 0; i < m; ++i) {
     int8_t* xq = a.xq.data() + i * kp;
     float* ls = a.lane_scale.data() + i * lanes;
@@ -163,7 +167,11 @@ void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedAc
       float amax = 0;
       for (int64_t e = 0; e < len; ++e) amax = std::max(amax, std::fabs(xr[b0 + e]));
       const float s = amax / 127.0f, inv = s != 0 ? 1.0f / s : 0.0f;
-      for (int64_t e = 0; e < 32; ++e) xq[b0 + e] = e < len ? static_cast<int8_t>(std::nearbyint(xr[b0 + e] * inv)) : 0;
+      // |x·inv| ≤ 127: adding 1.5·2^23 rounds to nearest even in one add (nearbyint is a libm call
+      // on baseline x86-64), and the loop vectorizes.
+      constexpr float kMagic = 12582912.0f;
+      for (int64_t e = 0; e < 32; ++e)
+        xq[b0 + e] = e < len ? static_cast<int8_t>(static_cast<int32_t>((xr[b0 + e] * inv + kMagic) - kMagic)) : 0;
       for (int64_t l = 0; l < 8; ++l) {
         const int8_t* q = xq + b0 + l * 4;
         ls[b0 / 4 + l] = s;

@@ -178,6 +178,42 @@ void int_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const f
 
 }  // namespace
 
+void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a) {
+  const int64_t kp = a.k_padded, lanes = kp / 4;
+  const __m512i off = _mm512_set1_epi8(static_cast<char>(offset));
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xr = x + i * k;
+    int8_t* xq = a.xq.data() + i * kp;
+    float* ls = a.lane_scale.data() + i * lanes;
+    int32_t* lb = a.lane_bias.data() + i * lanes;
+    for (int64_t g = 0; g < kp; g += 64) {
+      __m128i bytes[4];
+      float sc[2];
+      for (int b = 0; b < 2; ++b) {
+        __m512 v[2];
+        for (int h = 0; h < 2; ++h) {
+          const int64_t e = g + b * 32 + h * 16;
+          const int64_t left = k - e;
+          const __mmask16 mk = left >= 16 ? 0xffff : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
+          v[h] = _mm512_maskz_loadu_ps(mk, xr + e);
+        }
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1])));
+        const float s = amax / 127.0f, inv = s != 0 ? 1.0f / s : 0.0f;
+        sc[b] = s;
+        const __m512 iv = _mm512_set1_ps(inv);
+        // cvtps rounds to nearest even (default MXCSR), as nearbyint does in the scalar path.
+        for (int h = 0; h < 2; ++h) bytes[b * 2 + h] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v[h], iv)));
+      }
+      const __m512i q = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_set_m128i(bytes[1], bytes[0])), _mm256_set_m128i(bytes[3], bytes[2]), 1);
+      _mm512_storeu_si512(xq + g, q);
+      _mm512_storeu_si512(lb + g / 4, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, q)));
+      _mm512_storeu_ps(ls + g / 4, _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castps_si512(_mm512_set1_ps(sc[0])),
+                                                                       _mm256_castps_si256(_mm256_set1_ps(sc[1])), 1)));
+    }
+  }
+}
+
 void linear_float_avx512(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                          int64_t n1) {
   switch (w.format) {

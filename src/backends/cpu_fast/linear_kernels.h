@@ -23,6 +23,8 @@ void linear_int_scalar(const PackedWeight&, const QuantizedActs&, int64_t, const
 void linear_int_avx2(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 void linear_int_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 
+void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a);
+
 // Packed-layout geometry shared by the packer and the kernels.
 inline int64_t group_row_bytes(DType f) { return f == DType::kQ4_0 ? 32 : 64; }  // per row per 64 K
 inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 64) * 4 * group_row_bytes(w.format); }

@@ -57,16 +57,23 @@ ThreadPool::ThreadPool(int threads) {
 
 ThreadPool::~ThreadPool() {
   stop_.store(true);
+  claim_.store(0);
   generation_.fetch_add(1);
   futex_wake_all(generation_);
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::work(int thread) {
+void ThreadPool::work(uint32_t gen, int thread) {
+  uint64_t cur = claim_.load(std::memory_order_acquire);
   for (;;) {
-    const int64_t t = next_.fetch_add(1, std::memory_order_relaxed);
-    if (t >= n_tasks_) break;
+    if (static_cast<uint32_t>(cur >> 32) != gen) return;
+    const int64_t t = static_cast<int64_t>(cur & 0xffffffffu);
+    if (t >= n_tasks_) return;
+    if (!claim_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     fn_(ctx_, t, thread);
+    // seq_cst pairs with the caller's caller_sleeping_ store / done_ load (no lost wake-up).
+    if (done_.fetch_add(1) + 1 == static_cast<uint32_t>(n_tasks_) && caller_sleeping_.load() != 0) futex_wake_all(done_);
+    cur = claim_.load(std::memory_order_acquire);
   }
 }
 
@@ -83,8 +90,7 @@ void ThreadPool::worker_main(int thread) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load()) return;
-    work(thread);
-    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load() != 0) futex_wake_all(pending_);
+    work(seen, thread);
   }
 }
 
@@ -98,14 +104,16 @@ void ThreadPool::run_impl(int64_t n_tasks, TaskFn fn, void* ctx) {
   fn_ = fn;
   ctx_ = ctx;
   n_tasks_ = n_tasks;
-  next_.store(0, std::memory_order_relaxed);
-  pending_.store(static_cast<uint32_t>(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1);  // seq_cst: publishes the job
+  done_.store(0, std::memory_order_relaxed);
+  const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  claim_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+  generation_.store(gen);  // seq_cst: publishes the job
   if (sleepers_.load() != 0) futex_wake_all(generation_);
-  work(0);
-  if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; }, spin_us_.load())) {
+  work(gen, 0);
+  const auto all = static_cast<uint32_t>(n_tasks);
+  if (!spin_until([&] { return done_.load(std::memory_order_acquire) == all; }, spin_us_.load())) {
     caller_sleeping_.store(1);
-    for (uint32_t p = pending_.load(); p != 0; p = pending_.load()) futex_wait(pending_, p);
+    for (uint32_t d = done_.load(); d != all; d = done_.load()) futex_wait(done_, d);
     caller_sleeping_.store(0);
   }
 }

@@ -50,18 +50,22 @@ class ThreadPool {
   using TaskFn = void (*)(void*, int64_t, int);
   void run_impl(int64_t n_tasks, TaskFn fn, void* ctx);
   void worker_main(int thread);
-  void work(int thread);
+  // Claims and runs tasks of job `gen` until none are left or the job is no longer current.
+  void work(uint32_t gen, int thread);
 
   std::vector<std::thread> workers_;
   std::mutex run_mu_;
-  // Job description, published by the generation bump.
+  // Job description, written before the job's generation is published.
   TaskFn fn_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_tasks_ = 0;
-  std::atomic<int64_t> next_{0};
-  alignas(64) std::atomic<uint32_t> generation_{0};
+  // (generation << 32) | next unclaimed task. Claims are CASes that check the generation, so a worker
+  // that wakes late can never claim a task of a job that finished, and the caller never waits for a
+  // worker that has not started: it only waits for tasks actually claimed (done_ counts them).
+  alignas(64) std::atomic<uint64_t> claim_{0};
+  alignas(64) std::atomic<uint32_t> generation_{0};  // futex word for sleeping workers
   std::atomic<int> sleepers_{0};
-  alignas(64) std::atomic<uint32_t> pending_{0};  // workers still inside the current job
+  alignas(64) std::atomic<uint32_t> done_{0};        // tasks finished in the current job (futex word)
   std::atomic<int> caller_sleeping_{0};
   std::atomic<bool> stop_{false};
   std::atomic<int> spin_us_{50};
