@@ -3,6 +3,7 @@
 // All standard headers are included before the pragma so no shared inline code gets AVX-512 bodies.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backends/cpu_fast/linear_kernels.h"
@@ -91,12 +92,22 @@ inline void float_rows(const PackedWeight& w, const float* x, int64_t m, const f
   }
 }
 
+// Prefill blocking: a block of output rows (its weight panel stays in L2) is swept by groups of 4
+// activation rows (which stay in L1), so weights are read from memory once per GEMM, not once per row.
+constexpr int64_t kBlockRows = 64;
+
 template <typename Fmt>
 void float_range(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                  int64_t n1) {
-  int64_t n = n0;
-  for (; n + 4 <= n1; n += 4) float_rows<Fmt, 4>(w, x, m, bias, y, n);
-  for (; n < n1; ++n) float_rows<Fmt, 1>(w, x, m, bias, y, n);
+  for (int64_t nb = n0; nb < n1; nb += kBlockRows) {
+    const int64_t ne = std::min(n1, nb + kBlockRows);
+    for (int64_t i = 0; i < m; i += 4) {
+      const int64_t mr = std::min<int64_t>(4, m - i);
+      int64_t n = nb;
+      for (; n + 4 <= ne; n += 4) float_rows<Fmt, 4>(w, x + i * w.k, mr, bias, y + i * w.n, n);
+      for (; n < ne; ++n) float_rows<Fmt, 1>(w, x + i * w.k, mr, bias, y + i * w.n, n);
+    }
+  }
 }
 
 // ---- integer weights --------------------------------------------------------------------------------
@@ -164,14 +175,18 @@ inline void int_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, 
 template <IntFmt F>
 void int_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y, int64_t t0,
                int64_t t1) {
-  for (int64_t t = t0; t < t1; ++t) {
+  for (int64_t tb = t0; tb < t1; tb += kBlockRows / 4) {
+    const int64_t te = std::min(t1, tb + kBlockRows / 4);
     int64_t i = 0;
-    for (; i + 4 <= m; i += 4) int_tile<F, 4>(w, a, i, t, y + i * w.n, w.n, bias);
-    switch (m - i) {
-      case 3: int_tile<F, 3>(w, a, i, t, y + i * w.n, w.n, bias); break;
-      case 2: int_tile<F, 2>(w, a, i, t, y + i * w.n, w.n, bias); break;
-      case 1: int_tile<F, 1>(w, a, i, t, y + i * w.n, w.n, bias); break;
-      default: break;
+    for (; i + 4 <= m; i += 4)
+      for (int64_t t = tb; t < te; ++t) int_tile<F, 4>(w, a, i, t, y + i * w.n, w.n, bias);
+    for (int64_t t = tb; t < te; ++t) {
+      switch (m - i) {
+        case 3: int_tile<F, 3>(w, a, i, t, y + i * w.n, w.n, bias); break;
+        case 2: int_tile<F, 2>(w, a, i, t, y + i * w.n, w.n, bias); break;
+        case 1: int_tile<F, 1>(w, a, i, t, y + i * w.n, w.n, bias); break;
+        default: break;
+      }
     }
   }
 }
