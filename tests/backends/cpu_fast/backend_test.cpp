@@ -91,13 +91,14 @@ struct Formats {
 // One Llama-style block: embedding → rms_norm → q/k/v → rope → cache write → attention → o → residual
 // → rms_norm → silu(gate)·up → down → residual.
 MethodDef block(int64_t T, bool i8_v) {
-  MethodDef m{"step"};
-  m.inputs = {{"ids", {DType::kI32, {1, T}}, IORole::kInput},
-              {"pos", {DType::kI32, {1, T}}, IORole::kInput},
-              {"slots", {DType::kI32, {T}}, IORole::kInput},
-              {"mask", {DType::kF32, {1, 1, T, S}}, IORole::kInput},
-              {"kc", {DType::kF16, {1, HKV, S, D}}, IORole::kState},
-              {"vc", {DType::kF16, {1, HKV, S, D}}, IORole::kState}};
+  MethodDef m;
+  m.name = "step";
+  m.inputs = {{"ids", {DType::kI32, {1, T}}, IORole::kInput, ""},
+              {"pos", {DType::kI32, {1, T}}, IORole::kInput, ""},
+              {"slots", {DType::kI32, {T}}, IORole::kInput, ""},
+              {"mask", {DType::kF32, {1, 1, T, S}}, IORole::kInput, ""},
+              {"kc", {DType::kF16, {1, HKV, S, D}}, IORole::kState, ""},
+              {"vc", {DType::kF16, {1, HKV, S, D}}, IORole::kState, ""}};
   auto node = [&](std::string op, std::vector<std::string> in, std::string out, Attrs a = {}) {
     m.nodes.push_back({std::move(op), std::move(in), {std::move(out)}, std::move(a)});
   };
@@ -128,7 +129,7 @@ MethodDef block(int64_t T, bool i8_v) {
   node("mul", {"sg", "u"}, "mlp");
   node("linear", {"mlp", "wd"}, "dn");
   node("add", {"x2", "dn"}, "out");
-  m.outputs = {{"out", {DType::kF32, {1, T, H}}, IORole::kOutput},
+  m.outputs = {{"out", {DType::kF32, {1, T, H}}, IORole::kOutput, ""},
                {"kc2", {DType::kF16, {1, HKV, S, D}}, IORole::kState, "kc"},
                {"vc2", {DType::kF16, {1, HKV, S, D}}, IORole::kState, "vc"}};
   return m;
@@ -365,10 +366,11 @@ TEST(CpuFastBackend, SupportsAndSettings) {
 TEST(CpuFastBackend, CompileAndExecuteErrorsNameTheProblem) {
   Store st;
   add_weight(st, "embed", DType::kF32, V, H, 1);
-  MethodDef m{"e"};
-  m.inputs = {{"ids", {DType::kI32, {1, 2}}, IORole::kInput}};
+  MethodDef m;
+  m.name = "e";
+  m.inputs = {{"ids", {DType::kI32, {1, 2}}, IORole::kInput, ""}};
   m.nodes = {{"embedding", {"embed", "ids"}, {"x"}, {}}};
-  m.outputs = {{"x", {DType::kF32, {1, 2, H}}, IORole::kOutput}};
+  m.outputs = {{"x", {DType::kF32, {1, 2, H}}, IORole::kOutput, ""}};
   CpuFastBackend be(1);
   auto del = be.compile(subgraph_of(m, st));
   ASSERT_TRUE(del.ok()) << del.error().to_string();
