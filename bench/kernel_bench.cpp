@@ -3,7 +3,7 @@
 // Weights are cycled through enough copies (≥ 256 MB) that every GEMV streams from DRAM, as in a real
 // decode step, not from L3. GB/s = bytes of weights (+ scales) read per GEMV / best-of time.
 // Build (from the repository root, one command line; no CMake target so it never slows the normal build):
-//   g++ -O3 -std=c++20 -Iinclude -Isrc bench/kernel_bench.cpp src/backends/cpu_fast/{quantize,linear,linear_scalar,\
+//   g++ -O3 -std=c++20 -Iinclude -Isrc bench/kernel_bench.cpp src/backends/cpu_fast/{quantize,linear,linear_scalar,
 //     linear_avx2,linear_avx512,thread_pool,cpu_features,attention,attention_scalar,attention_avx2,attention_avx512}.cpp
 //     src/core/{error,dtype}.cpp -lopenblas -lpthread -o /tmp/kernel_bench
 //   /tmp/kernel_bench            # all formats, 1 and 2 threads, weights from DRAM
@@ -138,8 +138,7 @@ void extra() {
       CPU_ZERO(&set);
       CPU_SET(1, &set);
       sched_setaffinity(0, sizeof(set), &set);
-      for (volatile uint64_t i = 0;; i = i + 1) {
-      }
+      for (;;) asm volatile("");  // spin forever
     }
     usleep(100000);
     const double busy = seconds_best(10, step);
