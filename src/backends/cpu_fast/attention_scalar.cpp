@@ -1,0 +1,48 @@
+#include <cstdint>
+
+#include "backends/cpu_fast/attention.h"
+#include "backends/cpu_fast/attention_kernels.h"
+#include "backends/cpu_fast/half.h"
+
+namespace hfs::cpu_fast::detail {
+
+void attn_scores_scalar(const float* q, int g, const void* k, bool f16, int64_t d, const int32_t* slots, int64_t n,
+                        float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t base = static_cast<int64_t>(slots[i]) * d;
+    for (int j = 0; j < g; ++j) {
+      float s = 0;
+      for (int64_t e = 0; e < d; ++e) {
+        const float kv = f16 ? f16_to_f32(static_cast<const uint16_t*>(k)[base + e]) : static_cast<const float*>(k)[base + e];
+        s += q[j * d + e] * kv;
+      }
+      out[j * n + i] = s;
+    }
+  }
+}
+
+void attn_accum_scalar(const float* p, int g, const void* v, bool f16, int64_t d, const int32_t* slots, int64_t n,
+                       float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t base = static_cast<int64_t>(slots[i]) * d;
+    for (int j = 0; j < g; ++j) {
+      const float w = p[j * n + i];
+      for (int64_t e = 0; e < d; ++e) {
+        const float vv = f16 ? f16_to_f32(static_cast<const uint16_t*>(v)[base + e]) : static_cast<const float*>(v)[base + e];
+        out[j * d + e] += w * vv;
+      }
+    }
+  }
+}
+
+int64_t live_slots_scalar(const float* mask, int64_t t, int64_t s, int32_t* slots) {
+  int64_t n = 0;
+  for (int64_t j = 0; j < s; ++j) {
+    bool live = false;
+    for (int64_t r = 0; r < t && !live; ++r) live = mask[r * s + j] > kHiddenThreshold;
+    if (live) slots[n++] = static_cast<int32_t>(j);
+  }
+  return n;
+}
+
+}  // namespace hfs::cpu_fast::detail

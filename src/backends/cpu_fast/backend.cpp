@@ -1,0 +1,576 @@
+#include "backends/cpu_fast/backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/cpu_fast/attention.h"
+#include "backends/cpu_fast/elementwise.h"
+#include "backends/cpu_fast/linear.h"
+#include "backends/cpu_fast/thread_pool.h"
+#include "hfstatic/method.h"
+#include "hfstatic/ops.h"
+
+namespace hfs::cpu_fast {
+namespace {
+
+bool is_float_weight(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
+bool is_kv(DType d) { return d == DType::kF32 || d == DType::kF16; }
+
+enum class Op {
+  kLinear, kAttention, kRmsNorm, kSilu, kSiluMul, kGelu, kMul, kAdd, kScale, kSoftcap, kRope, kEmbedding,
+  kKvWrite, kReshape
+};
+
+const std::map<std::string, Op, std::less<>>& op_table() {
+  static const std::map<std::string, Op, std::less<>> t = {
+      {"linear", Op::kLinear},   {"attention", Op::kAttention}, {"rms_norm", Op::kRmsNorm},
+      {"silu", Op::kSilu},       {"gelu_tanh", Op::kGelu},      {"mul", Op::kMul},
+      {"add", Op::kAdd},         {"scale", Op::kScale},         {"softcap", Op::kSoftcap},
+      {"rope", Op::kRope},       {"embedding", Op::kEmbedding}, {"kv_cache_write", Op::kKvWrite},
+      {"reshape", Op::kReshape}};
+  return t;
+}
+
+// Where a value's bytes are at execute time.
+struct Val {
+  std::string name;
+  TensorType type;
+  enum Kind { kInput, kConst, kArena, kAlias } kind = kArena;
+  int input = -1;           // kInput
+  void* ptr = nullptr;      // kConst
+  size_t offset = 0;        // kArena
+  int root = -1;            // kAlias: the value whose buffer this one is
+  int output = -1;          // ≥ 0: also subgraph output `output` (written straight into that buffer)
+  int def = -1, last = -1;  // defining / last using step
+};
+
+struct Step {
+  Op op;
+  std::string label;  // "node 7 (linear 'q_0')" for errors
+  std::vector<int> in;  // value ids, -1 for absent optional operands
+  int out = -1;
+  float f0 = 0, f1 = 0;  // eps / scale / cap / attention_scaling ...
+  bool flag = false;     // unit_offset
+  int weight = -1;       // linear: index into packed weights
+  int live = -1;         // attention: index into live-slot lists
+};
+
+class FastDelegate : public Delegate {
+ public:
+  Status execute(std::span<const TensorView> inputs, std::span<const TensorView> outputs) override;
+  size_t scratch_bytes() const override;
+
+  std::shared_ptr<ThreadPool> pool;
+  std::vector<Val> vals;
+  std::vector<Step> steps;
+  std::vector<PackedWeight> weights;
+  std::vector<int> weight_runtime_value;  // float weights that are not constants: value id, else -1
+  Buffer arena;
+  LinearScratch lin_scratch;
+  AttentionScratch attn_scratch;
+  std::vector<std::vector<int32_t>> live_lists;
+  std::vector<int64_t> live_count;
+  std::vector<int> live_mask_value;
+  std::vector<void*> ptr;  // per value, filled per execute
+  size_t n_inputs = 0, n_outputs = 0;
+  std::vector<std::pair<int, int>> output_copies;  // (value, output index) copied at the end
+  // Which activation lin_scratch holds (value id, storage offset, padded k); reset every execute.
+  int acts_value = -1, acts_offset = -1;
+  int64_t acts_kp = -1;
+
+ private:
+  Status run_step(const Step& s);
+};
+
+float* fp(const std::vector<void*>& p, int id) { return id < 0 ? nullptr : static_cast<float*>(p[static_cast<size_t>(id)]); }
+
+Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  if (inputs.size() != n_inputs || outputs.size() != n_outputs)
+    return make_error(ErrorCode::kBadBinding, "cpu_fast: expected " + std::to_string(n_inputs) + " inputs and " +
+                                                  std::to_string(n_outputs) + " outputs, got " +
+                                                  std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
+  for (size_t i = 0; i < vals.size(); ++i) {
+    Val& v = vals[i];
+    switch (v.kind) {
+      case Val::kInput: {
+        const TensorView& tv = inputs[static_cast<size_t>(v.input)];
+        if (tv.dtype != v.type.dtype || tv.shape != v.type.shape || tv.ptr == nullptr)
+          return make_error(ErrorCode::kBadBinding, "cpu_fast: input '" + v.name + "': expected " + v.type.to_string() +
+                                                        ", got " + tv.type().to_string());
+        ptr[i] = tv.ptr;
+        break;
+      }
+      case Val::kConst: ptr[i] = v.ptr; break;
+      case Val::kArena: ptr[i] = static_cast<char*>(arena.data()) + v.offset; break;
+      case Val::kAlias: ptr[i] = ptr[static_cast<size_t>(v.root)]; break;
+    }
+    if (v.output >= 0 && v.kind == Val::kArena) {
+      const TensorView& tv = outputs[static_cast<size_t>(v.output)];
+      if (tv.dtype != v.type.dtype || tv.shape != v.type.shape || tv.ptr == nullptr)
+        return make_error(ErrorCode::kBadBinding, "cpu_fast: output '" + v.name + "': expected " + v.type.to_string() +
+                                                      ", got " + tv.type().to_string());
+      ptr[i] = tv.ptr;
+    }
+  }
+  std::fill(live_count.begin(), live_count.end(), -1);
+  acts_value = -1;
+  for (const Step& s : steps) {
+    Status st = run_step(s);
+    if (!st.ok()) return st.error().with_context("cpu_fast: " + s.label);
+  }
+  for (auto [v, o] : output_copies) {
+    const TensorView& tv = outputs[static_cast<size_t>(o)];
+    if (tv.dtype != vals[static_cast<size_t>(v)].type.dtype || tv.shape != vals[static_cast<size_t>(v)].type.shape)
+      return make_error(ErrorCode::kBadBinding, "cpu_fast: output '" + vals[static_cast<size_t>(v)].name +
+                                                    "': expected " + vals[static_cast<size_t>(v)].type.to_string() +
+                                                    ", got " + tv.type().to_string());
+    if (tv.ptr != ptr[static_cast<size_t>(v)]) std::memcpy(tv.ptr, ptr[static_cast<size_t>(v)], tv.nbytes());
+  }
+  return Ok{};
+}
+
+size_t FastDelegate::scratch_bytes() const {
+  size_t b = arena.size() + lin_scratch.bytes() + attn_scratch.scores.size() * 4;
+  for (const auto& w : weights) b += w.is_integer() ? w.weight_bytes() : 0;
+  for (const auto& l : live_lists) b += l.size() * 4;
+  return b;
+}
+
+Status FastDelegate::run_step(const Step& s) {
+  const TensorType& ot = vals[static_cast<size_t>(s.out)].type;
+  float* y = fp(ptr, s.out);
+  auto in_t = [&](int k) -> const TensorType& { return vals[static_cast<size_t>(s.in[static_cast<size_t>(k)])].type; };
+  auto in_p = [&](int k) -> void* { return s.in[static_cast<size_t>(k)] < 0 ? nullptr : ptr[static_cast<size_t>(s.in[static_cast<size_t>(k)])]; };
+  const int64_t n = ot.shape.numel();
+  switch (s.op) {
+    case Op::kLinear: {
+      PackedWeight& w = weights[static_cast<size_t>(s.weight)];
+      if (weight_runtime_value[static_cast<size_t>(s.weight)] >= 0) w.raw = in_p(1);
+      const int64_t m = in_t(0).shape.numel() / w.k;
+      const float* x = static_cast<const float*>(in_p(0));
+      const float* bias = s.in.size() > 2 ? static_cast<const float*>(in_p(2)) : nullptr;
+      if (!w.is_integer()) {
+        linear(w, x, m, bias, y, lin_scratch, pool.get());
+      } else {
+        // Several linears read the same activation (q/k/v, gate/up): quantize it once per step. Values
+        // are SSA, so the id identifies the content for the rest of this execute.
+        QuantizedActs& a = lin_scratch.acts;
+        if (acts_value != s.in[0] || acts_offset != act_offset(w.format) || acts_kp != w.k_padded) {
+          a.k_padded = w.k_padded;
+          quantize_acts(x, m, w.k, act_offset(w.format), a);
+          acts_value = s.in[0];
+          acts_offset = act_offset(w.format);
+          acts_kp = w.k_padded;
+        }
+        linear_quantized(w, a, m, bias, y, pool.get());
+      }
+      return Ok{};
+    }
+    case Op::kAttention: {
+      const TensorType& q = in_t(0);
+      const TensorType& k = in_t(1);
+      const int64_t T = q.shape[1], S = k.shape[2];
+      const size_t li = static_cast<size_t>(s.live);
+      const float* mask = static_cast<const float*>(in_p(3));
+      if (live_count[li] < 0) live_count[li] = live_slots(mask, T, S, live_lists[li].data());
+      AttentionArgs a;
+      a.q = static_cast<const float*>(in_p(0));
+      a.k = in_p(1);
+      a.v = in_p(2);
+      a.kv_dtype = k.dtype;
+      a.mask = mask;
+      a.out = y;
+      a.t = T;
+      a.hq = q.shape[2];
+      a.hkv = k.shape[1];
+      a.s = S;
+      a.d = q.shape[3];
+      a.scale = s.f0;
+      a.softcap = s.f1;
+      attention(a, live_lists[li].data(), live_count[li], attn_scratch, pool.get());
+      return Ok{};
+    }
+    case Op::kRmsNorm: {
+      const int64_t d = ot.shape[ot.shape.rank() - 1];
+      rms_norm(static_cast<const float*>(in_p(0)), static_cast<const float*>(in_p(1)), n / d, d, s.f0, s.flag, y);
+      return Ok{};
+    }
+    case Op::kSilu: silu(static_cast<const float*>(in_p(0)), n, y); return Ok{};
+    case Op::kSiluMul: silu_mul(static_cast<const float*>(in_p(0)), static_cast<const float*>(in_p(1)), n, y); return Ok{};
+    case Op::kGelu: gelu_tanh(static_cast<const float*>(in_p(0)), n, y); return Ok{};
+    case Op::kMul: mul(static_cast<const float*>(in_p(0)), static_cast<const float*>(in_p(1)), n, y); return Ok{};
+    case Op::kAdd: add(static_cast<const float*>(in_p(0)), static_cast<const float*>(in_p(1)), n, y); return Ok{};
+    case Op::kScale: scale(static_cast<const float*>(in_p(0)), s.f0, n, y); return Ok{};
+    case Op::kSoftcap: softcap(static_cast<const float*>(in_p(0)), s.f0, n, y); return Ok{};
+    case Op::kRope: {
+      const TensorType& x = in_t(0);
+      rope(static_cast<const float*>(in_p(0)), static_cast<const int32_t*>(in_p(1)), static_cast<const float*>(in_p(2)),
+           x.shape[1], x.shape[2], x.shape[3], 2 * in_t(2).shape[0], s.f0, y);
+      return Ok{};
+    }
+    case Op::kEmbedding: {
+      const TensorType& table = in_t(0);
+      const auto* ids = static_cast<const int32_t*>(in_p(1));
+      const int64_t T = in_t(1).shape.numel(), V = table.shape[0];
+      for (int64_t i = 0; i < T; ++i)
+        if (ids[i] < 0 || ids[i] >= V)
+          return make_error(ErrorCode::kExecution, "token id " + std::to_string(ids[i]) + " at position " +
+                                                       std::to_string(i) + " is outside the vocabulary [0, " +
+                                                       std::to_string(V) + ")");
+      embedding(in_p(0), table.dtype, ids, T, table.shape[1], y);
+      return Ok{};
+    }
+    case Op::kKvWrite: {
+      const TensorType& c = in_t(0);
+      const auto* slots = static_cast<const int32_t*>(in_p(2));
+      const int64_t T = in_t(2).shape.numel(), S = c.shape[2];
+      for (int64_t i = 0; i < T; ++i)
+        if (slots[i] >= S)
+          return make_error(ErrorCode::kExecution, "slot " + std::to_string(slots[i]) + " for row " + std::to_string(i) +
+                                                       " is outside the cache (" + std::to_string(S) + " slots)");
+      // The output aliases the cache: writing through it updates the caller's state buffer in place.
+      kv_cache_write(y, c.dtype, static_cast<const float*>(in_p(1)), slots, T, c.shape[1], S, c.shape[3]);
+      return Ok{};
+    }
+    case Op::kReshape: return Ok{};  // pure view
+  }
+  return Ok{};
+}
+
+std::string label(size_t i, const NodeDef& n) {
+  return "node " + std::to_string(i) + " (" + n.op + (n.outputs.empty() ? "" : " '" + n.outputs[0] + "'") + ")";
+}
+
+// Output types for the ops this backend runs (the verifier already checked the program; these only
+// need to be right for valid graphs, and reject what the kernels cannot do).
+Result<TensorType> out_type(Op op, const NodeDef& node, const std::vector<const TensorType*>& in) {
+  auto need = [&](size_t i) -> Status {
+    if (i >= in.size() || in[i] == nullptr)
+      return make_error(ErrorCode::kInvalidArgument, "operand " + std::to_string(i) + " missing");
+    return Ok{};
+  };
+  HFS_TRY(need(0));
+  switch (op) {
+    case Op::kLinear: {
+      HFS_TRY(need(1));
+      TensorType t{DType::kF32, in[0]->shape};
+      t.shape[t.shape.rank() - 1] = in[1]->shape[0];
+      return t;
+    }
+    case Op::kEmbedding: {
+      HFS_TRY(need(1));
+      std::vector<int64_t> dims = in[1]->shape.to_vector();
+      dims.push_back(in[0]->shape[1]);
+      return TensorType{DType::kF32, Shape(std::span<const int64_t>(dims))};
+    }
+    case Op::kReshape: {
+      std::vector<int64_t> dims = attr_ints(node.attrs, "shape");
+      int64_t known = 1, neg = -1;
+      for (size_t i = 0; i < dims.size(); ++i) {
+        if (dims[i] == -1)
+          neg = static_cast<int64_t>(i);
+        else
+          known *= dims[i];
+      }
+      if (neg >= 0 && known > 0) dims[static_cast<size_t>(neg)] = in[0]->shape.numel() / known;
+      if (dims.size() > static_cast<size_t>(kMaxRank))
+        return make_error(ErrorCode::kShapeMismatch, "reshape to rank " + std::to_string(dims.size()));
+      TensorType t{in[0]->dtype, Shape(std::span<const int64_t>(dims))};
+      if (t.shape.numel() != in[0]->shape.numel())
+        return make_error(ErrorCode::kShapeMismatch, "reshape " + in[0]->to_string() + " to " + t.shape.to_string());
+      return t;
+    }
+    default:
+      return *in[0];
+  }
+}
+
+}  // namespace
+
+CpuFastBackend::CpuFastBackend(int threads) : pool_(std::make_shared<ThreadPool>(threads)) {}
+CpuFastBackend::~CpuFastBackend() = default;
+int CpuFastBackend::threads() const { return pool_->size(); }
+
+bool CpuFastBackend::supports(const NodeDef& node, std::span<const TensorType* const> types) const {
+  auto it = op_table().find(node.op);
+  if (it == op_table().end()) return false;
+  auto in = [&](size_t i) -> const TensorType* { return i < types.size() ? types[i] : nullptr; };
+  auto is = [&](size_t i, DType d) { return in(i) != nullptr && in(i)->dtype == d; };
+  for (size_t i = 0; i < types.size(); ++i)
+    if (types[i] != nullptr && types[i]->shape.rank() == 0 && node.op != "reshape") return false;
+  switch (it->second) {
+    case Op::kLinear: {
+      if (!is(0, DType::kF32) || in(1) == nullptr || in(1)->shape.rank() != 2) return false;
+      if (in(2) != nullptr && !is(2, DType::kF32)) return false;
+      const DType w = in(1)->dtype;
+      if (w == DType::kI8) return is(3, DType::kF32);
+      if (types.size() > 3 && in(3) != nullptr) return false;
+      if (w == DType::kQ8_0 || w == DType::kQ4_0) return in(1)->shape[1] % 32 == 0;
+      return is_float_weight(w);
+    }
+    case Op::kAttention:
+      return is(0, DType::kF32) && in(1) && is_kv(in(1)->dtype) && is(2, in(1)->dtype) && is(3, DType::kF32) &&
+             in(0)->shape.rank() == 4 && in(1)->shape.rank() == 4;
+    case Op::kRope: return is(0, DType::kF32) && is(1, DType::kI32) && is(2, DType::kF32) && in(0)->shape.rank() == 4;
+    case Op::kEmbedding: return in(0) && is_float_weight(in(0)->dtype) && in(0)->shape.rank() == 2 && is(1, DType::kI32);
+    case Op::kKvWrite:
+      return in(0) && is_kv(in(0)->dtype) && in(0)->shape.rank() == 4 && is(1, DType::kF32) && is(2, DType::kI32);
+    case Op::kReshape: return in(0) != nullptr;
+    default:
+      for (size_t i = 0; i < types.size(); ++i)
+        if (types[i] != nullptr && types[i]->dtype != DType::kF32) return false;
+      return in(0) != nullptr;
+  }
+}
+
+Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
+  auto d = std::make_unique<FastDelegate>();
+  d->pool = pool_;
+  d->n_inputs = sg.inputs.size();
+  d->n_outputs = sg.outputs.size();
+  std::map<std::string, int, std::less<>> ids;
+  // Steps hold pointers to value types while later values are added: reserve so vals never moves.
+  size_t max_vals = sg.inputs.size();
+  for (const NodeDef& n : sg.nodes) max_vals += n.inputs.size() + n.outputs.size();
+  d->vals.reserve(max_vals);
+  auto add_val = [&](Val v) {
+    ids[v.name] = static_cast<int>(d->vals.size());
+    d->vals.push_back(std::move(v));
+    return static_cast<int>(d->vals.size()) - 1;
+  };
+  for (size_t i = 0; i < sg.inputs.size(); ++i) {
+    Val v;
+    v.name = sg.inputs[i].name;
+    v.type = sg.inputs[i].type;
+    v.kind = Val::kInput;
+    v.input = static_cast<int>(i);
+    add_val(std::move(v));
+  }
+  auto lookup = [&](const std::string& name, const std::string& where) -> Result<int> {
+    if (auto it = ids.find(name); it != ids.end()) return it->second;
+    const TensorView* c = sg.constants ? sg.constants->find(name) : nullptr;
+    if (c == nullptr)
+      return make_error(ErrorCode::kUndefinedValue, "cpu_fast: " + where + ": value '" + name +
+                                                        "' is neither a subgraph input, a constant nor defined earlier");
+    Val v;
+    v.name = name;
+    v.type = c->type();
+    v.kind = Val::kConst;
+    v.ptr = c->ptr;
+    return add_val(std::move(v));
+  };
+
+  // Pass 1: resolve nodes into steps.
+  for (size_t ni = 0; ni < sg.nodes.size(); ++ni) {
+    const NodeDef& node = sg.nodes[ni];
+    const std::string where = label(ni, node);
+    auto it = op_table().find(node.op);
+    if (it == op_table().end() || node.outputs.size() != 1)
+      return make_error(ErrorCode::kUnsupported, "cpu_fast: " + where + ": op not supported by this backend");
+    Step s;
+    s.op = it->second;
+    s.label = where;
+    std::vector<const TensorType*> types;
+    for (const std::string& name : node.inputs) {
+      if (name.empty()) {
+        s.in.push_back(-1);
+        types.push_back(nullptr);
+        continue;
+      }
+      auto id = lookup(name, where);
+      if (!id.ok()) return id.error();
+      s.in.push_back(*id);
+      types.push_back(&d->vals[static_cast<size_t>(*id)].type);
+    }
+    if (!supports(node, types))
+      return make_error(ErrorCode::kUnsupported, "cpu_fast: " + where + ": operand types not supported");
+    auto ot = out_type(s.op, node, types);
+    if (!ot.ok()) return ot.error().with_context("cpu_fast: " + where);
+    Val out;
+    out.name = node.outputs[0];
+    out.type = *ot;
+    out.def = static_cast<int>(d->steps.size());
+    if (s.op == Op::kReshape || s.op == Op::kKvWrite) {
+      out.kind = Val::kAlias;
+      int root = s.in[0];
+      while (d->vals[static_cast<size_t>(root)].kind == Val::kAlias) root = d->vals[static_cast<size_t>(root)].root;
+      out.root = root;
+    }
+    if (ids.count(out.name))
+      return make_error(ErrorCode::kValueRedefined, "cpu_fast: " + where + ": value '" + out.name + "' defined twice");
+    s.out = add_val(std::move(out));
+    switch (s.op) {
+      case Op::kRmsNorm:
+        s.f0 = static_cast<float>(attr_float(node.attrs, "eps", 1e-6));
+        s.flag = attr_bool(node.attrs, "unit_offset", false);
+        break;
+      case Op::kScale: s.f0 = static_cast<float>(attr_float(node.attrs, "value", 1.0)); break;
+      case Op::kSoftcap: s.f0 = static_cast<float>(attr_float(node.attrs, "cap", 1.0)); break;
+      case Op::kRope: s.f0 = static_cast<float>(attr_float(node.attrs, "attention_scaling", 1.0)); break;
+      case Op::kAttention: {
+        s.f0 = static_cast<float>(attr_float(node.attrs, "scale", 1.0));
+        s.f1 = static_cast<float>(attr_float(node.attrs, "softcap", 0.0));
+        const int mask = s.in[3];
+        auto lm = std::find(d->live_mask_value.begin(), d->live_mask_value.end(), mask);
+        if (lm == d->live_mask_value.end()) {
+          d->live_mask_value.push_back(mask);
+          d->live_lists.emplace_back(static_cast<size_t>(d->vals[static_cast<size_t>(s.in[1])].type.shape[2]));
+          lm = d->live_mask_value.end() - 1;
+        }
+        s.live = static_cast<int>(lm - d->live_mask_value.begin());
+        break;
+      }
+      case Op::kLinear: {
+        const Val& wv = d->vals[static_cast<size_t>(s.in[1])];
+        const int64_t n = wv.type.shape[0], k = wv.type.shape[1];
+        const float* scale = nullptr;
+        if (wv.type.dtype == DType::kI8) {
+          const Val& sv = d->vals[static_cast<size_t>(s.in[3])];
+          if (sv.kind != Val::kConst || sv.type.shape.numel() != n)
+            return make_error(ErrorCode::kUnsupported, "cpu_fast: " + where + ": i8 weight scale '" + sv.name +
+                                                           "' must be a constant of " + std::to_string(n) + " floats");
+          scale = static_cast<const float*>(sv.ptr);
+        }
+        const bool is_const = wv.kind == Val::kConst;
+        if (!is_const && !is_float_weight(wv.type.dtype))
+          return make_error(ErrorCode::kUnsupported, "cpu_fast: " + where + ": " + std::string(dtype_name(wv.type.dtype)) +
+                                                         " weight '" + wv.name + "' must be a constant (packed at load)");
+        // Runtime float weights get their pointer per execute; a placeholder keeps pack_weight happy.
+        static const float kPlaceholder = 0;
+        auto pw = pack_weight(wv.type.dtype, is_const ? wv.ptr : &kPlaceholder, n, k, scale);
+        if (!pw.ok()) return pw.error().with_context("cpu_fast: " + where);
+        s.weight = static_cast<int>(d->weights.size());
+        d->weights.push_back(std::move(*pw));
+        d->weight_runtime_value.push_back(is_const ? -1 : s.in[1]);
+        break;
+      }
+      default: break;
+    }
+    d->steps.push_back(std::move(s));
+  }
+
+  // Subgraph outputs.
+  for (size_t o = 0; o < sg.outputs.size(); ++o) {
+    auto it = ids.find(sg.outputs[o].name);
+    if (it == ids.end())
+      return make_error(ErrorCode::kOutputNotProduced, "cpu_fast: subgraph output '" + sg.outputs[o].name +
+                                                           "' is not produced by the subgraph");
+    Val& v = d->vals[static_cast<size_t>(it->second)];
+    if (v.kind == Val::kArena && v.output < 0)
+      v.output = static_cast<int>(o);
+    else
+      d->output_copies.emplace_back(it->second, static_cast<int>(o));
+  }
+
+  // Use counts (for fusion) and last uses (for planning; uses of an alias keep its root alive).
+  std::vector<int> uses(d->vals.size(), 0);
+  for (const Step& s : d->steps)
+    for (int v : s.in)
+      if (v >= 0) ++uses[static_cast<size_t>(v)];
+  // Fuse silu(a) → b, mul(b, c) → y into silu_mul(a, c) → y when b has no other reader.
+  for (size_t i = 0; i + 1 < d->steps.size(); ++i) {
+    Step& a = d->steps[i];
+    if (a.op != Op::kSilu) continue;
+    const int b = a.out;
+    if (uses[static_cast<size_t>(b)] != 1 || d->vals[static_cast<size_t>(b)].output >= 0) continue;
+    for (size_t j = i + 1; j < d->steps.size(); ++j) {
+      Step& m = d->steps[j];
+      if (m.op != Op::kMul || (m.in[0] != b && m.in[1] != b)) continue;
+      const int other = m.in[0] == b ? m.in[1] : m.in[0];
+      m.op = Op::kSiluMul;
+      m.in = {a.in[0], other};
+      a.op = Op::kReshape;  // now dead: a no-op
+      a.in = {a.in[0]};
+      d->vals[static_cast<size_t>(b)].kind = Val::kAlias;
+      d->vals[static_cast<size_t>(b)].root = a.in[0];
+      break;
+    }
+  }
+  const int end = static_cast<int>(d->steps.size());
+  for (size_t si = 0; si < d->steps.size(); ++si)
+    for (int v : d->steps[si].in) {
+      if (v < 0) continue;
+      int r = v;
+      while (d->vals[static_cast<size_t>(r)].kind == Val::kAlias) {
+        d->vals[static_cast<size_t>(r)].last = std::max(d->vals[static_cast<size_t>(r)].last, static_cast<int>(si));
+        r = d->vals[static_cast<size_t>(r)].root;
+      }
+      d->vals[static_cast<size_t>(r)].last = std::max(d->vals[static_cast<size_t>(r)].last, static_cast<int>(si));
+    }
+  for (auto [v, o] : d->output_copies) {
+    int r = v;
+    while (d->vals[static_cast<size_t>(r)].kind == Val::kAlias) r = d->vals[static_cast<size_t>(r)].root;
+    d->vals[static_cast<size_t>(r)].last = end;
+  }
+  std::vector<PlanItem> items;
+  std::vector<int> item_val;
+  for (size_t i = 0; i < d->vals.size(); ++i) {
+    const Val& v = d->vals[i];
+    if (v.kind != Val::kArena || v.output >= 0) continue;
+    PlanItem it;
+    it.size = v.type.nbytes();
+    it.first = static_cast<size_t>(v.def);
+    it.last = static_cast<size_t>(std::max(v.def, v.last));
+    items.push_back(it);
+    item_val.push_back(static_cast<int>(i));
+  }
+  const size_t arena_bytes = plan_arena(items);
+  for (size_t i = 0; i < items.size(); ++i) d->vals[static_cast<size_t>(item_val[i])].offset = items[i].offset;
+  auto arena = heap_allocator()->allocate(arena_bytes);
+  if (!arena.ok()) return arena.error().with_context("cpu_fast: arena");
+  d->arena = std::move(*arena);
+
+  // Scratch sized for the largest integer linear and attention.
+  int64_t kp = 0, rows = 0, attn = 0;
+  for (const Step& s : d->steps) {
+    if (s.op == Op::kLinear && d->weights[static_cast<size_t>(s.weight)].is_integer()) {
+      const PackedWeight& w = d->weights[static_cast<size_t>(s.weight)];
+      kp = std::max(kp, w.k_padded);
+      rows = std::max(rows, d->vals[static_cast<size_t>(s.in[0])].type.shape.numel() / w.k);
+    }
+    if (s.op == Op::kAttention) {
+      const TensorType& q = d->vals[static_cast<size_t>(s.in[0])].type;
+      const TensorType& k = d->vals[static_cast<size_t>(s.in[1])].type;
+      if (q.shape[2] % k.shape[1] != 0)
+        return make_error(ErrorCode::kShapeMismatch, "cpu_fast: " + s.label + ": Hq = " + std::to_string(q.shape[2]) +
+                                                         " is not a multiple of Hkv = " + std::to_string(k.shape[1]));
+      attn = std::max(attn, q.shape[2] / k.shape[1] * k.shape[2]);
+    }
+  }
+  try {
+    if (kp > 0) d->lin_scratch = LinearScratch(kp, rows);
+    if (attn > 0) d->attn_scratch = AttentionScratch(pool_->size(), attn, 1);
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate kernel scratch");
+  }
+  d->attn_scratch.per_thread = attn;
+  d->live_count.assign(d->live_lists.size(), -1);
+  d->ptr.assign(d->vals.size(), nullptr);
+  return std::unique_ptr<Delegate>(std::move(d));
+}
+
+Result<std::unique_ptr<Backend>> make_cpu_fast_backend(const Value& settings) {
+  int threads = 0;
+  if (settings.is_object()) {
+    for (const auto& [key, v] : settings.as_object()) {
+      if (key != "threads")
+        return make_error(ErrorCode::kInvalidArgument, "cpu_fast: unknown setting '" + key + "' (known: threads)");
+      if (!v.is_int() || v.as_int() < 0 || v.as_int() > 1024)
+        return make_error(ErrorCode::kInvalidArgument,
+                          "cpu_fast: setting 'threads' must be an integer in [0, 1024] (0 = one per CPU), got " + v.to_json());
+      threads = static_cast<int>(v.as_int());
+    }
+  } else if (!settings.is_null()) {
+    return make_error(ErrorCode::kInvalidArgument, "cpu_fast: settings must be an object, got " + settings.to_json());
+  }
+  return std::unique_ptr<Backend>(std::make_unique<CpuFastBackend>(threads));
+}
+
+namespace {
+const bool kRegistered = register_backend("cpu_fast", [](const Value& s) { return make_cpu_fast_backend(s); });
+}  // namespace
+
+}  // namespace hfs::cpu_fast

@@ -1,0 +1,40 @@
+// cpu_fast/backend.h — the fast CPU backend ("cpu_fast"): SIMD kernels, packed weights, one thread pool.
+//
+// Registered under "cpu_fast" with settings {"threads": N} (default: the CPUs this process may use).
+// It claims linear (weights f32/f16/bf16/q8_0/q4_0, and i8 with a per-channel f32 scale as optional
+// 4th operand), attention, rms_norm, silu, gelu_tanh, mul, add, scale, softcap, rope, embedding,
+// kv_cache_write and reshape. compile() packs integer weights once (the Delegate owns them), fuses
+// silu→mul into one pass, plans intermediates with hfs::plan_arena into one buffer, and sizes all
+// scratch, so execute() never allocates.
+//
+//   hfs::MethodOptions mo;
+//   mo.backends.backends = {"cpu_fast"};
+//   mo.backends.settings["cpu_fast"] = hfs::Value::object();
+//   mo.backends.settings["cpu_fast"].set("threads", hfs::Value(2));
+#pragma once
+
+#include <memory>
+
+#include "hfstatic/backend.h"
+
+namespace hfs::cpu_fast {
+
+class ThreadPool;
+
+class CpuFastBackend : public Backend {
+ public:
+  explicit CpuFastBackend(int threads);
+  ~CpuFastBackend() override;
+  std::string_view name() const override { return "cpu_fast"; }
+  bool supports(const NodeDef& node, std::span<const TensorType* const> types) const override;
+  [[nodiscard]] Result<std::unique_ptr<Delegate>> compile(const Subgraph& subgraph) override;
+  int threads() const;
+
+ private:
+  std::shared_ptr<ThreadPool> pool_;
+};
+
+// Parses {"threads": N}; kInvalidArgument on a non-integer or negative value or an unknown key.
+[[nodiscard]] Result<std::unique_ptr<Backend>> make_cpu_fast_backend(const Value& settings);
+
+}  // namespace hfs::cpu_fast

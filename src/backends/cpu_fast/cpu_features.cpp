@@ -1,0 +1,60 @@
+#include "backends/cpu_fast/cpu_features.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
+
+namespace hfs::cpu_fast {
+namespace {
+
+Isa detect() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16"))
+    return Isa::kAvx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    return Isa::kAvx2;
+#endif
+  return Isa::kScalar;
+}
+
+Isa env_cap() {
+  const char* s = std::getenv("HFS_CPU_FAST_ISA");
+  if (s == nullptr) return Isa::kAvx512;
+  std::string_view v(s);
+  if (v == "scalar") return Isa::kScalar;
+  if (v == "avx2") return Isa::kAvx2;
+  return Isa::kAvx512;
+}
+
+std::atomic<int> g_cap{-1};
+
+}  // namespace
+
+Isa detected_isa() {
+  static const Isa isa = detect();
+  return isa;
+}
+
+Isa active_isa() {
+  int cap = g_cap.load(std::memory_order_relaxed);
+  if (cap < 0) {
+    cap = static_cast<int>(env_cap());
+    g_cap.store(cap, std::memory_order_relaxed);
+  }
+  int det = static_cast<int>(detected_isa());
+  return static_cast<Isa>(cap < det ? cap : det);
+}
+
+void set_isa_cap(Isa cap) { g_cap.store(static_cast<int>(cap), std::memory_order_relaxed); }
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return "avx512";
+    case Isa::kAvx2: return "avx2";
+    default: return "scalar";
+  }
+}
+
+}  // namespace hfs::cpu_fast

@@ -1,0 +1,33 @@
+// cpu_fast/elementwise.h — the small ops of a decoder step, with the fusions that save a pass.
+//
+// These are bandwidth-trivial at decode (vectors of a few thousand floats), so they are portable loops
+// the compiler vectorizes; what matters is not adding passes: silu_mul fuses silu(gate)·up, and the
+// backend quantizes one normalized activation once for every integer linear that reads it.
+// Semantics match the reference ops in ops.h.
+#pragma once
+
+#include <cstdint>
+
+#include "hfstatic/dtype.h"
+
+namespace hfs::cpu_fast {
+
+// y[r] = x[r] / sqrt(mean(x[r]²) + eps) * (unit_offset ? 1 + w : w), rows of d.
+void rms_norm(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y);
+void silu(const float* x, int64_t n, float* y);
+void silu_mul(const float* gate, const float* up, int64_t n, float* y);  // silu(gate) · up
+void gelu_tanh(const float* x, int64_t n, float* y);
+void add(const float* a, const float* b, int64_t n, float* y);
+void mul(const float* a, const float* b, int64_t n, float* y);
+void scale(const float* x, float value, int64_t n, float* y);
+void softcap(const float* x, float cap, int64_t n, float* y);
+// x [T, H, D] → y: HF half rotation of the first r dims (r ≤ d, even), the rest copied.
+void rope(const float* x, const int32_t* positions, const float* inv_freq, int64_t t, int64_t h, int64_t d, int64_t r,
+          float attention_scaling, float* y);
+// table [V, H] in f32/f16/bf16; ids [T] (checked by the caller against V) → y [T, H] f32.
+void embedding(const void* table, DType dtype, const int32_t* ids, int64_t t, int64_t h, float* y);
+// cache [Hkv, S, D] f32|f16, rows [T, Hkv, D] f32: row t → slot slots[t] (skipped when < 0 or ≥ S).
+void kv_cache_write(void* cache, DType dtype, const float* rows, const int32_t* slots, int64_t t, int64_t hkv, int64_t s,
+                    int64_t d);
+
+}  // namespace hfs::cpu_fast

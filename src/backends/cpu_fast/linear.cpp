@@ -1,0 +1,224 @@
+#include "backends/cpu_fast/linear.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "backends/cpu_fast/cpu_features.h"
+#include "backends/cpu_fast/half.h"
+#include "backends/cpu_fast/linear_kernels.h"
+#include "backends/cpu_fast/quantize.h"
+#include "backends/cpu_fast/thread_pool.h"
+
+namespace hfs::cpu_fast {
+
+template <typename T>
+AlignedArray<T>::AlignedArray(size_t n) : n_(n) {
+  if (n == 0) return;
+  size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes);
+  if (p == nullptr) throw std::bad_alloc();  // load-time only; callers report kResourceExhausted
+  std::memset(p, 0, bytes);
+  p_.reset(static_cast<T*>(p));
+}
+template <typename T>
+void AlignedArray<T>::Free::operator()(T* p) const {
+  std::free(p);
+}
+template class AlignedArray<uint8_t>;
+template class AlignedArray<int8_t>;
+template class AlignedArray<uint16_t>;
+template class AlignedArray<int32_t>;
+template class AlignedArray<float>;
+
+namespace {
+
+inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+Error pack_error(DType f, const std::string& what) {
+  return make_error(ErrorCode::kInvalidArgument, "cpu_fast: packing " + std::string(dtype_name(f)) + " weight: " + what);
+}
+
+}  // namespace
+
+size_t PackedWeight::weight_bytes() const {
+  switch (format) {
+    case DType::kF32: return static_cast<size_t>(n * k * 4);
+    case DType::kF16:
+    case DType::kBF16: return static_cast<size_t>(n * k * 2);
+    default: return q.size() + block_scales.size() * 2 + channel_scales.size() * 4;
+  }
+}
+
+Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int64_t k, const float* channel_scale) {
+  PackedWeight w;
+  w.format = format;
+  w.n = n;
+  w.k = k;
+  if (n <= 0 || k <= 0)
+    return pack_error(format, "shape [" + std::to_string(n) + ", " + std::to_string(k) + "] must be positive");
+  if (data == nullptr) return pack_error(format, "no data");
+  switch (format) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+      w.n_padded = n;
+      w.k_padded = k;
+      w.raw = data;
+      return w;
+    case DType::kI8:
+      if (channel_scale == nullptr) return pack_error(format, "per-channel scale [" + std::to_string(n) + "] missing");
+      break;
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+      if (k % kQBlock != 0) return pack_error(format, "k = " + std::to_string(k) + " is not a multiple of 32");
+      break;
+    default:
+      return make_error(ErrorCode::kUnsupported, "cpu_fast: no kernel for weight dtype " + std::string(dtype_name(format)) +
+                                                     " (supported: f32, f16, bf16, i8, q8_0, q4_0)");
+  }
+  w.n_padded = round_up(n, 4);
+  w.k_padded = round_up(k, 64);
+  const int64_t groups = w.k_padded / 64, grb = detail::group_row_bytes(format);
+  try {
+    w.q = AlignedArray<uint8_t>(static_cast<size_t>(w.n_padded / 4 * detail::tile_bytes(w)));
+    if (format == DType::kI8) {
+      w.channel_scales = AlignedArray<float>(static_cast<size_t>(w.n_padded));
+    } else {
+      w.block_scales = AlignedArray<uint16_t>(static_cast<size_t>(w.n_padded / 4 * groups * 8));
+    }
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate packed weight [" + std::to_string(n) +
+                                                         ", " + std::to_string(k) + "]");
+  }
+  const auto* src = static_cast<const uint8_t*>(data);
+  const int64_t nb = k / kQBlock;
+  for (int64_t row = 0; row < w.n_padded; ++row) {
+    const int64_t t = row / 4, r = row % 4;
+    uint8_t* tile = w.q.data() + t * detail::tile_bytes(w);
+    for (int64_t g = 0; g < groups; ++g) {
+      uint8_t* dst = tile + (g * 4 + r) * grb;
+      for (int64_t e = 0; e < 64; ++e) {
+        const int64_t col = g * 64 + e;
+        int v = 0;  // signed value; pads are 0
+        if (row < n && col < k) {
+          if (format == DType::kI8) {
+            v = static_cast<int8_t>(src[row * k + col]);
+          } else if (format == DType::kQ8_0) {
+            v = static_cast<int8_t>(src[(row * nb + col / 32) * kQ8Bytes + 2 + col % 32]);
+          } else {
+            const uint8_t byte = src[(row * nb + col / 32) * kQ4Bytes + 2 + col % 16];
+            v = ((col % 32) < 16 ? (byte & 15) : (byte >> 4)) - 8;
+          }
+        }
+        if (format == DType::kQ4_0) {
+          const uint8_t nib = static_cast<uint8_t>(v + 8);
+          if (e < 32)
+            dst[e] = static_cast<uint8_t>((dst[e] & 0xf0) | nib);
+          else
+            dst[e - 32] = static_cast<uint8_t>((dst[e - 32] & 0x0f) | (nib << 4));
+        } else {
+          dst[e] = static_cast<uint8_t>(v + 128);
+        }
+      }
+      if (format != DType::kI8) {
+        for (int b = 0; b < 2; ++b) {
+          const int64_t blk = g * 2 + b;
+          uint16_t d = 0;
+          if (row < n && blk < nb)
+            std::memcpy(&d, src + (row * nb + blk) * (format == DType::kQ8_0 ? kQ8Bytes : kQ4Bytes), 2);
+          w.block_scales.data()[((t * groups + g) * 4 + r) * 2 + b] = d;
+        }
+      }
+    }
+    if (format == DType::kI8) w.channel_scales.data()[row] = row < n ? channel_scale[row] : 0.0f;
+  }
+  return w;
+}
+
+LinearScratch::LinearScratch(int64_t k_padded, int64_t max_rows) {
+  acts.k_padded = k_padded;
+  acts.rows = max_rows;
+  const auto n = static_cast<size_t>(k_padded * max_rows);
+  acts.xq = AlignedArray<int8_t>(n);
+  acts.lane_scale = AlignedArray<float>(n / 4);
+  acts.lane_bias = AlignedArray<int32_t>(n / 4);
+}
+
+size_t LinearScratch::bytes() const { return acts.xq.size() + acts.lane_scale.size() * 4 + acts.lane_bias.size() * 4; }
+
+void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a) {
+  const int64_t kp = a.k_padded, lanes = kp / 4;
+  a.offset = offset;
+  if (active_isa() == Isa::kAvx512) {
+    detail::quantize_acts_avx512(x, m, k, offset, a);
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    int8_t* xq = a.xq.data() + i * kp;
+    float* ls = a.lane_scale.data() + i * lanes;
+    int32_t* lb = a.lane_bias.data() + i * lanes;
+    const float* xr = x + i * k;
+    for (int64_t b0 = 0; b0 < kp; b0 += 32) {
+      const int64_t len = std::clamp<int64_t>(k - b0, 0, 32);
+      float amax = 0;
+      for (int64_t e = 0; e < len; ++e) amax = std::max(amax, std::fabs(xr[b0 + e]));
+      const float s = amax / 127.0f, inv = s != 0 ? 1.0f / s : 0.0f;
+      // |x·inv| ≤ 127: adding 1.5·2^23 rounds to nearest even in one add (nearbyint is a libm call
+      // on baseline x86-64), and the loop vectorizes.
+      constexpr float kMagic = 12582912.0f;
+      for (int64_t e = 0; e < 32; ++e)
+        xq[b0 + e] = e < len ? static_cast<int8_t>(static_cast<int32_t>((xr[b0 + e] * inv + kMagic) - kMagic)) : 0;
+      for (int64_t l = 0; l < 8; ++l) {
+        const int8_t* q = xq + b0 + l * 4;
+        ls[b0 / 4 + l] = s;
+        lb[b0 / 4 + l] = -offset * (q[0] + q[1] + q[2] + q[3]);
+      }
+    }
+  }
+}
+
+void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, LinearScratch& scratch,
+            ThreadPool* pool) {
+  const Isa isa = active_isa();
+  const int threads = pool ? pool->size() : 1;
+  if (!w.is_integer()) {
+    auto kern = isa == Isa::kAvx512 ? detail::linear_float_avx512
+                : isa == Isa::kAvx2 ? detail::linear_float_avx2
+                                    : detail::linear_float_scalar;
+    const int64_t units = (w.n + 3) / 4;
+    const int64_t chunks = threads == 1 ? 1 : std::min<int64_t>(units, threads * 8);
+    auto body = [&](int64_t c) {
+      const int64_t u0 = units * c / chunks, u1 = units * (c + 1) / chunks;
+      kern(w, x, m, bias, y, u0 * 4, std::min(w.n, u1 * 4));
+    };
+    if (pool && chunks > 1)
+      pool->run(chunks, body);
+    else
+      body(0);
+    return;
+  }
+  quantize_acts(x, m, w.k, act_offset(w.format), scratch.acts);
+  linear_quantized(w, scratch.acts, m, bias, y, pool);
+}
+
+void linear_quantized(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y,
+                      ThreadPool* pool) {
+  const Isa isa = active_isa();
+  const int threads = pool ? pool->size() : 1;
+  auto kern = isa == Isa::kAvx512 ? detail::linear_int_avx512
+              : isa == Isa::kAvx2 ? detail::linear_int_avx2
+                                  : detail::linear_int_scalar;
+  const int64_t tiles = w.n_padded / 4;
+  const int64_t chunks = threads == 1 ? 1 : std::min<int64_t>(tiles, threads * 8);
+  auto body = [&](int64_t c) { kern(w, a, m, bias, y, tiles * c / chunks, tiles * (c + 1) / chunks); };
+  if (pool && chunks > 1)
+    pool->run(chunks, body);
+  else
+    body(0);
+}
+
+}  // namespace hfs::cpu_fast

@@ -1,0 +1,97 @@
+// cpu_fast/linear.h — y[M,N] = x[M,K] · W[N,K]^T (+ bias) for every weight format, decode and prefill.
+//
+// Float weights (f32/f16/bf16) are used in place (zero-copy). Integer formats are pre-packed once at
+// load into a kernel layout (tiles of 4 output rows, K padded to 64) and the activation rows are
+// quantized per 32-block to int8 on the fly; on AVX-512 the dot products use VNNI vpdpbusd.
+//
+//   auto w = hfs::cpu_fast::pack_weight(hfs::DType::kQ4_0, bytes, N, K, nullptr);   // at load
+//   hfs::cpu_fast::LinearScratch scratch(w->k_padded(), max_rows);                 // at load
+//   hfs::cpu_fast::linear(*w, x, M, bias, y, scratch, &pool);                     // per step
+//
+// Packed layouts (G = K_padded / 64, T = N_padded / 4):
+//   i8 / q8_0 : u8 [T][G][4][64] = int8 weight + 128 (so vpdpbusd's unsigned operand is the weight)
+//   q4_0      : u8 [T][G][4][32]; byte j holds element 64g+j (low nibble) and 64g+32+j (high nibble),
+//               each as stored in Q4_0 (q + 8)
+//   block scales (q8_0, q4_0): f16 [T][G][4][2] (scale of blocks 2g and 2g+1 of each row)
+//   per-channel scales (i8): f32 [N_padded]
+// The +128 / +8 offsets are removed exactly by starting each block's int32 sum at -offset·Σx.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "hfstatic/dtype.h"
+#include "hfstatic/error.h"
+
+namespace hfs::cpu_fast {
+
+class ThreadPool;
+
+// 64-byte-aligned owned array (vectors of over-aligned types would need a custom allocator anyway).
+template <typename T>
+class AlignedArray {
+ public:
+  AlignedArray() = default;
+  explicit AlignedArray(size_t n);
+  T* data() const { return p_.get(); }
+  size_t size() const { return n_; }
+
+ private:
+  struct Free {
+    void operator()(T* p) const;
+  };
+  std::unique_ptr<T, Free> p_;
+  size_t n_ = 0;
+};
+
+struct PackedWeight {
+  DType format = DType::kF32;   // f32, f16, bf16 (unpacked), i8 (per-channel), q8_0, q4_0
+  int64_t n = 0, k = 0;         // logical shape [n, k]
+  int64_t n_padded = 0;         // multiple of 4 (integer formats) or n
+  int64_t k_padded = 0;         // multiple of 64 (integer formats) or k
+  const void* raw = nullptr;    // float formats: the caller's [n, k] data (not owned)
+  AlignedArray<uint8_t> q;      // integer formats: packed values
+  AlignedArray<uint16_t> block_scales;  // q8_0 / q4_0
+  AlignedArray<float> channel_scales;   // i8
+
+  bool is_integer() const { return format == DType::kI8 || format == DType::kQ8_0 || format == DType::kQ4_0; }
+  size_t weight_bytes() const;  // bytes streamed per full pass (what decode bandwidth is measured on)
+};
+
+// `data` is [n, k] in `format`; `channel_scale` [n] f32 is required for i8 and ignored otherwise.
+// Errors: unsupported format, k not a multiple of 32 for q8_0/q4_0, missing scale.
+[[nodiscard]] Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int64_t k,
+                                               const float* channel_scale);
+
+// Activation rows quantized per 32-block (owned scratch sized at load; `quantize` never allocates).
+struct QuantizedActs {
+  int64_t k_padded = 0, rows = 0;
+  AlignedArray<int8_t> xq;     // [rows][k_padded]
+  AlignedArray<float> lane_scale;  // [rows][k_padded/4]: scale of the block each 4-byte lane lies in
+  AlignedArray<int32_t> lane_bias; // [rows][k_padded/4]: -offset * Σ of the lane's 4 values
+  int offset = 0;              // the offset lane_bias was computed for (128 for i8/q8_0, 8 for q4_0)
+};
+
+struct LinearScratch {
+  LinearScratch() = default;
+  LinearScratch(int64_t k_padded, int64_t max_rows);
+  QuantizedActs acts;
+  size_t bytes() const;
+};
+
+// y [m, n] = x [m, k] · Wᵀ + bias ([n] or nullptr). Integer formats need scratch sized for (k_padded, ≥ m)
+// rows. `pool` may be nullptr (runs on the calling thread). Does not allocate.
+void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, LinearScratch& scratch,
+            ThreadPool* pool);
+
+// The integer path with activations already quantized by quantize_acts (with offset 8 for q4_0, 128
+// otherwise): lets several linears that read the same activation (q/k/v, gate/up) quantize it once.
+void linear_quantized(const PackedWeight& w, const QuantizedActs& acts, int64_t m, const float* bias, float* y,
+                      ThreadPool* pool);
+inline int act_offset(DType format) { return format == DType::kQ4_0 ? 8 : 128; }
+
+// Quantizes rows of x [m, k] (k ≤ acts.k_padded; the rest is zero) for weights stored with `offset`.
+void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& acts);
+
+}  // namespace hfs::cpu_fast

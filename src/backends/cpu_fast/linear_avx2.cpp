@@ -1,0 +1,175 @@
+// AVX2+FMA+F16C kernels (x86-64 CPUs without AVX-512). Same structure as the AVX-512 file; the int8
+// dot uses vpmaddubsw on |x| and sign(w, x) (exact: |x|,|w| ≤ 127 keeps the 16-bit pair sums in range).
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "backends/cpu_fast/linear_kernels.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace hfs::cpu_fast::detail {
+namespace {
+
+struct F16 {};
+struct BF16 {};
+struct F32 {};
+
+inline __m256 wload(F32, const void* base, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(base) + i); }
+inline __m256 wload(F16, const void* base, int64_t i) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + i)));
+}
+inline __m256 wload(BF16, const void* base, int64_t i) {
+  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + i));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+inline float wscalar(F32, const void* base, int64_t i) { return static_cast<const float*>(base)[i]; }
+inline float wscalar(F16, const void* base, int64_t i) {
+  return _cvtsh_ss(static_cast<const uint16_t*>(base)[i]);
+}
+inline float wscalar(BF16, const void* base, int64_t i) {
+  uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(base)[i]) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+inline int64_t elem_size(F32) { return 4; }
+inline int64_t elem_size(F16) { return 2; }
+inline int64_t elem_size(BF16) { return 2; }
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <typename Fmt, int MR, int NR>
+inline void float_tile(const void* w, int64_t k, const float* x, int64_t ldx, float* y, int64_t ldy,
+                       const float* bias) {
+  __m256 acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_setzero_ps();
+  const char* wb = static_cast<const char*>(w);
+  const int64_t es = elem_size(Fmt{});
+  int64_t j = 0;
+  for (; j + 8 <= k; j += 8) {
+    __m256 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = wload(Fmt{}, wb + r * k * es, j);
+    for (int i = 0; i < MR; ++i) {
+      const __m256 xv = _mm256_loadu_ps(x + i * ldx + j);
+      for (int r = 0; r < NR; ++r) acc[i][r] = _mm256_fmadd_ps(xv, wv[r], acc[i][r]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    for (int r = 0; r < NR; ++r) {
+      float s = hsum(acc[i][r]);
+      for (int64_t jj = j; jj < k; ++jj) s += x[i * ldx + jj] * wscalar(Fmt{}, wb + r * k * es, jj);
+      y[i * ldy + r] = s + (bias ? bias[r] : 0.0f);
+    }
+  }
+}
+
+template <typename Fmt, int NR>
+inline void float_rows(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n) {
+  const int64_t k = w.k, es = elem_size(Fmt{});
+  const void* wp = static_cast<const char*>(w.raw) + n * k * es;
+  const float* b = bias ? bias + n : nullptr;
+  int64_t i = 0;
+  for (; i + 2 <= m; i += 2) float_tile<Fmt, 2, NR>(wp, k, x + i * k, k, y + i * w.n + n, w.n, b);
+  if (i < m) float_tile<Fmt, 1, NR>(wp, k, x + i * k, k, y + i * w.n + n, w.n, b);
+}
+
+template <typename Fmt>
+void float_range(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
+                 int64_t n1) {
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) float_rows<Fmt, 4>(w, x, m, bias, y, n);
+  for (; n < n1; ++n) float_rows<Fmt, 1>(w, x, m, bias, y, n);
+}
+
+enum class IntFmt { kI8, kQ8, kQ4 };
+
+template <IntFmt F, int MR>
+inline void int_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int64_t t, float* y, int64_t ldy,
+                     const float* bias) {
+  const int64_t kp = w.k_padded, groups = kp / 64, lanes = kp / 4;
+  const uint8_t* wq = w.q.data() + t * tile_bytes(w);
+  const uint16_t* sc = F == IntFmt::kI8 ? nullptr : w.block_scales.data() + t * groups * 8;
+  __m256 acc[MR][4];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < 4; ++r) acc[i][r] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8), flip = _mm256_set1_epi8(-128);
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int b = 0; b < 2; ++b) {
+      __m256i wv[4];
+      for (int r = 0; r < 4; ++r) {
+        if constexpr (F == IntFmt::kQ4) {
+          __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + (g * 4 + r) * 32));
+          if (b == 1) v = _mm256_srli_epi16(v, 4);
+          wv[r] = _mm256_sub_epi8(_mm256_and_si256(v, low4), eight);
+        } else {
+          __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + (g * 4 + r) * 64 + b * 32));
+          wv[r] = _mm256_xor_si256(v, flip);
+        }
+      }
+      for (int i = 0; i < MR; ++i) {
+        const int64_t row = i0 + i;
+        const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xq.data() + row * kp + g * 64 + b * 32));
+        const __m256i ax = _mm256_abs_epi8(xb);
+        const float xs = a.lane_scale.data()[row * lanes + g * 16 + b * 8];
+        for (int r = 0; r < 4; ++r) {
+          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(wv[r], xb)), ones);
+          float s = xs;
+          if constexpr (F != IntFmt::kI8) s *= _cvtsh_ss(sc[g * 8 + r * 2 + b]);
+          acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc[i][r]);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    for (int r = 0; r < 4; ++r) {
+      const int64_t n = t * 4 + r;
+      if (n >= w.n) break;
+      float v = hsum(acc[i][r]);
+      if constexpr (F == IntFmt::kI8) v *= w.channel_scales.data()[n];
+      y[i * ldy + n] = v + (bias ? bias[n] : 0.0f);
+    }
+  }
+}
+
+template <IntFmt F>
+void int_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y, int64_t t0,
+               int64_t t1) {
+  for (int64_t t = t0; t < t1; ++t) {
+    int64_t i = 0;
+    for (; i + 2 <= m; i += 2) int_tile<F, 2>(w, a, i, t, y + i * w.n, w.n, bias);
+    if (i < m) int_tile<F, 1>(w, a, i, t, y + i * w.n, w.n, bias);
+  }
+}
+
+}  // namespace
+
+void linear_float_avx2(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
+                       int64_t n1) {
+  switch (w.format) {
+    case DType::kF16: float_range<F16>(w, x, m, bias, y, n0, n1); break;
+    case DType::kBF16: float_range<BF16>(w, x, m, bias, y, n0, n1); break;
+    default: float_range<F32>(w, x, m, bias, y, n0, n1); break;
+  }
+}
+
+void linear_int_avx2(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y, int64_t t0,
+                     int64_t t1) {
+  switch (w.format) {
+    case DType::kI8: int_range<IntFmt::kI8>(w, a, m, bias, y, t0, t1); break;
+    case DType::kQ8_0: int_range<IntFmt::kQ8>(w, a, m, bias, y, t0, t1); break;
+    default: int_range<IntFmt::kQ4>(w, a, m, bias, y, t0, t1); break;
+  }
+}
+
+}  // namespace hfs::cpu_fast::detail
+
+#pragma GCC pop_options

@@ -1,0 +1,252 @@
+// AVX-512 kernels (F/BW/VL/VNNI/BF16). Every function here carries the target through the pragma, so
+// the file is safe to compile into a baseline x86-64 binary: nothing runs unless dispatch picked it.
+// All standard headers are included before the pragma so no shared inline code gets AVX-512 bodies.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backends/cpu_fast/linear_kernels.h"
+
+#pragma GCC push_options
+// GCC 12 flags the deliberately undefined lanes of _mm512_undefined_* inside its own headers.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c")
+
+namespace hfs::cpu_fast::detail {
+namespace {
+
+// ---- float weights --------------------------------------------------------------------------------
+
+struct F16 {};
+struct BF16 {};
+struct F32 {};
+
+inline __m512 wload(F32, const void* base, int64_t i) { return _mm512_loadu_ps(static_cast<const float*>(base) + i); }
+inline __m512 wload(F16, const void* base, int64_t i) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
+}
+inline __m512 wload(BF16, const void* base, int64_t i) {
+  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+inline __m512 wload_mask(F32, const void* base, int64_t i, __mmask16 mk) {
+  return _mm512_maskz_loadu_ps(mk, static_cast<const float*>(base) + i);
+}
+inline __m512 wload_mask(F16, const void* base, int64_t i, __mmask16 mk) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, static_cast<const uint16_t*>(base) + i));
+}
+inline __m512 wload_mask(BF16, const void* base, int64_t i, __mmask16 mk) {
+  __m256i h = _mm256_maskz_loadu_epi16(mk, static_cast<const uint16_t*>(base) + i);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+inline int64_t elem_size(F32) { return 4; }
+inline int64_t elem_size(F16) { return 2; }
+inline int64_t elem_size(BF16) { return 2; }
+
+// MR activation rows × NR weight rows; the weight rows are streamed once per call and each loaded
+// vector feeds MR FMAs (prefill reuses the panel from cache across the m loop of the caller).
+template <typename Fmt, int MR, int NR>
+inline void float_tile(const void* w, int64_t k, const float* x, int64_t ldx, float* y, int64_t ldy,
+                       const float* bias) {
+  __m512 acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
+  const char* wb = static_cast<const char*>(w);
+  const int64_t es = elem_size(Fmt{});
+  int64_t j = 0;
+  for (; j + 16 <= k; j += 16) {
+    __m512 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = wload(Fmt{}, wb + r * k * es, j);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_loadu_ps(x + i * ldx + j);
+      for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_fmadd_ps(xv, wv[r], acc[i][r]);
+    }
+  }
+  if (j < k) {
+    const __mmask16 mk = static_cast<__mmask16>((1u << (k - j)) - 1);
+    __m512 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = wload_mask(Fmt{}, wb + r * k * es, j, mk);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_maskz_loadu_ps(mk, x + i * ldx + j);
+      for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_fmadd_ps(xv, wv[r], acc[i][r]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < NR; ++r) y[i * ldy + r] = _mm512_reduce_add_ps(acc[i][r]) + (bias ? bias[r] : 0.0f);
+}
+
+template <typename Fmt, int NR>
+inline void float_rows(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n) {
+  const int64_t k = w.k, es = elem_size(Fmt{});
+  const void* wp = static_cast<const char*>(w.raw) + n * k * es;
+  const float* b = bias ? bias + n : nullptr;
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) float_tile<Fmt, 4, NR>(wp, k, x + i * k, k, y + i * w.n + n, w.n, b);
+  switch (m - i) {
+    case 3: float_tile<Fmt, 3, NR>(wp, k, x + i * k, k, y + i * w.n + n, w.n, b); break;
+    case 2: float_tile<Fmt, 2, NR>(wp, k, x + i * k, k, y + i * w.n + n, w.n, b); break;
+    case 1: float_tile<Fmt, 1, NR>(wp, k, x + i * k, k, y + i * w.n + n, w.n, b); break;
+    default: break;
+  }
+}
+
+// Prefill blocking: a block of output rows (its weight panel stays in L2) is swept by groups of 4
+// activation rows (which stay in L1), so weights are read from memory once per GEMM, not once per row.
+constexpr int64_t kBlockRows = 64;
+
+template <typename Fmt>
+void float_range(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
+                 int64_t n1) {
+  for (int64_t nb = n0; nb < n1; nb += kBlockRows) {
+    const int64_t ne = std::min(n1, nb + kBlockRows);
+    for (int64_t i = 0; i < m; i += 4) {
+      const int64_t mr = std::min<int64_t>(4, m - i);
+      int64_t n = nb;
+      for (; n + 4 <= ne; n += 4) float_rows<Fmt, 4>(w, x + i * w.k, mr, bias, y + i * w.n, n);
+      for (; n < ne; ++n) float_rows<Fmt, 1>(w, x + i * w.k, mr, bias, y + i * w.n, n);
+    }
+  }
+}
+
+// ---- integer weights --------------------------------------------------------------------------------
+
+enum class IntFmt { kI8, kQ8, kQ4 };
+
+// One tile of 4 output columns × MR activation rows. Per 64-element group and row: one 64-byte
+// (i8/q8) or broadcast 32-byte nibble load (q4), one vpdpbusd started at the lane bias (removes the
+// +128/+8 storage offset exactly), one int→float convert and one FMA with the per-lane block scale.
+template <IntFmt F, int MR>
+inline void int_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int64_t t, float* y, int64_t ldy,
+                     const float* bias) {
+  const int64_t kp = w.k_padded, groups = kp / 64, lanes = kp / 4;
+  const uint8_t* wq = w.q.data() + t * tile_bytes(w);
+  const uint16_t* sc = F == IntFmt::kI8 ? nullptr : w.block_scales.data() + t * groups * 8;
+  __m512 acc[MR][4];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < 4; ++r) acc[i][r] = _mm512_setzero_ps();
+  const __m512i nib_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  __m512i sidx[4];
+  for (int r = 0; r < 4; ++r)
+    sidx[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * r)), _mm256_set1_epi32(2 * r + 1), 1);
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512i wv[4];
+    if constexpr (F == IntFmt::kQ4) {
+      for (int r = 0; r < 4; ++r) {
+        __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + (g * 4 + r) * 32)));
+        wv[r] = _mm512_and_si512(_mm512_srlv_epi16(v, nib_shift), low4);
+      }
+    } else {
+      for (int r = 0; r < 4; ++r) wv[r] = _mm512_loadu_si512(wq + (g * 4 + r) * 64);
+    }
+    __m512 bs[4];
+    if constexpr (F != IntFmt::kI8) {
+      const __m512 s8 = _mm512_castps256_ps512(
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + g * 8))));
+      for (int r = 0; r < 4; ++r) bs[r] = _mm512_permutexvar_ps(sidx[r], s8);
+    }
+    for (int i = 0; i < MR; ++i) {
+      const int64_t row = i0 + i;
+      const __m512i xq = _mm512_loadu_si512(a.xq.data() + row * kp + g * 64);
+      const __m512i lb = _mm512_loadu_si512(a.lane_bias.data() + row * lanes + g * 16);
+      const __m512 ls = _mm512_loadu_ps(a.lane_scale.data() + row * lanes + g * 16);
+      for (int r = 0; r < 4; ++r) {
+        const __m512 d = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(lb, wv[r], xq));
+        if constexpr (F == IntFmt::kI8)
+          acc[i][r] = _mm512_fmadd_ps(d, ls, acc[i][r]);
+        else
+          acc[i][r] = _mm512_fmadd_ps(d, _mm512_mul_ps(ls, bs[r]), acc[i][r]);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    for (int r = 0; r < 4; ++r) {
+      const int64_t n = t * 4 + r;
+      if (n >= w.n) break;
+      float v = _mm512_reduce_add_ps(acc[i][r]);
+      if constexpr (F == IntFmt::kI8) v *= w.channel_scales.data()[n];
+      y[i * ldy + n] = v + (bias ? bias[n] : 0.0f);
+    }
+  }
+}
+
+template <IntFmt F>
+void int_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y, int64_t t0,
+               int64_t t1) {
+  for (int64_t tb = t0; tb < t1; tb += kBlockRows / 4) {
+    const int64_t te = std::min(t1, tb + kBlockRows / 4);
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4)
+      for (int64_t t = tb; t < te; ++t) int_tile<F, 4>(w, a, i, t, y + i * w.n, w.n, bias);
+    for (int64_t t = tb; t < te; ++t) {
+      switch (m - i) {
+        case 3: int_tile<F, 3>(w, a, i, t, y + i * w.n, w.n, bias); break;
+        case 2: int_tile<F, 2>(w, a, i, t, y + i * w.n, w.n, bias); break;
+        case 1: int_tile<F, 1>(w, a, i, t, y + i * w.n, w.n, bias); break;
+        default: break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a) {
+  const int64_t kp = a.k_padded, lanes = kp / 4;
+  const __m512i off = _mm512_set1_epi8(static_cast<char>(offset));
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xr = x + i * k;
+    int8_t* xq = a.xq.data() + i * kp;
+    float* ls = a.lane_scale.data() + i * lanes;
+    int32_t* lb = a.lane_bias.data() + i * lanes;
+    for (int64_t g = 0; g < kp; g += 64) {
+      __m128i bytes[4];
+      float sc[2];
+      for (int b = 0; b < 2; ++b) {
+        __m512 v[2];
+        for (int h = 0; h < 2; ++h) {
+          const int64_t e = g + b * 32 + h * 16;
+          const int64_t left = k - e;
+          const __mmask16 mk = left >= 16 ? 0xffff : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
+          v[h] = _mm512_maskz_loadu_ps(mk, xr + e);
+        }
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1])));
+        const float s = amax / 127.0f, inv = s != 0 ? 1.0f / s : 0.0f;
+        sc[b] = s;
+        const __m512 iv = _mm512_set1_ps(inv);
+        // cvtps rounds to nearest even (default MXCSR), as nearbyint does in the scalar path.
+        for (int h = 0; h < 2; ++h) bytes[b * 2 + h] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v[h], iv)));
+      }
+      const __m512i q = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_set_m128i(bytes[1], bytes[0])), _mm256_set_m128i(bytes[3], bytes[2]), 1);
+      _mm512_storeu_si512(xq + g, q);
+      _mm512_storeu_si512(lb + g / 4, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, q)));
+      _mm512_storeu_ps(ls + g / 4, _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castps_si512(_mm512_set1_ps(sc[0])),
+                                                                       _mm256_castps_si256(_mm256_set1_ps(sc[1])), 1)));
+    }
+  }
+}
+
+void linear_float_avx512(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
+                         int64_t n1) {
+  switch (w.format) {
+    case DType::kF16: float_range<F16>(w, x, m, bias, y, n0, n1); break;
+    case DType::kBF16: float_range<BF16>(w, x, m, bias, y, n0, n1); break;
+    default: float_range<F32>(w, x, m, bias, y, n0, n1); break;
+  }
+}
+
+void linear_int_avx512(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y,
+                       int64_t t0, int64_t t1) {
+  switch (w.format) {
+    case DType::kI8: int_range<IntFmt::kI8>(w, a, m, bias, y, t0, t1); break;
+    case DType::kQ8_0: int_range<IntFmt::kQ8>(w, a, m, bias, y, t0, t1); break;
+    default: int_range<IntFmt::kQ4>(w, a, m, bias, y, t0, t1); break;
+  }
+}
+
+}  // namespace hfs::cpu_fast::detail
+
+#pragma GCC pop_options

@@ -1,0 +1,32 @@
+// cpu_fast/linear_kernels.h — per-ISA entry points behind linear() (internal).
+//
+// Each computes the output columns of one contiguous range for all m rows: float kernels take
+// [n0, n1) in output columns, integer kernels [t0, t1) in tiles of 4 columns (the packed layout's unit).
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu_fast/linear.h"
+
+namespace hfs::cpu_fast::detail {
+
+using FloatKernel = void (*)(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
+                             int64_t n1);
+using IntKernel = void (*)(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y,
+                           int64_t t0, int64_t t1);
+
+void linear_float_scalar(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
+void linear_float_avx2(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
+void linear_float_avx512(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
+
+void linear_int_scalar(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+void linear_int_avx2(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+void linear_int_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+
+void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a);
+
+// Packed-layout geometry shared by the packer and the kernels.
+inline int64_t group_row_bytes(DType f) { return f == DType::kQ4_0 ? 32 : 64; }  // per row per 64 K
+inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 64) * 4 * group_row_bytes(w.format); }
+
+}  // namespace hfs::cpu_fast::detail

@@ -1,0 +1,74 @@
+// Portable kernels: the layout reference for the SIMD paths and the fallback on pre-AVX2 CPUs.
+#include <cmath>
+
+#include "backends/cpu_fast/half.h"
+#include "backends/cpu_fast/linear_kernels.h"
+
+namespace hfs::cpu_fast::detail {
+namespace {
+
+inline float load_w(const PackedWeight& w, int64_t i) {
+  switch (w.format) {
+    case DType::kF16: return f16_to_f32(static_cast<const uint16_t*>(w.raw)[i]);
+    case DType::kBF16: return bf16_to_f32(static_cast<const uint16_t*>(w.raw)[i]);
+    default: return static_cast<const float*>(w.raw)[i];
+  }
+}
+
+}  // namespace
+
+void linear_float_scalar(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
+                         int64_t n1) {
+  const int64_t k = w.k;
+  for (int64_t n = n0; n < n1; ++n) {
+    for (int64_t i = 0; i < m; ++i) {
+      // Four partial sums so the compiler can keep several FMAs in flight.
+      float s[4] = {0, 0, 0, 0};
+      int64_t j = 0;
+      for (; j + 4 <= k; j += 4)
+        for (int u = 0; u < 4; ++u) s[u] += x[i * k + j + u] * load_w(w, n * k + j + u);
+      for (; j < k; ++j) s[0] += x[i * k + j] * load_w(w, n * k + j);
+      y[i * w.n + n] = (s[0] + s[1]) + (s[2] + s[3]) + (bias ? bias[n] : 0.0f);
+    }
+  }
+}
+
+void linear_int_scalar(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y,
+                       int64_t t0, int64_t t1) {
+  const int64_t kp = w.k_padded, groups = kp / 64;
+  const bool q4 = w.format == DType::kQ4_0;
+  const int64_t grb = group_row_bytes(w.format);
+  for (int64_t t = t0; t < t1; ++t) {
+    const uint8_t* tile = w.q.data() + t * tile_bytes(w);
+    for (int r = 0; r < 4; ++r) {
+      const int64_t n = t * 4 + r;
+      if (n >= w.n) break;
+      for (int64_t i = 0; i < m; ++i) {
+        const int8_t* xq = a.xq.data() + i * kp;
+        const float* ls = a.lane_scale.data() + i * (kp / 4);
+        float acc = 0;
+        for (int64_t g = 0; g < groups; ++g) {
+          const uint8_t* wr = tile + (g * 4 + r) * grb;
+          for (int b = 0; b < 2; ++b) {
+            int32_t dot = 0;
+            for (int e = 0; e < 32; ++e) {
+              int wv;
+              if (q4)
+                wv = ((b == 0 ? wr[e] & 15 : wr[e] >> 4)) - 8;
+              else
+                wv = static_cast<int>(wr[b * 32 + e]) - 128;
+              dot += wv * xq[g * 64 + b * 32 + e];
+            }
+            float s = ls[g * 16 + b * 8];
+            if (w.format != DType::kI8) s *= f16_to_f32(w.block_scales.data()[((t * groups + g) * 4 + r) * 2 + b]);
+            acc += static_cast<float>(dot) * s;
+          }
+        }
+        if (w.format == DType::kI8) acc *= w.channel_scales.data()[n];
+        y[i * w.n + n] = acc + (bias ? bias[n] : 0.0f);
+      }
+    }
+  }
+}
+
+}  // namespace hfs::cpu_fast::detail

@@ -1,0 +1,74 @@
+// cpu_fast/thread_pool.h — one persistent pool of workers for the fast CPU kernels.
+//
+// The caller's thread takes part; tasks are claimed one at a time from a shared counter, so a worker
+// that lost its core to another process simply takes fewer tasks (a fixed split would make every step
+// wait for the slowest core). Idle workers spin briefly — steps issue kernels microseconds apart —
+// then sleep on a futex, so they never burn a core another process needs.
+//
+//   hfs::cpu_fast::ThreadPool pool(2);
+//   pool.run(64, [&](int64_t task) { process_chunk(task); });
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace hfs::cpu_fast {
+
+class ThreadPool {
+ public:
+  // `threads` counts the caller; ≤ 0 means one per CPU this process may run on.
+  explicit ThreadPool(int threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls fn(task) — or fn(task, thread) with thread in [0, size()), the caller being 0 — for every
+  // task in [0, n_tasks) and returns when all are done. Calls from several threads are serialized.
+  // Does not allocate.
+  template <typename Fn>
+  void run(int64_t n_tasks, Fn&& fn) {
+    using F = std::remove_reference_t<Fn>;
+    TaskFn call;
+    if constexpr (std::is_invocable_v<F&, int64_t, int>)
+      call = [](void* ctx, int64_t t, int thread) { (*static_cast<F*>(ctx))(t, thread); };
+    else
+      call = [](void* ctx, int64_t t, int) { (*static_cast<F*>(ctx))(t); };
+    run_impl(n_tasks, call, const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+  // Microseconds an idle worker spins before sleeping (tests shorten it).
+  void set_spin_us(int us) { spin_us_.store(us, std::memory_order_relaxed); }
+  static int default_threads();
+
+ private:
+  using TaskFn = void (*)(void*, int64_t, int);
+  void run_impl(int64_t n_tasks, TaskFn fn, void* ctx);
+  void worker_main(int thread);
+  // Claims and runs tasks of job `gen` until none are left or the job is no longer current.
+  void work(uint32_t gen, int thread);
+
+  std::vector<std::thread> workers_;
+  std::mutex run_mu_;
+  // Job description, written before the job's generation is published.
+  TaskFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  int64_t n_tasks_ = 0;
+  // (generation << 32) | next unclaimed task. Claims are CASes that check the generation, so a worker
+  // that wakes late can never claim a task of a job that finished, and the caller never waits for a
+  // worker that has not started: it only waits for tasks actually claimed (done_ counts them).
+  alignas(64) std::atomic<uint64_t> claim_{0};
+  alignas(64) std::atomic<uint32_t> generation_{0};  // futex word for sleeping workers
+  std::atomic<int> sleepers_{0};
+  alignas(64) std::atomic<uint32_t> done_{0};        // tasks finished in the current job (futex word)
+  std::atomic<int> caller_sleeping_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> spin_us_{50};
+};
+
+}  // namespace hfs::cpu_fast

@@ -1,0 +1,148 @@
+#include "backends/cpu_fast/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backends/cpu_fast/cpu_features.h"
+#include "backends/cpu_fast/half.h"
+#include "backends/cpu_fast/thread_pool.h"
+
+namespace hfs::cpu_fast {
+namespace {
+
+constexpr float kHidden = -1e30f;
+
+// Naive reference over ALL S slots in double, exactly the op's definition.
+std::vector<double> reference(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                              const std::vector<float>& mask, int64_t T, int64_t hq, int64_t hkv, int64_t S, int64_t D,
+                              double scale, double cap) {
+  std::vector<double> out(static_cast<size_t>(T * hq * D), 0.0);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t kh = h / (hq / hkv);
+      std::vector<double> s(static_cast<size_t>(S));
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < S; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < D; ++e) dot += double(q[(t * hq + h) * D + e]) * k[(kh * S + j) * D + e];
+        dot *= scale;
+        if (cap > 0) dot = std::tanh(dot / cap) * cap;
+        // f32 addition as in the op: -1e30 absorbs the score.
+        s[j] = static_cast<float>(static_cast<float>(dot) + mask[t * S + j]);
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0;
+      for (auto& x : s) sum += (x = std::exp(x - mx));
+      for (int64_t j = 0; j < S; ++j)
+        for (int64_t e = 0; e < D; ++e) out[(t * hq + h) * D + e] += s[j] / sum * v[(kh * S + j) * D + e];
+    }
+  return out;
+}
+
+struct Case {
+  int64_t T, hq, hkv, S, D;
+  bool f16;
+  float cap;
+  std::vector<float> mask;
+};
+
+void run_case(const Case& c, int threads) {
+  SCOPED_TRACE("T=" + std::to_string(c.T) + " S=" + std::to_string(c.S) + " D=" + std::to_string(c.D) +
+               (c.f16 ? " f16" : " f32") + " isa=" + std::string(isa_name(active_isa())));
+  std::mt19937 rng(static_cast<uint32_t>(c.S + c.D));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> q(static_cast<size_t>(c.T * c.hq * c.D)), k(static_cast<size_t>(c.hkv * c.S * c.D)), v(k.size());
+  for (auto& x : q) x = nd(rng);
+  for (auto& x : k) x = nd(rng);
+  for (auto& x : v) x = nd(rng);
+  std::vector<uint16_t> kh(k.size()), vh(v.size());
+  if (c.f16) {
+    for (size_t i = 0; i < k.size(); ++i) {
+      kh[i] = f32_to_f16(k[i]);
+      k[i] = f16_to_f32(kh[i]);
+      vh[i] = f32_to_f16(v[i]);
+      v[i] = f16_to_f32(vh[i]);
+    }
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+  auto ref = reference(q, k, v, c.mask, c.T, c.hq, c.hkv, c.S, c.D, scale, c.cap);
+  std::vector<int32_t> slots(static_cast<size_t>(c.S));
+  const int64_t n = live_slots(c.mask.data(), c.T, c.S, slots.data());
+  ThreadPool pool(threads);
+  AttentionScratch scratch(pool.size(), c.hq / c.hkv, c.S);
+  std::vector<float> out(q.size(), 99.0f);
+  AttentionArgs a;
+  a.q = q.data();
+  a.k = c.f16 ? static_cast<const void*>(kh.data()) : k.data();
+  a.v = c.f16 ? static_cast<const void*>(vh.data()) : v.data();
+  a.kv_dtype = c.f16 ? DType::kF16 : DType::kF32;
+  a.mask = c.mask.data();
+  a.out = out.data();
+  a.t = c.T;
+  a.hq = c.hq;
+  a.hkv = c.hkv;
+  a.s = c.S;
+  a.d = c.D;
+  a.scale = scale;
+  a.softcap = c.cap;
+  attention(a, slots.data(), n, scratch, &pool);
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref[i], 2e-5 * (1 + std::fabs(ref[i]))) << "elem " << i;
+}
+
+std::vector<float> causal_mask(int64_t T, int64_t S, int64_t start) {
+  // Row t sees slots [0, start + t]; the rest hidden. Slot 2 also carries a finite bias (-1.5).
+  std::vector<float> m(static_cast<size_t>(T * S), kHidden);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t s = 0; s <= start + t && s < S; ++s) m[t * S + s] = s == 2 ? -1.5f : 0.0f;
+  return m;
+}
+
+class CpuFastAttention : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (static_cast<int>(GetParam()) > static_cast<int>(detected_isa())) GTEST_SKIP() << "CPU lacks this ISA";
+    set_isa_cap(GetParam());
+  }
+  void TearDown() override { set_isa_cap(Isa::kAvx512); }
+};
+
+TEST_P(CpuFastAttention, MatchesReferenceDefinition) {
+  for (bool f16 : {false, true}) {
+    run_case({5, 6, 2, 32, 40, f16, 0.0f, causal_mask(5, 32, 3)}, 2);       // prefill chunk, D tail
+    run_case({1, 4, 4, 64, 64, f16, 0.0f, causal_mask(1, 64, 20)}, 1);      // decode, MHA
+    run_case({3, 4, 1, 48, 16, f16, 2.0f, causal_mask(3, 48, 7)}, 2);       // softcap, MQA
+  }
+}
+
+TEST_P(CpuFastAttention, RowWithNothingVisibleAveragesAllSlots) {
+  auto m = causal_mask(3, 24, 2);
+  for (int64_t s = 0; s < 24; ++s) m[1 * 24 + s] = kHidden;  // row 1: padding row
+  run_case({3, 2, 1, 24, 16, false, 0.0f, m}, 2);
+}
+
+TEST_P(CpuFastAttention, LiveSlotsSkipHiddenCacheEntries) {
+  const int64_t S = 4096;
+  auto m = causal_mask(1, S, 15);  // positions 0..15 of a 4096-slot cache
+  std::vector<int32_t> slots(S);
+  ASSERT_EQ(live_slots(m.data(), 1, S, slots.data()), 16);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(slots[i], i);
+  // Ring-buffer style: scattered slots, several rows, a slot seen only by the last row.
+  std::vector<float> m2(static_cast<size_t>(2 * 40), kHidden);
+  m2[0 * 40 + 39] = 0.0f;
+  m2[1 * 40 + 5] = 0.0f;
+  m2[1 * 40 + 17] = -3.0f;
+  ASSERT_EQ(live_slots(m2.data(), 2, 40, slots.data()), 3);
+  EXPECT_EQ(slots[0], 5);
+  EXPECT_EQ(slots[1], 17);
+  EXPECT_EQ(slots[2], 39);
+  run_case({1, 2, 1, S, 64, true, 0.0f, m}, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, CpuFastAttention, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+}  // namespace
+}  // namespace hfs::cpu_fast

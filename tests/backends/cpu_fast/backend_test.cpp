@@ -1,0 +1,398 @@
+#include "backends/cpu_fast/backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "backends/cpu_fast/half.h"
+#include "backends/cpu_fast/quantize.h"
+
+namespace hfs::cpu_fast {
+namespace {
+
+constexpr int64_t H = 64, HQ = 4, HKV = 2, D = 16, F = 96, V = 50, S = 16;
+
+// Constants owned by the test (a fake ConstantStore).
+class Store : public ConstantStore {
+ public:
+  const TensorView* find(std::string_view name) const override {
+    auto it = views_.find(std::string(name));
+    return it == views_.end() ? nullptr : &it->second;
+  }
+  Status add(const std::string& name, const TensorType& type, std::span<const std::byte> bytes) override {
+    auto& b = bytes_[name];
+    b.assign(reinterpret_cast<const uint8_t*>(bytes.data()), reinterpret_cast<const uint8_t*>(bytes.data()) + bytes.size());
+    views_[name] = TensorView(b.data(), type.dtype, type.shape);
+    return Ok{};
+  }
+  std::map<std::string, std::vector<float>> deq;  // what each constant means, for the reference
+
+ private:
+  std::map<std::string, std::vector<uint8_t>> bytes_;
+  std::map<std::string, TensorView> views_;
+};
+
+std::map<std::string, bool> g_is_int;  // constant name → integer format (reference rounds its input)
+
+std::vector<float> randn(size_t n, uint32_t seed, float sd) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Stores w [n, k] in `f`, recording its dequantized meaning.
+void add_weight(Store& st, const std::string& name, DType f, int64_t n, int64_t k, uint32_t seed) {
+  auto w = randn(static_cast<size_t>(n * k), seed, 0.3f);
+  std::vector<float> deq(w.size());
+  std::vector<uint8_t> b;
+  switch (f) {
+    case DType::kF32: b.resize(w.size() * 4); std::memcpy(b.data(), w.data(), b.size()); deq = w; break;
+    case DType::kF16:
+    case DType::kBF16:
+      b.resize(w.size() * 2);
+      for (size_t i = 0; i < w.size(); ++i) {
+        uint16_t h = f == DType::kF16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
+        std::memcpy(b.data() + 2 * i, &h, 2);
+        deq[i] = f == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
+      break;
+    case DType::kI8: {
+      b.resize(w.size());
+      std::vector<float> sc(static_cast<size_t>(n));
+      quantize_i8_per_channel(w.data(), n, k, reinterpret_cast<int8_t*>(b.data()), sc.data());
+      dequantize_i8_per_channel(reinterpret_cast<int8_t*>(b.data()), sc.data(), n, k, deq.data());
+      ASSERT_TRUE(st.add(name + ".scale", {DType::kF32, {n}}, std::as_bytes(std::span(sc))).ok());
+      break;
+    }
+    case DType::kQ8_0:
+      b.resize(static_cast<size_t>(q8_0_bytes(n, k)));
+      ASSERT_TRUE(quantize_q8_0(w.data(), n, k, b.data()).ok());
+      dequantize_q8_0(b.data(), n, k, deq.data());
+      break;
+    default:
+      b.resize(static_cast<size_t>(q4_0_bytes(n, k)));
+      ASSERT_TRUE(quantize_q4_0(w.data(), n, k, b.data()).ok());
+      dequantize_q4_0(b.data(), n, k, deq.data());
+  }
+  ASSERT_TRUE(st.add(name, {f, {n, k}}, std::as_bytes(std::span(b))).ok());
+  st.deq[name] = deq;
+  g_is_int[name] = f == DType::kI8 || f == DType::kQ8_0 || f == DType::kQ4_0;
+}
+
+struct Formats {
+  DType embed, q, k, v, o, gate, up, down;
+};
+
+// One Llama-style block: embedding → rms_norm → q/k/v → rope → cache write → attention → o → residual
+// → rms_norm → silu(gate)·up → down → residual.
+MethodDef block(int64_t T, bool i8_v) {
+  MethodDef m;
+  m.name = "step";
+  m.inputs = {{"ids", {DType::kI32, {1, T}}, IORole::kInput, ""},
+              {"pos", {DType::kI32, {1, T}}, IORole::kInput, ""},
+              {"slots", {DType::kI32, {T}}, IORole::kInput, ""},
+              {"mask", {DType::kF32, {1, 1, T, S}}, IORole::kInput, ""},
+              {"kc", {DType::kF16, {1, HKV, S, D}}, IORole::kState, ""},
+              {"vc", {DType::kF16, {1, HKV, S, D}}, IORole::kState, ""}};
+  auto node = [&](std::string op, std::vector<std::string> in, std::string out, Attrs a = {}) {
+    m.nodes.push_back({std::move(op), std::move(in), {std::move(out)}, std::move(a)});
+  };
+  Attrs eps{{"eps", Value(1e-5)}};
+  node("embedding", {"embed", "ids"}, "x");
+  node("rms_norm", {"x", "norm"}, "h", eps);
+  node("linear", {"h", "wq", "bq"}, "q");
+  node("linear", {"h", "wk"}, "k");
+  if (i8_v)
+    node("linear", {"h", "wv", "", "wv.scale"}, "v");
+  else
+    node("linear", {"h", "wv"}, "v");
+  node("reshape", {"q"}, "q4", {{"shape", Value::int_array({1, T, HQ, D})}});
+  node("reshape", {"k"}, "k4", {{"shape", Value::int_array({1, T, HKV, D})}});
+  node("reshape", {"v"}, "v4", {{"shape", Value::int_array({1, T, -1, D})}});
+  node("rope", {"q4", "pos", "inv_freq"}, "qr");
+  node("rope", {"k4", "pos", "inv_freq"}, "kr");
+  node("kv_cache_write", {"kc", "kr", "slots"}, "kc2");
+  node("kv_cache_write", {"vc", "v4", "slots"}, "vc2");
+  node("attention", {"qr", "kc2", "vc2", "mask"}, "a", {{"scale", Value(0.25)}});
+  node("reshape", {"a"}, "a2", {{"shape", Value::int_array({1, T, HQ * D})}});
+  node("linear", {"a2", "wo"}, "o");
+  node("add", {"x", "o"}, "x2");
+  node("rms_norm", {"x2", "norm"}, "h2", eps);
+  node("linear", {"h2", "wg"}, "g");
+  node("linear", {"h2", "wu"}, "u");
+  node("silu", {"g"}, "sg");
+  node("mul", {"sg", "u"}, "mlp");
+  node("linear", {"mlp", "wd"}, "dn");
+  node("add", {"x2", "dn"}, "out");
+  m.outputs = {{"out", {DType::kF32, {1, T, H}}, IORole::kOutput, ""},
+               {"kc2", {DType::kF16, {1, HKV, S, D}}, IORole::kState, "kc"},
+               {"vc2", {DType::kF16, {1, HKV, S, D}}, IORole::kState, "vc"}};
+  return m;
+}
+
+Subgraph subgraph_of(const MethodDef& m, const Store& st) {
+  Subgraph sg;
+  sg.nodes = m.nodes;
+  sg.inputs = m.inputs;
+  sg.outputs = m.outputs;
+  sg.constants = &st;
+  return sg;
+}
+
+// ---- independent reference (double) --------------------------------------------------------------
+using Vec = std::vector<double>;
+struct RefState {
+  std::vector<float> kc = std::vector<float>(HKV * S * D, 0.0f), vc = std::vector<float>(HKV * S * D, 0.0f);
+};
+
+// Integer-weight linears see their input rounded to an int8 grid per 32-block (scale = max|x|/127):
+// the reference applies the same rounding so the comparison can stay tight.
+bool g_int_weights = false;
+
+Vec quantized(const Vec& x, int64_t k) {
+  Vec q(x.size());
+  for (size_t r = 0; r < x.size() / static_cast<size_t>(k); ++r)
+    for (int64_t b0 = 0; b0 < k; b0 += 32) {
+      float amax = 0;
+      for (int64_t e = b0; e < std::min(k, b0 + 32); ++e) amax = std::max(amax, std::fabs(static_cast<float>(x[r * k + e])));
+      const float s = amax / 127.0f, inv = s != 0 ? 1.0f / s : 0.0f;
+      for (int64_t e = b0; e < std::min(k, b0 + 32); ++e)
+        q[r * k + e] = double(std::nearbyint(static_cast<float>(x[r * k + e]) * inv)) * s;
+    }
+  return q;
+}
+
+Vec ref_linear(const Vec& x_in, const std::vector<float>& w, int64_t n, int64_t k, const std::vector<float>* b) {
+  const Vec x = g_int_weights ? quantized(x_in, k) : x_in;
+  const int64_t m = static_cast<int64_t>(x.size()) / k;
+  Vec y(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = b ? (*b)[static_cast<size_t>(j)] : 0.0;
+      for (int64_t e = 0; e < k; ++e) s += x[i * k + e] * w[j * k + e];
+      y[i * n + j] = s;
+    }
+  return y;
+}
+Vec ref_norm(const Vec& x, const std::vector<float>& w) {
+  Vec y(x.size());
+  for (size_t r = 0; r < x.size() / H; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < H; ++i) ss += x[r * H + i] * x[r * H + i];
+    const double inv = 1.0 / std::sqrt(ss / H + 1e-5);
+    for (int64_t i = 0; i < H; ++i) y[r * H + i] = x[r * H + i] * inv * w[i];
+  }
+  return y;
+}
+Vec ref_rope(const Vec& x, const std::vector<int32_t>& pos, const std::vector<float>& inv, int64_t heads) {
+  Vec y(x.size());
+  const int64_t T = static_cast<int64_t>(pos.size());
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < D / 2; ++i) {
+        const double ang = double(pos[t]) * inv[i], c = std::cos(ang), s = std::sin(ang);
+        const double x1 = x[(t * heads + h) * D + i], x2 = x[(t * heads + h) * D + i + D / 2];
+        y[(t * heads + h) * D + i] = x1 * c - x2 * s;
+        y[(t * heads + h) * D + i + D / 2] = x2 * c + x1 * s;
+      }
+  return y;
+}
+
+Vec lin(Store& st, const std::string& name, const Vec& x, int64_t n, int64_t k, const std::vector<float>* b) {
+  g_int_weights = g_is_int[name];
+  return ref_linear(x, st.deq[name], n, k, b);
+}
+
+Vec reference_step(Store& st, RefState& rs, const std::vector<int32_t>& ids, const std::vector<int32_t>& pos,
+                   const std::vector<int32_t>& slots, const std::vector<float>& mask, const std::vector<float>& inv) {
+  const int64_t T = static_cast<int64_t>(ids.size());
+  Vec x(static_cast<size_t>(T * H));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < H; ++i) x[t * H + i] = st.deq["embed"][ids[t] * H + i];
+  Vec h = ref_norm(x, st.deq["norm"]);
+  Vec q = ref_rope(lin(st, "wq", h, HQ * D, H, &st.deq["bq"]), pos, inv, HQ);
+  Vec k = ref_rope(lin(st, "wk", h, HKV * D, H, nullptr), pos, inv, HKV);
+  Vec v = lin(st, "wv", h, HKV * D, H, nullptr);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t hh = 0; hh < HKV; ++hh)
+      for (int64_t e = 0; e < D; ++e) {
+        rs.kc[(hh * S + slots[t]) * D + e] = f16_to_f32(f32_to_f16(static_cast<float>(k[(t * HKV + hh) * D + e])));
+        rs.vc[(hh * S + slots[t]) * D + e] = f16_to_f32(f32_to_f16(static_cast<float>(v[(t * HKV + hh) * D + e])));
+      }
+  Vec a(static_cast<size_t>(T * HQ * D), 0.0);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t hq = 0; hq < HQ; ++hq) {
+      const int64_t kh = hq / (HQ / HKV);
+      Vec sc(S);
+      double mx = -1e300;
+      for (int64_t s = 0; s < S; ++s) {
+        double dot = 0;
+        for (int64_t e = 0; e < D; ++e) dot += q[(t * HQ + hq) * D + e] * rs.kc[(kh * S + s) * D + e];
+        sc[s] = dot * 0.25 + mask[t * S + s];
+        mx = std::max(mx, sc[s]);
+      }
+      double sum = 0;
+      for (auto& z : sc) sum += (z = std::exp(z - mx));
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t e = 0; e < D; ++e) a[(t * HQ + hq) * D + e] += sc[s] / sum * rs.vc[(kh * S + s) * D + e];
+    }
+  Vec o = lin(st, "wo", a, H, HQ * D, nullptr);
+  for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
+  Vec h2 = ref_norm(x, st.deq["norm"]);
+  Vec g = lin(st, "wg", h2, F, H, nullptr), u = lin(st, "wu", h2, F, H, nullptr);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+  Vec dn = lin(st, "wd", g, H, F, nullptr);
+  for (size_t i = 0; i < x.size(); ++i) x[i] += dn[i];
+  return x;
+}
+
+void run_block(const Formats& f, double tol, int threads) {
+  Store st;
+  add_weight(st, "embed", f.embed, V, H, 1);
+  add_weight(st, "wq", f.q, HQ * D, H, 2);
+  add_weight(st, "wk", f.k, HKV * D, H, 3);
+  add_weight(st, "wv", f.v, HKV * D, H, 4);
+  add_weight(st, "wo", f.o, H, HQ * D, 5);
+  add_weight(st, "wg", f.gate, F, H, 6);
+  add_weight(st, "wu", f.up, F, H, 7);
+  add_weight(st, "wd", f.down, H, F, 8);
+  auto norm = randn(H, 9, 0.2f);
+  for (auto& x : norm) x += 1.0f;
+  auto bq = randn(HQ * D, 10, 0.1f);
+  std::vector<float> inv(D / 2);
+  for (int64_t i = 0; i < D / 2; ++i) inv[i] = static_cast<float>(std::pow(10000.0, -2.0 * i / D));
+  ASSERT_TRUE(st.add("norm", {DType::kF32, {H}}, std::as_bytes(std::span(norm))).ok());
+  ASSERT_TRUE(st.add("bq", {DType::kF32, {HQ * D}}, std::as_bytes(std::span(bq))).ok());
+  ASSERT_TRUE(st.add("inv_freq", {DType::kF32, {D / 2}}, std::as_bytes(std::span(inv))).ok());
+  st.deq["norm"] = norm;
+  st.deq["bq"] = bq;
+
+  CpuFastBackend be(threads);
+  std::vector<uint16_t> kc(HKV * S * D, 0), vc(HKV * S * D, 0);
+  RefState rs;
+  // Prefill 3 tokens into slots 0..2, then decode one token into slot 3 with the same caches.
+  for (int64_t T : {3, 1}) {
+    SCOPED_TRACE("T=" + std::to_string(T));
+    const bool i8 = f.v == DType::kI8;
+    MethodDef m = block(T, i8);
+    auto del = be.compile(subgraph_of(m, st));
+    ASSERT_TRUE(del.ok()) << del.error().to_string();
+    std::vector<int32_t> ids, pos, slots;
+    const int64_t start = T == 3 ? 0 : 3;
+    for (int64_t t = 0; t < T; ++t) {
+      ids.push_back(static_cast<int32_t>((7 * (start + t) + 3) % V));
+      pos.push_back(static_cast<int32_t>(start + t));
+      slots.push_back(static_cast<int32_t>(start + t));
+    }
+    std::vector<float> mask(static_cast<size_t>(T * S), -1e30f);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t s = 0; s <= start + t; ++s) mask[t * S + s] = 0.0f;
+    std::vector<float> out(static_cast<size_t>(T * H));
+    std::vector<TensorView> in = {TensorView(ids.data(), DType::kI32, {1, T}), TensorView(pos.data(), DType::kI32, {1, T}),
+                                  TensorView(slots.data(), DType::kI32, {T}),
+                                  TensorView(mask.data(), DType::kF32, {1, 1, T, S}),
+                                  TensorView(kc.data(), DType::kF16, {1, HKV, S, D}),
+                                  TensorView(vc.data(), DType::kF16, {1, HKV, S, D})};
+    std::vector<TensorView> outs = {TensorView(out.data(), DType::kF32, {1, T, H}), in[4], in[5]};
+    Status stt = (*del)->execute(in, outs);
+    ASSERT_TRUE(stt.ok()) << stt.error().to_string();
+    Vec ref = reference_step(st, rs, ids, pos, slots, mask, inv);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      num += (out[i] - ref[i]) * (out[i] - ref[i]);
+      den += ref[i] * ref[i];
+    }
+    EXPECT_LT(std::sqrt(num / den), tol);
+    for (size_t i = 0; i < kc.size(); ++i) {
+      ASSERT_NEAR(f16_to_f32(kc[i]), rs.kc[i], 4e-3 + tol * 8 * std::fabs(rs.kc[i])) << "k cache " << i;
+      ASSERT_NEAR(f16_to_f32(vc[i]), rs.vc[i], 4e-3 + tol * 8 * std::fabs(rs.vc[i])) << "v cache " << i;
+    }
+  }
+}
+
+TEST(CpuFastBackend, FloatWeightBlockMatchesReference) {
+  run_block({DType::kBF16, DType::kF32, DType::kF16, DType::kF32, DType::kF16, DType::kBF16, DType::kF32, DType::kF32},
+            2e-4, 2);
+}
+
+TEST(CpuFastBackend, QuantizedWeightBlockMatchesReference) {
+  // The reference rounds activations like the kernels; what remains is f32 vs double and rare
+  // one-step rounding flips at exact ties.
+  for (int threads : {1, 2})
+    run_block({DType::kF16, DType::kQ4_0, DType::kQ8_0, DType::kI8, DType::kQ4_0, DType::kQ4_0, DType::kQ8_0,
+               DType::kQ4_0},
+              1e-3, threads);
+}
+
+TEST(CpuFastBackend, SupportsAndSettings) {
+  CpuFastBackend be(1);
+  TensorType x{DType::kF32, {1, 4, 64}}, wq4{DType::kQ4_0, {32, 64}}, wbad{DType::kQ4_0, {32, 48}}, wi8{DType::kI8, {32, 64}},
+      sc{DType::kF32, {32}}, ids{DType::kI32, {1, 4}};
+  NodeDef lin{"linear", {"x", "w"}, {"y"}, {}};
+  std::vector<const TensorType*> t1 = {&x, &wq4};
+  EXPECT_TRUE(be.supports(lin, t1));
+  std::vector<const TensorType*> t2 = {&x, &wbad};
+  EXPECT_FALSE(be.supports(lin, t2));
+  std::vector<const TensorType*> t3 = {&x, &wi8};
+  EXPECT_FALSE(be.supports(lin, t3));  // i8 needs its scale operand
+  std::vector<const TensorType*> t4 = {&x, &wi8, nullptr, &sc};
+  EXPECT_TRUE(be.supports(lin, t4));
+  NodeDef gather{"gather", {"x", "i"}, {"y"}, {}};
+  std::vector<const TensorType*> t5 = {&x, &ids};
+  EXPECT_FALSE(be.supports(gather, t5));
+
+  Value s = Value::object();
+  s.set("threads", Value(3));
+  auto b = make_cpu_fast_backend(s);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(static_cast<CpuFastBackend&>(**b).threads(), 3);
+  Value bad = Value::object();
+  bad.set("thread", Value(2));
+  auto e = make_cpu_fast_backend(bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("unknown setting 'thread'"), std::string::npos);
+  bad = Value::object();
+  bad.set("threads", Value("two"));
+  EXPECT_FALSE(make_cpu_fast_backend(bad).ok());
+  EXPECT_NE(std::find(registered_backends().begin(), registered_backends().end(), "cpu_fast"),
+            registered_backends().end());
+}
+
+TEST(CpuFastBackend, CompileAndExecuteErrorsNameTheProblem) {
+  Store st;
+  add_weight(st, "embed", DType::kF32, V, H, 1);
+  MethodDef m;
+  m.name = "e";
+  m.inputs = {{"ids", {DType::kI32, {1, 2}}, IORole::kInput, ""}};
+  m.nodes = {{"embedding", {"embed", "ids"}, {"x"}, {}}};
+  m.outputs = {{"x", {DType::kF32, {1, 2, H}}, IORole::kOutput, ""}};
+  CpuFastBackend be(1);
+  auto del = be.compile(subgraph_of(m, st));
+  ASSERT_TRUE(del.ok()) << del.error().to_string();
+  std::vector<int32_t> ids = {3, V + 5};
+  std::vector<float> out(2 * H);
+  std::vector<TensorView> in = {TensorView(ids.data(), DType::kI32, {1, 2})};
+  std::vector<TensorView> outs = {TensorView(out.data(), DType::kF32, {1, 2, H})};
+  Status s = (*del)->execute(in, outs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("token id 55"), std::string::npos) << s.error().to_string();
+  EXPECT_NE(s.error().message().find("embedding"), std::string::npos);
+  // Wrong input shape.
+  std::vector<TensorView> bad_in = {TensorView(ids.data(), DType::kI32, {1, 1})};
+  s = (*del)->execute(bad_in, outs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), ErrorCode::kBadBinding);
+  // Undefined value.
+  m.nodes[0].inputs[0] = "nope";
+  auto bad = be.compile(subgraph_of(m, st));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("'nope'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hfs::cpu_fast

@@ -1,0 +1,154 @@
+#include "backends/cpu_fast/linear.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backends/cpu_fast/cpu_features.h"
+#include "backends/cpu_fast/half.h"
+#include "backends/cpu_fast/quantize.h"
+#include "backends/cpu_fast/thread_pool.h"
+
+namespace hfs::cpu_fast {
+namespace {
+
+struct Weight {
+  std::vector<uint8_t> bytes;  // in `format`
+  std::vector<float> scale;    // i8
+  std::vector<float> deq;      // what the bytes mean, [n, k]
+};
+
+Weight make_weight(DType f, int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 0.5f);
+  std::vector<float> w(static_cast<size_t>(n * k));
+  for (auto& v : w) v = d(rng);
+  Weight out;
+  out.deq.resize(w.size());
+  switch (f) {
+    case DType::kF32:
+      out.bytes.resize(w.size() * 4);
+      std::memcpy(out.bytes.data(), w.data(), w.size() * 4);
+      out.deq = w;
+      break;
+    case DType::kF16:
+    case DType::kBF16: {
+      out.bytes.resize(w.size() * 2);
+      auto* h = reinterpret_cast<uint16_t*>(out.bytes.data());
+      for (size_t i = 0; i < w.size(); ++i) {
+        h[i] = f == DType::kF16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
+        out.deq[i] = f == DType::kF16 ? f16_to_f32(h[i]) : bf16_to_f32(h[i]);
+      }
+      break;
+    }
+    case DType::kI8:
+      out.bytes.resize(w.size());
+      out.scale.resize(static_cast<size_t>(n));
+      quantize_i8_per_channel(w.data(), n, k, reinterpret_cast<int8_t*>(out.bytes.data()), out.scale.data());
+      dequantize_i8_per_channel(reinterpret_cast<int8_t*>(out.bytes.data()), out.scale.data(), n, k, out.deq.data());
+      break;
+    case DType::kQ8_0:
+      out.bytes.resize(static_cast<size_t>(q8_0_bytes(n, k)));
+      EXPECT_TRUE(quantize_q8_0(w.data(), n, k, out.bytes.data()).ok());
+      dequantize_q8_0(out.bytes.data(), n, k, out.deq.data());
+      break;
+    default:
+      out.bytes.resize(static_cast<size_t>(q4_0_bytes(n, k)));
+      EXPECT_TRUE(quantize_q4_0(w.data(), n, k, out.bytes.data()).ok());
+      dequantize_q4_0(out.bytes.data(), n, k, out.deq.data());
+      break;
+  }
+  return out;
+}
+
+// Checks y against Σ x·deq(w) in double. Float formats: f32 rounding only. Integer formats: each
+// activation is rounded to its 32-block's int8 grid (error ≤ step/2 = amax/254), so the bound is
+// Σ |w| · amax_block / 254 plus f32 rounding.
+void check(DType f, int64_t m, int64_t n, int64_t k, int threads) {
+  SCOPED_TRACE(std::string(dtype_name(f)) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+               " k=" + std::to_string(k) + " threads=" + std::to_string(threads) +
+               " isa=" + std::string(isa_name(active_isa())));
+  Weight w = make_weight(f, n, k, static_cast<uint32_t>(n * 7 + k));
+  std::mt19937 rng(static_cast<uint32_t>(m + 3));
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(m * k)), bias(static_cast<size_t>(n));
+  for (auto& v : x) v = d(rng);
+  for (auto& v : bias) v = d(rng);
+  auto pw = pack_weight(f, w.bytes.data(), n, k, w.scale.empty() ? nullptr : w.scale.data());
+  ASSERT_TRUE(pw.ok()) << pw.error().to_string();
+  LinearScratch scratch(pw->k_padded, m);
+  ThreadPool pool(threads);
+  std::vector<float> y(static_cast<size_t>(m * n), -7.0f);
+  linear(*pw, x.data(), m, bias.data(), y.data(), scratch, &pool);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double ref = bias[static_cast<size_t>(j)], mag = 0, qbound = 0;
+      for (int64_t b0 = 0; b0 < k; b0 += 32) {
+        double amax = 0;
+        for (int64_t e = b0; e < std::min(k, b0 + 32); ++e) amax = std::max(amax, std::fabs(double(x[i * k + e])));
+        for (int64_t e = b0; e < std::min(k, b0 + 32); ++e) {
+          const double wv = w.deq[static_cast<size_t>(j * k + e)];
+          ref += double(x[i * k + e]) * wv;
+          mag += std::fabs(double(x[i * k + e]) * wv);
+          qbound += std::fabs(wv) * amax / 254.0;
+        }
+      }
+      double tol = 1e-5 * (mag + 1.0);
+      if (pw->is_integer()) tol += qbound * 1.001;
+      ASSERT_NEAR(y[static_cast<size_t>(i * n + j)], ref, tol) << "row " << i << " col " << j;
+    }
+  }
+}
+
+class CpuFastLinear : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (static_cast<int>(GetParam()) > static_cast<int>(detected_isa())) GTEST_SKIP() << "CPU lacks this ISA";
+    set_isa_cap(GetParam());
+  }
+  void TearDown() override { set_isa_cap(Isa::kAvx512); }
+};
+
+TEST_P(CpuFastLinear, FloatFormatsMatchDoubleReference) {
+  for (DType f : {DType::kF32, DType::kF16, DType::kBF16})
+    for (int64_t m : {1, 3, 6})
+      for (auto nk : {std::pair<int64_t, int64_t>{13, 37}, {40, 128}, {9, 16}}) check(f, m, nk.first, nk.second, 2);
+}
+
+TEST_P(CpuFastLinear, IntegerFormatsMatchDequantizedReference) {
+  for (DType f : {DType::kI8, DType::kQ8_0, DType::kQ4_0})
+    for (int64_t m : {1, 2, 5, 9})
+      for (auto nk : {std::pair<int64_t, int64_t>{13, 96}, {40, 256}, {5, 32}}) check(f, m, nk.first, nk.second, 2);
+  check(DType::kI8, 3, 7, 50, 1);  // per-channel i8 needs no 32-multiple
+}
+
+TEST_P(CpuFastLinear, DecodeShapesSingleAndTwoThreads) {
+  for (DType f : {DType::kF16, DType::kQ4_0, DType::kI8}) {
+    check(f, 1, 96, 896, 1);
+    check(f, 1, 96, 896, 2);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, CpuFastLinear, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+TEST(CpuFastPack, RejectsBadInput) {
+  std::vector<uint8_t> buf(1024);
+  auto r = pack_weight(DType::kQ4_0, buf.data(), 4, 40, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("k = 40"), std::string::npos);
+  r = pack_weight(DType::kI8, buf.data(), 4, 40, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("scale"), std::string::npos);
+  r = pack_weight(DType::kI32, buf.data(), 4, 40, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kUnsupported);
+  EXPECT_FALSE(pack_weight(DType::kF32, nullptr, 4, 4, nullptr).ok());
+  EXPECT_FALSE(pack_weight(DType::kF32, buf.data(), 0, 4, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace hfs::cpu_fast
