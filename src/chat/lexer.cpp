@@ -34,7 +34,7 @@ Mapped preprocess(std::string_view src) {
     if (line_start) {
       size_t j = i;
       while (j < src.size() && (src[j] == ' ' || src[j] == '\t')) ++j;
-      if (j + 1 < src.size() && src[j] == '{' && (src[j + 1] == '%' || src[j + 1] == '#' || src[j + 1] == '-')) i = j;
+      if (j + 1 < src.size() && src[j] == '{' && (src[j + 1] == '%' || src[j + 1] == '#')) i = j;
       line_start = false;
       continue;
     }

@@ -435,6 +435,7 @@ class Parser {
     auto l = parse_math1();
     if (!l) return l;
     ExprPtr left = std::move(l.value());
+    bool compared = false;
     for (;;) {
       const Token op = cur();
       std::string name;
@@ -451,6 +452,10 @@ class Parser {
       } else {
         return left;
       }
+      if (compared)
+        return make_error(ErrorCode::kUnsupported, "chat template: " + where(op.line, op.col) +
+                                                       ": chained comparisons (a < b < c) are not supported; use 'and'");
+      compared = true;
       auto r = parse_math1();
       if (!r) return r;
       left = binary(op, name, std::move(left), std::move(r.value()));

@@ -199,6 +199,13 @@ TEST(ChatTemplate, UnsupportedSyntaxIsNamed) {
   EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
   e = err("{{ f(*args) }}");
   EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+  e = err("{{ 1 < x < 3 }}");
+  EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+  EXPECT_TRUE(contains(e.message(), "chained comparisons")) << e.message();
+  e = err("{% raw %}x{% endraw %}");
+  EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+  e = err("{% generation %}x{% endgeneration %}");
+  EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
 }
 
 TEST(ChatTemplate, RuntimeErrors) {
