@@ -1,0 +1,98 @@
+// hfstatic/chat_template.h — rendering a model's chat template (the Jinja `chat_template` of
+// tokenizer_config.json) into the prompt text, without Python.
+//
+//   hfs::Result<hfs::ChatTemplate> t = hfs::ChatTemplate::from_tokenizer_config(config_json_text);
+//   if (!t) return t.error();
+//   hfs::ChatContext ctx;
+//   ctx.messages = {{"system", "Be brief."}, {"user", "Hi!"}};
+//   ctx.add_generation_prompt = true;
+//   ctx.bos_token = "<|begin_of_text|>";
+//   ctx.eos_token = "<|eot_id|>";
+//   hfs::Result<std::string> prompt = t->render(ctx);   // feed to the tokenizer without adding specials
+//
+// The interpreter implements the Jinja subset that HF chat templates use (see docs/chat-templates.md):
+// text/expression/statement tags with whitespace control, comments, if/elif/else, for (tuple targets,
+// inline `if` filter, else, loop.*), set (plain, namespace attribute, block), macro and call, break and
+// continue, literals (incl. list/dict/tuple), attribute/subscript/slice access, the usual operators,
+// filters, tests, string/dict methods, and the globals namespace(), range(), raise_exception() and
+// strftime_now(). Rendering follows HF transformers' environment: trim_blocks and lstrip_blocks are on,
+// a single trailing newline of the template is dropped.
+//
+// Errors (no exception crosses this API):
+//   parse:  kInvalidArgument "chat template: line 3 col 7: expected '%}' after 'endif', got 'x'";
+//           kUnsupported for Jinja syntax outside the subset (names the construct, line and column).
+//   render: kInvalidArgument when the template calls raise_exception(msg) (message carries msg: the
+//           conversation is not valid for this model); kExecution for type errors (e.g. `'a' + none`);
+//           kResourceExhausted when a RenderLimits bound is hit. All name the line and column.
+// A ChatTemplate is immutable after parse; render() is const and safe to call from several threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hfstatic/error.h"
+#include "hfstatic/value.h"
+
+namespace hfs {
+
+namespace chat {
+struct Program;  // parsed template (src/chat/ast.h)
+}  // namespace chat
+
+struct ChatMessage {
+  std::string role;     // "system" | "user" | "assistant" | "tool" | ...
+  std::string content;
+  // Extra message fields visible to the template as message.<key> (e.g. "reasoning_content",
+  // "tool_calls"). A key named "role" or "content" here replaces the field above; a null `content`
+  // entry makes message.content none (some templates test for that).
+  Value::Object extra;
+};
+
+// Bounds for untrusted templates and inputs. Exceeding one is an error, never a crash or hang.
+struct RenderLimits {
+  size_t max_output_bytes = 16u << 20;   // rendered text
+  int max_depth = 200;                   // nested expression/statement/macro evaluation
+  int64_t max_steps = 10'000'000;        // loop iterations + statements executed + macro calls
+};
+
+struct ChatContext {
+  std::vector<ChatMessage> messages;
+  bool add_generation_prompt = false;
+  std::string bos_token;   // exposed as bos_token; an empty string leaves the variable undefined
+  std::string eos_token;   // exposed as eos_token; likewise
+  // Returned by strftime_now(fmt), formatted with fmt (%d %b %Y %B %m %y %H %M %S %j %A %a %%):
+  // injected so rendering is deterministic. Unix seconds, UTC. Negative → strftime_now is undefined.
+  int64_t now_unix_seconds = -1;
+  // Further template variables (tools, enable_thinking, date_string, ...). They shadow the fields above
+  // when the names collide, e.g. extra["messages"] replaces `messages`.
+  Value::Object extra;
+  RenderLimits limits;
+};
+
+class ChatTemplate {
+ public:
+  // Parses Jinja source. Errors name the line and column of the offending token.
+  [[nodiscard]] static Result<ChatTemplate> parse(std::string_view source);
+  // Reads `chat_template` from tokenizer_config.json text: either a string, or the list form
+  // [{"name": "default", "template": "..."}, {"name": "tool_use", ...}] from which `name` is picked.
+  [[nodiscard]] static Result<ChatTemplate> from_tokenizer_config(std::string_view json_text,
+                                                                  std::string_view name = "default");
+
+  [[nodiscard]] Result<std::string> render(const ChatContext& ctx) const;
+  // The same with every variable supplied as a Value (messages as an array of objects): the form used
+  // when messages carry structured content (lists of parts) or tool calls.
+  [[nodiscard]] Result<std::string> render_variables(const Value::Object& variables,
+                                                     const RenderLimits& limits = {},
+                                                     int64_t now_unix_seconds = -1) const;
+
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+  std::shared_ptr<const chat::Program> program_;
+};
+
+}  // namespace hfs

@@ -1,0 +1,799 @@
+#include "chat/parser.h"
+
+#include <algorithm>
+#include <initializer_list>
+
+#include "chat/builtins.h"
+#include "chat/lexer.h"
+
+namespace hfs::chat {
+namespace {
+
+constexpr int kMaxNesting = 200;
+
+class Parser {
+ public:
+  explicit Parser(std::vector<Token> toks) : t_(std::move(toks)) {}
+
+  Result<std::shared_ptr<const Program>> run() {
+    auto prog = std::make_shared<Program>();
+    std::string stop;
+    auto body = parse_body({}, "", 0, 0);
+    if (!body) return body.error();
+    prog->body = std::move(body.value());
+    return std::shared_ptr<const Program>(std::move(prog));
+  }
+
+ private:
+  // ---- token helpers ----
+  const Token& cur() const { return t_[std::min(pos_, t_.size() - 1)]; }
+  const Token& peek(size_t ahead = 1) const { return t_[std::min(pos_ + ahead, t_.size() - 1)]; }
+  bool is_op(const Token& t, std::string_view op) const { return t.kind == TokKind::kOp && t.text == op; }
+  bool is_name(const Token& t, std::string_view n) const { return t.kind == TokKind::kName && t.text == n; }
+  bool at_op(std::string_view op) const { return is_op(cur(), op); }
+  bool at_name(std::string_view n) const { return is_name(cur(), n); }
+
+  static std::string describe(const Token& t) {
+    switch (t.kind) {
+      case TokKind::kText: return "template text";
+      case TokKind::kEnd: return "end of template";
+      case TokKind::kString: return "string '" + t.text.substr(0, 40) + "'";
+      default: return "'" + t.text + "'";
+    }
+  }
+  Error error_at(const Token& t, const std::string& msg) const {
+    return make_error(ErrorCode::kInvalidArgument, "chat template: " + where(t.line, t.col) + ": " + msg);
+  }
+  Error expected(const std::string& what) const { return error_at(cur(), "expected " + what + ", got " + describe(cur())); }
+  Status expect_op(std::string_view op) {
+    if (!at_op(op)) return expected("'" + std::string(op) + "'");
+    ++pos_;
+    return Ok{};
+  }
+  Status expect_close_stmt(std::string_view after) {
+    if (cur().kind != TokKind::kCloseStmt) return expected("'%}' after '" + std::string(after) + "'");
+    ++pos_;
+    return Ok{};
+  }
+  Result<std::string> expect_name(const std::string& what) {
+    if (cur().kind != TokKind::kName) return expected(what);
+    return t_[pos_++].text;
+  }
+
+  struct DepthGuard {
+    Parser* p;
+    explicit DepthGuard(Parser* p_) : p(p_) { ++p->depth_; }
+    ~DepthGuard() { --p->depth_; }
+  };
+  Status check_depth() const {
+    if (depth_ > kMaxNesting)
+      return error_at(cur(), "nesting deeper than " + std::to_string(kMaxNesting) + " levels");
+    return Ok{};
+  }
+
+  template <typename T>
+  static std::unique_ptr<T> node(const Token& at) {
+    auto n = std::make_unique<T>();
+    n->line = at.line;
+    n->col = at.col;
+    return n;
+  }
+  static ExprPtr expr_node(ExprKind k, const Token& at) {
+    auto e = node<Expr>(at);
+    e->kind = k;
+    return e;
+  }
+
+  // ---- statements ----
+
+  // Parses until `{% <one of stops>`; leaves pos_ on the stop keyword. `opener` names the block for errors.
+  Result<Body> parse_body(std::initializer_list<std::string_view> stops, std::string_view opener, int open_line,
+                          int open_col) {
+    DepthGuard g(this);
+    HFS_TRY(check_depth());
+    Body body;
+    for (;;) {
+      const Token& t = cur();
+      if (t.kind == TokKind::kEnd) {
+        if (stops.size() == 0) return body;
+        return error_at(t, "'" + std::string(opener) + "' opened at " + where(open_line, open_col) +
+                               " is never closed (expected '{% " + std::string(*(stops.end() - 1)) + " %}')");
+      }
+      if (t.kind == TokKind::kText) {
+        auto s = node<Stmt>(t);
+        s->kind = StmtKind::kText;
+        s->text = t.text;
+        body.push_back(std::move(s));
+        ++pos_;
+        continue;
+      }
+      if (t.kind == TokKind::kOpenExpr) {
+        ++pos_;
+        auto s = node<Stmt>(t);
+        s->kind = StmtKind::kOutput;
+        auto e = parse_expr(true);
+        if (!e) return e.error();
+        s->expr = std::move(e.value());
+        if (cur().kind != TokKind::kCloseExpr) return expected("'}}'");
+        ++pos_;
+        body.push_back(std::move(s));
+        continue;
+      }
+      if (t.kind == TokKind::kOpenStmt) {
+        const Token& kw = peek();
+        if (kw.kind == TokKind::kName && std::find(stops.begin(), stops.end(), kw.text) != stops.end()) {
+          ++pos_;
+          return body;
+        }
+        ++pos_;
+        auto s = parse_statement();
+        if (!s) return s.error();
+        body.push_back(std::move(s.value()));
+        continue;
+      }
+      return error_at(t, "unexpected " + describe(t) + " outside a tag");
+    }
+  }
+
+  Result<StmtPtr> parse_statement() {
+    const Token kw = cur();
+    if (kw.kind != TokKind::kName) return expected("a statement keyword after '{%'");
+    const std::string& k = kw.text;
+    if (k == "if") return parse_if();
+    if (k == "for") return parse_for();
+    if (k == "set") return parse_set();
+    if (k == "macro") return parse_macro();
+    if (k == "call") return parse_call_block();
+    if (k == "break" || k == "continue") {
+      ++pos_;
+      auto s = node<Stmt>(kw);
+      s->kind = k == "break" ? StmtKind::kBreak : StmtKind::kContinue;
+      HFS_TRY(expect_close_stmt(k));
+      return StmtPtr(std::move(s));
+    }
+    static constexpr std::string_view kUnsupported[] = {
+        "include", "import", "from", "extends", "block", "raw", "filter", "with", "autoescape", "generation", "do",
+        "trans", "pluralize"};
+    for (std::string_view u : kUnsupported) {
+      if (k == u)
+        return make_error(ErrorCode::kUnsupported, "chat template: " + where(kw.line, kw.col) + ": statement '{% " + k +
+                                                       " %}' is not supported by this Jinja subset");
+    }
+    return error_at(kw, "unknown statement '" + k + "' (or a closing tag without its opening one)");
+  }
+
+  Result<StmtPtr> parse_if() {
+    const Token kw = cur();
+    ++pos_;
+    auto s = node<Stmt>(kw);
+    s->kind = StmtKind::kIf;
+    auto cond = parse_expr(true);
+    if (!cond) return cond.error();
+    s->conds.push_back(std::move(cond.value()));
+    HFS_TRY(expect_close_stmt("if"));
+    for (;;) {
+      auto body = parse_body({"elif", "else", "endif"}, "if", kw.line, kw.col);
+      if (!body) return body.error();
+      s->bodies.push_back(std::move(body.value()));
+      std::string which = cur().text;
+      ++pos_;
+      if (which == "elif") {
+        auto c = parse_expr(true);
+        if (!c) return c.error();
+        s->conds.push_back(std::move(c.value()));
+        HFS_TRY(expect_close_stmt("elif"));
+        continue;
+      }
+      if (which == "else") {
+        HFS_TRY(expect_close_stmt("else"));
+        auto eb = parse_body({"endif"}, "if", kw.line, kw.col);
+        if (!eb) return eb.error();
+        s->bodies.push_back(std::move(eb.value()));
+        ++pos_;
+      }
+      HFS_TRY(expect_close_stmt("endif"));
+      return StmtPtr(std::move(s));
+    }
+  }
+
+  Status parse_targets(std::vector<std::string>& out, std::string_view stmt) {
+    bool paren = at_op("(");
+    if (paren) ++pos_;
+    for (;;) {
+      auto n = expect_name("a variable name in '" + std::string(stmt) + "'");
+      if (!n) return n.error();
+      out.push_back(std::move(n.value()));
+      if (!at_op(",")) break;
+      ++pos_;
+    }
+    if (paren) HFS_TRY(expect_op(")"));
+    return Ok{};
+  }
+
+  Result<StmtPtr> parse_for() {
+    const Token kw = cur();
+    ++pos_;
+    auto s = node<Stmt>(kw);
+    s->kind = StmtKind::kFor;
+    HFS_TRY(parse_targets(s->targets, "for"));
+    if (!at_name("in")) return expected("'in' in 'for'");
+    ++pos_;
+    auto iter = parse_expr(false);
+    if (!iter) return iter.error();
+    s->expr = std::move(iter.value());
+    if (at_name("if")) {
+      ++pos_;
+      auto c = parse_expr(false);
+      if (!c) return c.error();
+      s->cond = std::move(c.value());
+    }
+    if (at_name("recursive"))
+      return make_error(ErrorCode::kUnsupported,
+                        "chat template: " + where(cur().line, cur().col) + ": recursive for-loops are not supported");
+    HFS_TRY(expect_close_stmt("for"));
+    auto body = parse_body({"else", "endfor"}, "for", kw.line, kw.col);
+    if (!body) return body.error();
+    s->bodies.push_back(std::move(body.value()));
+    if (cur().text == "else") {
+      ++pos_;
+      HFS_TRY(expect_close_stmt("else"));
+      auto eb = parse_body({"endfor"}, "for", kw.line, kw.col);
+      if (!eb) return eb.error();
+      s->bodies.push_back(std::move(eb.value()));
+    }
+    ++pos_;
+    HFS_TRY(expect_close_stmt("endfor"));
+    return StmtPtr(std::move(s));
+  }
+
+  Result<StmtPtr> parse_set() {
+    const Token kw = cur();
+    ++pos_;
+    auto s = node<Stmt>(kw);
+    s->kind = StmtKind::kSet;
+    auto first = expect_name("a variable name after 'set'");
+    if (!first) return first.error();
+    s->targets.push_back(std::move(first.value()));
+    if (at_op(".")) {
+      ++pos_;
+      auto attr = expect_name("an attribute name in 'set'");
+      if (!attr) return attr.error();
+      s->text = std::move(attr.value());
+    } else {
+      while (at_op(",")) {
+        ++pos_;
+        auto n = expect_name("a variable name in 'set'");
+        if (!n) return n.error();
+        s->targets.push_back(std::move(n.value()));
+      }
+    }
+    if (at_op("=")) {
+      ++pos_;
+      auto e = parse_expr(true);
+      if (!e) return e.error();
+      if (at_op(",")) {  // {% set a = 1, 2 %} assigns a tuple
+        auto tup = expr_node(ExprKind::kTuple, kw);
+        tup->items.push_back(std::move(e.value()));
+        while (at_op(",")) {
+          ++pos_;
+          auto more = parse_expr(true);
+          if (!more) return more.error();
+          tup->items.push_back(std::move(more.value()));
+        }
+        s->expr = std::move(tup);
+      } else {
+        s->expr = std::move(e.value());
+      }
+      HFS_TRY(expect_close_stmt("set"));
+      return StmtPtr(std::move(s));
+    }
+    if (cur().kind != TokKind::kCloseStmt) return expected("'=' or '%}' in 'set'");
+    if (s->targets.size() != 1 || !s->text.empty()) return error_at(kw, "a block 'set' takes exactly one plain name");
+    ++pos_;
+    auto body = parse_body({"endset"}, "set", kw.line, kw.col);
+    if (!body) return body.error();
+    s->bodies.push_back(std::move(body.value()));
+    ++pos_;
+    HFS_TRY(expect_close_stmt("endset"));
+    return StmtPtr(std::move(s));
+  }
+
+  Result<StmtPtr> parse_macro() {
+    const Token kw = cur();
+    ++pos_;
+    auto s = node<Stmt>(kw);
+    s->kind = StmtKind::kMacro;
+    auto name = expect_name("a macro name");
+    if (!name) return name.error();
+    s->text = std::move(name.value());
+    HFS_TRY(expect_op("("));
+    while (!at_op(")")) {
+      MacroParam p;
+      auto pn = expect_name("a parameter name in macro '" + s->text + "'");
+      if (!pn) return pn.error();
+      p.name = std::move(pn.value());
+      if (at_op("=")) {
+        ++pos_;
+        auto d = parse_expr(true);
+        if (!d) return d.error();
+        p.default_value = std::move(d.value());
+      }
+      s->params.push_back(std::move(p));
+      if (!at_op(",")) break;
+      ++pos_;
+    }
+    HFS_TRY(expect_op(")"));
+    HFS_TRY(expect_close_stmt("macro"));
+    auto body = parse_body({"endmacro"}, "macro", kw.line, kw.col);
+    if (!body) return body.error();
+    s->bodies.push_back(std::move(body.value()));
+    ++pos_;
+    if (cur().kind == TokKind::kName) ++pos_;  // {% endmacro name %}
+    HFS_TRY(expect_close_stmt("endmacro"));
+    return StmtPtr(std::move(s));
+  }
+
+  Result<StmtPtr> parse_call_block() {
+    const Token kw = cur();
+    ++pos_;
+    if (at_op("("))
+      return make_error(ErrorCode::kUnsupported,
+                        "chat template: " + where(kw.line, kw.col) + ": call blocks with caller parameters are not supported");
+    auto s = node<Stmt>(kw);
+    s->kind = StmtKind::kCallBlock;
+    auto e = parse_expr(true);
+    if (!e) return e.error();
+    if (e.value()->kind != ExprKind::kCall) return error_at(kw, "'{% call %}' needs a macro call, e.g. {% call m(x) %}");
+    s->expr = std::move(e.value());
+    HFS_TRY(expect_close_stmt("call"));
+    auto body = parse_body({"endcall"}, "call", kw.line, kw.col);
+    if (!body) return body.error();
+    s->bodies.push_back(std::move(body.value()));
+    ++pos_;
+    HFS_TRY(expect_close_stmt("endcall"));
+    return StmtPtr(std::move(s));
+  }
+
+  // ---- expressions ----
+
+  Result<ExprPtr> parse_expr(bool allow_ternary) {
+    DepthGuard g(this);
+    HFS_TRY(check_depth());
+    const Token start = cur();
+    auto e = parse_or();
+    if (!e) return e;
+    if (allow_ternary && at_name("if")) {
+      ++pos_;
+      auto cond = parse_or();
+      if (!cond) return cond;
+      auto t = expr_node(ExprKind::kTernary, start);
+      t->items.push_back(std::move(e.value()));
+      t->items.push_back(std::move(cond.value()));
+      if (at_name("else")) {
+        ++pos_;
+        auto other = parse_expr(true);
+        if (!other) return other;
+        t->items.push_back(std::move(other.value()));
+      } else {
+        t->items.push_back(nullptr);
+      }
+      return ExprPtr(std::move(t));
+    }
+    return e;
+  }
+
+  ExprPtr binary(const Token& at, std::string op, ExprPtr l, ExprPtr r) {
+    auto b = expr_node(ExprKind::kBinary, at);
+    b->name = std::move(op);
+    b->items.push_back(std::move(l));
+    b->items.push_back(std::move(r));
+    return b;
+  }
+
+  Result<ExprPtr> parse_or() {
+    auto l = parse_and();
+    if (!l) return l;
+    ExprPtr left = std::move(l.value());
+    while (at_name("or")) {
+      const Token op = t_[pos_++];
+      auto r = parse_and();
+      if (!r) return r;
+      left = binary(op, "or", std::move(left), std::move(r.value()));
+    }
+    return left;
+  }
+
+  Result<ExprPtr> parse_and() {
+    auto l = parse_not();
+    if (!l) return l;
+    ExprPtr left = std::move(l.value());
+    while (at_name("and")) {
+      const Token op = t_[pos_++];
+      auto r = parse_not();
+      if (!r) return r;
+      left = binary(op, "and", std::move(left), std::move(r.value()));
+    }
+    return left;
+  }
+
+  Result<ExprPtr> parse_not() {
+    DepthGuard g(this);
+    HFS_TRY(check_depth());
+    if (at_name("not")) {
+      const Token op = t_[pos_++];
+      auto inner = parse_not();
+      if (!inner) return inner;
+      auto u = expr_node(ExprKind::kUnary, op);
+      u->name = "not";
+      u->items.push_back(std::move(inner.value()));
+      return ExprPtr(std::move(u));
+    }
+    return parse_compare();
+  }
+
+  Result<ExprPtr> parse_compare() {
+    auto l = parse_math1();
+    if (!l) return l;
+    ExprPtr left = std::move(l.value());
+    bool compared = false;
+    for (;;) {
+      const Token op = cur();
+      std::string name;
+      if (op.kind == TokKind::kOp &&
+          (op.text == "==" || op.text == "!=" || op.text == "<" || op.text == ">" || op.text == "<=" || op.text == ">=")) {
+        name = op.text;
+        ++pos_;
+      } else if (is_name(op, "in")) {
+        name = "in";
+        ++pos_;
+      } else if (is_name(op, "not") && is_name(peek(), "in")) {
+        name = "not in";
+        pos_ += 2;
+      } else {
+        return left;
+      }
+      if (compared)
+        return make_error(ErrorCode::kUnsupported, "chat template: " + where(op.line, op.col) +
+                                                       ": chained comparisons (a < b < c) are not supported; use 'and'");
+      compared = true;
+      auto r = parse_math1();
+      if (!r) return r;
+      left = binary(op, name, std::move(left), std::move(r.value()));
+    }
+  }
+
+  Result<ExprPtr> parse_math1() {
+    auto l = parse_concat();
+    if (!l) return l;
+    ExprPtr left = std::move(l.value());
+    while (at_op("+") || at_op("-")) {
+      const Token op = t_[pos_++];
+      auto r = parse_concat();
+      if (!r) return r;
+      left = binary(op, op.text, std::move(left), std::move(r.value()));
+    }
+    return left;
+  }
+
+  Result<ExprPtr> parse_concat() {
+    auto l = parse_math2();
+    if (!l) return l;
+    ExprPtr left = std::move(l.value());
+    while (at_op("~")) {
+      const Token op = t_[pos_++];
+      auto r = parse_math2();
+      if (!r) return r;
+      left = binary(op, "~", std::move(left), std::move(r.value()));
+    }
+    return left;
+  }
+
+  Result<ExprPtr> parse_math2() {
+    auto l = parse_pow();
+    if (!l) return l;
+    ExprPtr left = std::move(l.value());
+    while (at_op("*") || at_op("/") || at_op("//") || at_op("%")) {
+      const Token op = t_[pos_++];
+      auto r = parse_pow();
+      if (!r) return r;
+      left = binary(op, op.text, std::move(left), std::move(r.value()));
+    }
+    return left;
+  }
+
+  Result<ExprPtr> parse_pow() {
+    auto l = parse_unary(true);
+    if (!l) return l;
+    ExprPtr left = std::move(l.value());
+    while (at_op("**")) {
+      const Token op = t_[pos_++];
+      auto r = parse_unary(true);
+      if (!r) return r;
+      left = binary(op, "**", std::move(left), std::move(r.value()));
+    }
+    return left;
+  }
+
+  Result<ExprPtr> parse_unary(bool with_filter) {
+    DepthGuard g(this);
+    HFS_TRY(check_depth());
+    ExprPtr e;
+    if (at_op("-") || at_op("+")) {
+      const Token op = t_[pos_++];
+      auto inner = parse_unary(false);
+      if (!inner) return inner;
+      auto u = expr_node(ExprKind::kUnary, op);
+      u->name = op.text;
+      u->items.push_back(std::move(inner.value()));
+      e = std::move(u);
+    } else {
+      auto p = parse_primary();
+      if (!p) return p;
+      auto post = parse_postfix(std::move(p.value()));
+      if (!post) return post;
+      e = std::move(post.value());
+    }
+    if (!with_filter) return e;
+    return parse_filter_expr(std::move(e));
+  }
+
+  Result<ExprPtr> parse_filter_expr(ExprPtr e) {
+    for (;;) {
+      if (at_op("|")) {
+        const Token bar = t_[pos_++];
+        auto name = expect_name("a filter name after '|'");
+        if (!name) return name.error();
+        if (!is_known_filter(name.value()))
+          return make_error(ErrorCode::kUnsupported, "chat template: " + where(bar.line, bar.col) + ": filter '" +
+                                                         name.value() + "' is not supported by this Jinja subset");
+        auto f = expr_node(ExprKind::kFilter, bar);
+        f->name = std::move(name.value());
+        f->items.push_back(std::move(e));
+        if (at_op("(")) HFS_TRY(parse_call_args(*f));
+        e = std::move(f);
+      } else if (at_name("is")) {
+        const Token is = t_[pos_++];
+        auto t = expr_node(ExprKind::kTest, is);
+        if (at_name("not")) {
+          t->negated = true;
+          ++pos_;
+        }
+        auto name = expect_name("a test name after 'is'");
+        if (!name) return name.error();
+        if (!is_known_test(name.value()))
+          return make_error(ErrorCode::kUnsupported, "chat template: " + where(is.line, is.col) + ": test '" +
+                                                         name.value() + "' is not supported by this Jinja subset");
+        t->name = std::move(name.value());
+        t->items.push_back(std::move(e));
+        if (at_op("(")) {
+          HFS_TRY(parse_call_args(*t));
+        } else {
+          const Token& n = cur();
+          bool arg_start = n.kind == TokKind::kString || n.kind == TokKind::kInt || n.kind == TokKind::kFloat ||
+                           is_op(n, "[") || is_op(n, "{") ||
+                           (n.kind == TokKind::kName && n.text != "else" && n.text != "or" && n.text != "and" &&
+                            n.text != "if" && n.text != "in" && n.text != "not" && n.text != "is");
+          if (arg_start) {
+            auto p = parse_primary();
+            if (!p) return p;
+            auto post = parse_postfix(std::move(p.value()));
+            if (!post) return post;
+            t->items.push_back(std::move(post.value()));
+          }
+        }
+        e = std::move(t);
+      } else if (at_op("(")) {
+        auto c = expr_node(ExprKind::kCall, cur());
+        c->items.push_back(std::move(e));
+        HFS_TRY(parse_call_args(*c));
+        e = std::move(c);
+      } else {
+        return e;
+      }
+    }
+  }
+
+  // ( a, b, k=v ) appended to e.items[1..] / e.kwargs.
+  Status parse_call_args(Expr& e) {
+    HFS_TRY(expect_op("("));
+    while (!at_op(")")) {
+      if (at_op("*") || at_op("**"))
+        return make_error(ErrorCode::kUnsupported,
+                          "chat template: " + where(cur().line, cur().col) + ": *args / **kwargs in calls are not supported");
+      if (cur().kind == TokKind::kName && is_op(peek(), "=")) {
+        std::string key = cur().text;
+        pos_ += 2;
+        auto v = parse_expr(true);
+        if (!v) return v.error();
+        e.kwargs.emplace_back(std::move(key), std::move(v.value()));
+      } else {
+        if (!e.kwargs.empty()) return error_at(cur(), "positional argument after a keyword argument");
+        auto v = parse_expr(true);
+        if (!v) return v.error();
+        e.items.push_back(std::move(v.value()));
+      }
+      if (!at_op(",")) break;
+      ++pos_;
+    }
+    return expect_op(")");
+  }
+
+  Result<ExprPtr> parse_postfix(ExprPtr e) {
+    for (;;) {
+      if (at_op(".")) {
+        const Token dot = t_[pos_++];
+        auto a = expr_node(ExprKind::kAttr, dot);
+        if (cur().kind == TokKind::kName) {
+          a->name = cur().text;
+        } else if (cur().kind == TokKind::kInt) {
+          // x.0 is x[0] in Jinja
+          auto idx = expr_node(ExprKind::kIndex, dot);
+          idx->items.push_back(std::move(e));
+          auto lit = expr_node(ExprKind::kLiteral, cur());
+          lit->literal = JValue::integer(cur().int_value);
+          idx->items.push_back(std::move(lit));
+          ++pos_;
+          e = std::move(idx);
+          continue;
+        } else {
+          return expected("an attribute name after '.'");
+        }
+        ++pos_;
+        a->items.push_back(std::move(e));
+        e = std::move(a);
+      } else if (at_op("[")) {
+        const Token br = t_[pos_++];
+        ExprPtr start, stop, step;
+        bool slice = false;
+        if (!at_op(":")) {
+          auto s = parse_expr(true);
+          if (!s) return s;
+          start = std::move(s.value());
+        }
+        if (at_op(":")) {
+          slice = true;
+          ++pos_;
+          if (!at_op(":") && !at_op("]")) {
+            auto s = parse_expr(true);
+            if (!s) return s;
+            stop = std::move(s.value());
+          }
+          if (at_op(":")) {
+            ++pos_;
+            if (!at_op("]")) {
+              auto s = parse_expr(true);
+              if (!s) return s;
+              step = std::move(s.value());
+            }
+          }
+        }
+        HFS_TRY(expect_op("]"));
+        if (!slice && !start) return error_at(br, "empty subscript '[]'");
+        auto x = expr_node(slice ? ExprKind::kSlice : ExprKind::kIndex, br);
+        x->items.push_back(std::move(e));
+        x->items.push_back(std::move(start));
+        if (slice) {
+          x->items.push_back(std::move(stop));
+          x->items.push_back(std::move(step));
+        }
+        e = std::move(x);
+      } else if (at_op("(")) {
+        auto c = expr_node(ExprKind::kCall, cur());
+        c->items.push_back(std::move(e));
+        HFS_TRY(parse_call_args(*c));
+        e = std::move(c);
+      } else {
+        return e;
+      }
+    }
+  }
+
+  Result<ExprPtr> parse_primary() {
+    DepthGuard g(this);
+    HFS_TRY(check_depth());
+    const Token t = cur();
+    switch (t.kind) {
+      case TokKind::kName: {
+        ++pos_;
+        auto lit = expr_node(ExprKind::kLiteral, t);
+        if (t.text == "true" || t.text == "True") lit->literal = JValue::boolean(true);
+        else if (t.text == "false" || t.text == "False") lit->literal = JValue::boolean(false);
+        else if (t.text == "none" || t.text == "None") lit->literal = JValue::none();
+        else {
+          auto n = expr_node(ExprKind::kName, t);
+          n->name = t.text;
+          return ExprPtr(std::move(n));
+        }
+        return ExprPtr(std::move(lit));
+      }
+      case TokKind::kString: {
+        std::string s;
+        while (cur().kind == TokKind::kString) s += t_[pos_++].text;  // adjacent literals concatenate
+        auto lit = expr_node(ExprKind::kLiteral, t);
+        lit->literal = JValue::string(std::move(s));
+        return ExprPtr(std::move(lit));
+      }
+      case TokKind::kInt:
+      case TokKind::kFloat: {
+        ++pos_;
+        auto lit = expr_node(ExprKind::kLiteral, t);
+        lit->literal = t.kind == TokKind::kInt ? JValue::integer(t.int_value) : JValue::floating(t.float_value);
+        return ExprPtr(std::move(lit));
+      }
+      case TokKind::kOp: {
+        if (t.text == "(") {
+          ++pos_;
+          auto tup = expr_node(ExprKind::kTuple, t);
+          if (at_op(")")) {
+            ++pos_;
+            return ExprPtr(std::move(tup));
+          }
+          auto first = parse_expr(true);
+          if (!first) return first;
+          if (at_op(")")) {
+            ++pos_;
+            return first;
+          }
+          tup->items.push_back(std::move(first.value()));
+          while (at_op(",")) {
+            ++pos_;
+            if (at_op(")")) break;
+            auto more = parse_expr(true);
+            if (!more) return more;
+            tup->items.push_back(std::move(more.value()));
+          }
+          HFS_TRY(expect_op(")"));
+          return ExprPtr(std::move(tup));
+        }
+        if (t.text == "[") {
+          ++pos_;
+          auto list = expr_node(ExprKind::kList, t);
+          while (!at_op("]")) {
+            auto item = parse_expr(true);
+            if (!item) return item;
+            list->items.push_back(std::move(item.value()));
+            if (!at_op(",")) break;
+            ++pos_;
+          }
+          HFS_TRY(expect_op("]"));
+          return ExprPtr(std::move(list));
+        }
+        if (t.text == "{") {
+          ++pos_;
+          auto dict = expr_node(ExprKind::kDict, t);
+          while (!at_op("}")) {
+            auto k = parse_expr(true);
+            if (!k) return k;
+            HFS_TRY(expect_op(":"));
+            auto v = parse_expr(true);
+            if (!v) return v;
+            dict->items.push_back(std::move(k.value()));
+            dict->items.push_back(std::move(v.value()));
+            if (!at_op(",")) break;
+            ++pos_;
+          }
+          HFS_TRY(expect_op("}"));
+          return ExprPtr(std::move(dict));
+        }
+        break;
+      }
+      default: break;
+    }
+    return expected("an expression");
+  }
+
+  std::vector<Token> t_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<const Program>> parse_program(std::string_view source) {
+  auto toks = tokenize(source);
+  if (!toks) return toks.error();
+  Parser p(std::move(toks.value()));
+  return p.run();
+}
+
+}  // namespace hfs::chat
