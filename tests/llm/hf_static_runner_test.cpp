@@ -180,7 +180,9 @@ TEST(HfStaticRunner, StepsTouchOnlyTheirOwnSlots) {
               allowed |= (sliding[layer] ? p % lengths[layer] : p) == s;
             size_t off = static_cast<size_t>((h * S + s) * D) * elem;
             bool same = std::memcmp(before[c].data() + off, after[c].data() + off, static_cast<size_t>(D) * elem) == 0;
-            if (!allowed) EXPECT_TRUE(same) << "cache " << c << " head " << h << " slot " << s << " changed at p0=" << p0;
+            if (!allowed) {
+              EXPECT_TRUE(same) << "cache " << c << " head " << h << " slot " << s << " changed at p0=" << p0;
+            }
           }
       }
       done += step;
