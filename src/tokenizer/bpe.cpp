@@ -120,7 +120,7 @@ Status BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& ou
       out.push_back(final_id[static_cast<size_t>(s)]);
       continue;
     }
-    const std::string& text = s >= 0 ? syms.str(s) : unknown_str[static_cast<size_t>(-2 - s)];
+    std::string_view text = s >= 0 ? syms.view(s) : std::string_view(unknown_str[static_cast<size_t>(-2 - s)]);
     if (opt.byte_fallback) {
       bool all = true;
       for (unsigned char ch : text) all = all && byte_ids[ch] >= 0;
@@ -132,7 +132,7 @@ Status BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& ou
     if (opt.has_unk) {
       if (unk_id < 0)
         return make_error(ErrorCode::kTokenizer, "tokenizer: model.unk_token '" + opt.unk_token +
-                                                     "' is not in the vocabulary, needed for '" + text + "'");
+                                                     "' is not in the vocabulary, needed for '" + std::string(text) + "'");
       out.push_back(unk_id);
     }
     // No unk token: the piece is dropped, as transformers.js does.

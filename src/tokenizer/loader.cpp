@@ -1,139 +1,203 @@
-// tokenizer.json / tokenizer_config.json → Tokenizer::Impl. The big parts (vocab, merges, added tokens)
-// are read with simdjson; the small pipeline nodes are handed to the stage factories as nlohmann JSON.
-#include <simdjson.h>
-
+// tokenizer.json / tokenizer_config.json → Tokenizer::Impl. The big parts (vocab, merges) are read by a
+// zero-copy scanner straight into the compact symbol table; the small nodes go through nlohmann JSON.
 #include <algorithm>
 #include <unordered_set>
 
+#include "tokenizer/json_scan.h"
 #include "tokenizer/tokenizer_impl.h"
 
 namespace hfs {
 namespace {
 
-namespace sj = simdjson;
 using tok::Json;
+using tok::JsonCursor;
 
 Error bad(const std::string& name, const std::string& what) {
   return make_error(ErrorCode::kTokenizer, "tokenizer: " + name + ": " + what);
 }
 
-std::string kind_name(sj::dom::element_type t) {
-  switch (t) {
-    case sj::dom::element_type::ARRAY: return "an array";
-    case sj::dom::element_type::OBJECT: return "an object";
-    case sj::dom::element_type::INT64: case sj::dom::element_type::UINT64: return "an integer";
-    case sj::dom::element_type::DOUBLE: return "a number";
-    case sj::dom::element_type::STRING: return "a string";
-    case sj::dom::element_type::BOOL: return "a boolean";
-    default: return "null";
-  }
-}
-
-Result<Json> to_json(sj::dom::element e, const std::string& name, const char* key) {
-  std::string text = sj::minify(e);
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad(name, std::string(key) + ": cannot re-read the JSON node");
+Result<Json> parse_small(std::string_view raw, const std::string& name, const std::string& key) {
+  Json j = Json::parse(raw, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return bad(name, key + ": not valid JSON");
   return j;
 }
 
-Result<Json> get_node(sj::dom::object obj, const char* key, const std::string& name) {
-  sj::dom::element e;
-  if (obj[key].get(e) != sj::SUCCESS) return Json();
-  return to_json(e, name, key);
+// model.vocab: {"token": id, ...}, in batches like the merges (see load_merges).
+Status load_vocab(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_sym) {
+  struct Pending {
+    std::string key;
+    uint32_t h = 0;
+    int64_t id = 0;
+  };
+  constexpr size_t kBatch = 64;
+  std::vector<Pending> batch(kBatch);
+  std::string scratch;
+  HFS_TRY(c.expect('{', "model.vocab"));
+  bool done = c.eat('}');
+  while (!done) {
+    size_t n = 0;
+    for (; n < kBatch && !done; ++n) {
+      auto key = c.string(scratch, "model.vocab key");
+      if (!key) return key.error();
+      HFS_TRY(c.expect(':', "model.vocab"));
+      auto id = c.integer("model.vocab['" + std::string(*key) + "']");
+      if (!id) return id.error();
+      if (*id < 0 || *id > INT32_MAX) return c.error("model.vocab['" + std::string(*key) + "']", "a non-negative int32 id");
+      Pending& p = batch[n];
+      p.key.assign(*key);
+      p.h = tok::SymbolTable::hash(p.key);
+      p.id = *id;
+      m.syms.prefetch_slot(p.h);
+      if (!c.eat(',')) {
+        HFS_TRY(c.expect('}', "model.vocab"));
+        done = true;
+      }
+    }
+    for (size_t k = 0; k < n; ++k) {
+      const Pending& p = batch[k];
+      int32_t sym = m.syms.intern_hashed(p.key, p.h);
+      if (static_cast<size_t>(sym) >= m.vocab_id.size()) m.vocab_id.resize(static_cast<size_t>(sym) + 1, -1);
+      m.vocab_id[static_cast<size_t>(sym)] = static_cast<int32_t>(p.id);
+      if (static_cast<size_t>(p.id) >= id_to_sym.size()) id_to_sym.resize(static_cast<size_t>(p.id) + 1, -1);
+      id_to_sym[static_cast<size_t>(p.id)] = sym;
+    }
+  }
+  return Ok{};
 }
 
-Status load_model(tok::BpeModel& m, std::vector<int32_t>& id_to_sym, sj::dom::object model, const std::string& name) {
-  std::string_view type = "BPE";
-  sj::dom::element te;
-  if (model["type"].get(te) == sj::SUCCESS && te.get_string().get(type) != sj::SUCCESS)
-    return bad(name, "model.type: expected a string, got " + kind_name(te.type()));
-  if (type != "BPE")
-    return make_error(ErrorCode::kUnsupported, "tokenizer: " + name + ": model type '" + std::string(type) +
-                                                   "' is not supported (only BPE)");
-  auto get_bool = [&](const char* key, bool& out) -> Status {
-    sj::dom::element e;
-    if (model[key].get(e) != sj::SUCCESS || e.is_null()) return Ok{};
-    if (e.get_bool().get(out) != sj::SUCCESS)
-      return bad(name, std::string("model.") + key + ": expected a boolean, got " + kind_name(e.type()));
-    return Ok{};
+// model.merges: ["left right", ...] or [["left", "right"], ...]; later duplicates win (as in JS and HF).
+// Merges go in batches so the hash-table probes of a batch overlap (memory latency dominates loading).
+Status load_merges(JsonCursor& c, tok::BpeModel& m) {
+  struct Pending {
+    std::string a, b, joined;
+    uint32_t ha = 0, hb = 0, hj = 0;
+    uint64_t key = 0, val = 0;
   };
-  auto get_str = [&](const char* key, std::string& out, bool* present) -> Status {
-    sj::dom::element e;
-    if (model[key].get(e) != sj::SUCCESS || e.is_null()) return Ok{};
-    std::string_view s;
-    if (e.get_string().get(s) != sj::SUCCESS)
-      return bad(name, std::string("model.") + key + ": expected a string, got " + kind_name(e.type()));
-    out = std::string(s);
-    if (present) *present = true;
-    return Ok{};
-  };
-  HFS_TRY(get_bool("byte_fallback", m.opt.byte_fallback));
-  HFS_TRY(get_bool("ignore_merges", m.opt.ignore_merges));
-  HFS_TRY(get_bool("fuse_unk", m.opt.fuse_unk));
-  HFS_TRY(get_str("unk_token", m.opt.unk_token, &m.opt.has_unk));
-  HFS_TRY(get_str("continuing_subword_prefix", m.opt.continuing_subword_prefix, nullptr));
-  HFS_TRY(get_str("end_of_word_suffix", m.opt.end_of_word_suffix, nullptr));
-  sj::dom::element dropout;
-  if (model["dropout"].get(dropout) == sj::SUCCESS && !dropout.is_null()) {
-    double d = 0;
-    if (dropout.get_double().get(d) == sj::SUCCESS && d != 0.0)
-      return make_error(ErrorCode::kUnsupported, "tokenizer: " + name + ": model.dropout " + std::to_string(d) +
-                                                     " is not supported (inference tokenizers use null)");
-  }
-
-  sj::dom::object vocab;
-  sj::dom::element ve;
-  if (model["vocab"].get(ve) != sj::SUCCESS) return bad(name, "model.vocab: missing");
-  if (ve.get_object().get(vocab) != sj::SUCCESS)
-    return bad(name, "model.vocab: expected an object {token: id}, got " + kind_name(ve.type()));
-  sj::dom::array merges;
-  sj::dom::element me;
-  if (model["merges"].get(me) != sj::SUCCESS) return bad(name, "model.merges: missing");
-  if (me.get_array().get(merges) != sj::SUCCESS)
-    return bad(name, "model.merges: expected an array, got " + kind_name(me.type()));
-
-  size_t nvocab = vocab.size(), nmerges = merges.size();
-  m.syms.reserve(nvocab + nmerges / 4 + 1024);
-  m.vocab_id.reserve(nvocab + 1024);
-  for (auto [key, val] : vocab) {
-    int64_t id = 0;
-    if (val.get_int64().get(id) != sj::SUCCESS || id < 0 || id > INT32_MAX)
-      return bad(name, "model.vocab['" + std::string(key) + "']: expected a non-negative integer id, got " +
-                           (val.is_int64() ? std::to_string(int64_t(val)) : kind_name(val.type())));
-    int32_t sym = m.syms.intern(key);
-    if (static_cast<size_t>(sym) >= m.vocab_id.size()) m.vocab_id.resize(static_cast<size_t>(sym) + 1, -1);
-    m.vocab_id[static_cast<size_t>(sym)] = static_cast<int32_t>(id);
-    if (static_cast<size_t>(id) >= id_to_sym.size()) id_to_sym.resize(static_cast<size_t>(id) + 1, -1);
-    id_to_sym[static_cast<size_t>(id)] = sym;
-  }
-
-  m.merges.reserve(nmerges);
-  std::string joined;
+  constexpr size_t kBatch = 64;
+  std::vector<Pending> batch(kBatch);
+  std::string sa, sb;
+  HFS_TRY(c.expect('[', "model.merges"));
+  bool done = c.eat(']');
   uint64_t rank = 0;
-  for (sj::dom::element e : merges) {
-    std::string_view a, b;
-    std::string_view s;
-    if (e.get_string().get(s) == sj::SUCCESS) {
-      size_t sp = s.find(' ');
-      if (sp == std::string_view::npos)
-        return bad(name, "model.merges[" + std::to_string(rank) + "]: expected \"left right\", got '" + std::string(s) + "'");
-      a = s.substr(0, sp);
-      b = s.substr(sp + 1);
-      b = b.substr(0, b.find(' '));  // like JS split(" ", 2): a third part is ignored
-    } else {
-      sj::dom::array pair;
-      if (e.get_array().get(pair) != sj::SUCCESS || pair.size() != 2 || pair.at(0).get_string().get(a) != sj::SUCCESS ||
-          pair.at(1).get_string().get(b) != sj::SUCCESS)
-        return bad(name, "model.merges[" + std::to_string(rank) + "]: expected \"left right\" or [left, right], got " +
-                             sj::minify(e));
+  while (!done) {
+    size_t n = 0;
+    for (; n < kBatch && !done; ++n) {
+      std::string where = "model.merges[" + std::to_string(rank + n) + "]";
+      std::string_view a, b;
+      if (c.peek() == '"') {
+        auto s = c.string(sa, where);
+        if (!s) return s.error();
+        size_t sp = s->find(' ');
+        if (sp == std::string_view::npos)
+          return bad("tokenizer.json", where + ": expected \"left right\", got '" + std::string(*s) + "'");
+        a = s->substr(0, sp);
+        b = s->substr(sp + 1);
+        b = b.substr(0, b.find(' '));  // like JS split(" ", 2): a third part is ignored
+      } else {
+        HFS_TRY(c.expect('[', where + " (\"left right\" or [left, right])"));
+        auto x = c.string(sa, where);
+        if (!x) return x.error();
+        HFS_TRY(c.expect(',', where));
+        auto y = c.string(sb, where);
+        if (!y) return y.error();
+        HFS_TRY(c.expect(']', where + " (a pair)"));
+        a = *x;
+        b = *y;
+      }
+      Pending& p = batch[n];
+      p.a.assign(a);
+      p.b.assign(b);
+      p.joined.assign(a);
+      p.joined.append(b);
+      p.ha = tok::SymbolTable::hash(p.a);
+      p.hb = tok::SymbolTable::hash(p.b);
+      p.hj = tok::SymbolTable::hash(p.joined);
+      m.syms.prefetch_slot(p.ha);
+      m.syms.prefetch_slot(p.hb);
+      m.syms.prefetch_slot(p.hj);
+      if (!c.eat(',')) {
+        HFS_TRY(c.expect(']', "model.merges"));
+        done = true;
+      }
     }
-    int32_t sa = m.syms.intern(a), sb = m.syms.intern(b);
-    joined.assign(a);
-    joined.append(b);
-    int32_t sm = m.syms.intern(joined);
-    m.merges.put((static_cast<uint64_t>(sa) << 32) | static_cast<uint32_t>(sb), (rank << 32) | static_cast<uint32_t>(sm));
-    ++rank;
+    for (size_t k = 0; k < n; ++k) {
+      m.syms.prefetch_bytes(batch[k].ha);
+      m.syms.prefetch_bytes(batch[k].hb);
+      m.syms.prefetch_bytes(batch[k].hj);
+    }
+    for (size_t k = 0; k < n; ++k) {
+      Pending& p = batch[k];
+      int32_t ia = m.syms.intern_hashed(p.a, p.ha), ib = m.syms.intern_hashed(p.b, p.hb);
+      int32_t ij = m.syms.intern_hashed(p.joined, p.hj);
+      p.key = (static_cast<uint64_t>(ia) << 32) | static_cast<uint32_t>(ib);
+      p.val = ((rank + k) << 32) | static_cast<uint32_t>(ij);
+      m.merges.prefetch(p.key);
+    }
+    for (size_t k = 0; k < n; ++k) m.merges.put(batch[k].key, batch[k].val);
+    rank += n;
   }
+  return Ok{};
+}
+
+Status load_model(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_sym, const std::string& name,
+                  size_t doc_size) {
+  Json fields = Json::object();
+  bool has_vocab = false, has_merges = false;
+  std::string scratch;
+  m.syms.reserve(doc_size / 96 + 1024, doc_size / 10 + 4096);
+  m.vocab_id.reserve(doc_size / 96 + 1024);
+  m.merges.reserve(doc_size / 48 + 1024);
+  HFS_TRY(c.expect('{', "model"));
+  if (!c.eat('}')) {
+    while (true) {
+      auto k = c.string(scratch, "model key");
+      if (!k) return k.error();
+      std::string key(*k);
+      HFS_TRY(c.expect(':', "model"));
+      if (key == "vocab" && c.peek() == '{') {
+        HFS_TRY(load_vocab(c, m, id_to_sym));
+        has_vocab = true;
+      } else if (key == "merges" && c.peek() == '[') {
+        HFS_TRY(load_merges(c, m));
+        has_merges = true;
+      } else {
+        auto raw = c.skip_value("model." + key);
+        if (!raw) return raw.error();
+        auto j = parse_small(*raw, name, "model." + key);
+        if (!j) return j.error();
+        fields[key] = std::move(*j);
+      }
+      if (c.eat(',')) continue;
+      HFS_TRY(c.expect('}', "model"));
+      break;
+    }
+  }
+  std::string type = fields.contains("type") && fields["type"].is_string() ? fields["type"].get<std::string>() : "BPE";
+  if (fields.contains("type") && !fields["type"].is_string()) return tok::config_error("model.type", "a string", fields["type"]);
+  if (type != "BPE")
+    return make_error(ErrorCode::kUnsupported, "tokenizer: " + name + ": model type '" + type + "' is not supported (only BPE)");
+  if (!has_vocab) return bad(name, "model.vocab: expected an object {token: id}" + std::string(fields.contains("vocab") ? ", got " + fields["vocab"].dump().substr(0, 40) : " (missing)"));
+  if (!has_merges) return bad(name, "model.merges: expected an array" + std::string(fields.contains("merges") ? ", got " + fields["merges"].dump().substr(0, 40) : " (missing)"));
+  auto flag = [&](const char* key, bool& out) -> Status {
+    auto r = tok::get_bool(fields, key, "model", out);
+    if (!r) return r.error();
+    out = *r;
+    return Ok{};
+  };
+  HFS_TRY(flag("byte_fallback", m.opt.byte_fallback));
+  HFS_TRY(flag("ignore_merges", m.opt.ignore_merges));
+  HFS_TRY(flag("fuse_unk", m.opt.fuse_unk));
+  for (auto [key, dst] : {std::pair<const char*, std::string*>{"unk_token", &m.opt.unk_token},
+                          {"continuing_subword_prefix", &m.opt.continuing_subword_prefix},
+                          {"end_of_word_suffix", &m.opt.end_of_word_suffix}}) {
+    auto r = tok::get_string(fields, key, "model", "");
+    if (!r) return r.error();
+    *dst = *r;
+  }
+  m.opt.has_unk = fields.contains("unk_token") && fields["unk_token"].is_string();
+  if (fields.contains("dropout") && fields["dropout"].is_number() && fields["dropout"].get<double>() != 0.0)
+    return make_error(ErrorCode::kUnsupported, "tokenizer: " + name + ": model.dropout " + fields["dropout"].dump() +
+                                                   " is not supported (inference tokenizers use null)");
   m.vocab_id.resize(m.syms.size(), -1);
   return Ok{};
 }
@@ -144,41 +208,61 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
                                                              const std::string& name) {
   auto im = std::make_unique<Tokenizer::Impl>();
   im->name = name;
-  sj::dom::parser parser;
-  sj::padded_string padded(tokenizer_json);
-  sj::dom::element root;
-  if (auto err = parser.parse(padded).get(root); err)
-    return bad(name, std::string("not valid JSON: ") + sj::error_message(err));
-  sj::dom::object top;
-  if (root.get_object().get(top) != sj::SUCCESS) return bad(name, "expected a JSON object at the top, got " + kind_name(root.type()));
-  sj::dom::object model;
-  sj::dom::element model_e;
-  if (top["model"].get(model_e) != sj::SUCCESS) return bad(name, "missing 'model'");
-  if (model_e.get_object().get(model) != sj::SUCCESS) return bad(name, "model: expected an object, got " + kind_name(model_e.type()));
-  HFS_TRY(load_model(im->model, im->id_to_sym, model, name));
+  JsonCursor c(tokenizer_json, name);
+  std::unordered_map<std::string, std::string_view> raw;  // the small top-level nodes
+  bool has_model = false;
+  {
+    std::string scratch;
+    if (c.peek() != '{') return c.error("top level", "a JSON object");
+    HFS_TRY(c.expect('{', "top level"));
+    if (!c.eat('}')) {
+      while (true) {
+        auto k = c.string(scratch, "top-level key");
+        if (!k) return k.error();
+        std::string key(*k);
+        HFS_TRY(c.expect(':', "top level"));
+        if (key == "model") {
+          if (c.peek() != '{') return c.error("model", "an object");
+          HFS_TRY(load_model(c, im->model, im->id_to_sym, name, tokenizer_json.size()));
+          has_model = true;
+        } else {
+          auto v = c.skip_value(key);
+          if (!v) return v.error();
+          raw[key] = *v;
+        }
+        if (c.eat(',')) continue;
+        HFS_TRY(c.expect('}', "top level"));
+        break;
+      }
+    }
+    c.ws();
+    if (c.pos() != tokenizer_json.size()) return c.error("top level", "end of file after the object");
+  }
+  if (!has_model) return bad(name, "missing 'model'");
   tok::BpeModel& m = im->model;
+  auto node = [&](const char* key) -> Result<Json> {
+    auto it = raw.find(key);
+    if (it == raw.end()) return Json();
+    return parse_small(it->second, name, key);
+  };
 
   // Added tokens: they override the vocabulary entry of their content.
-  sj::dom::element added_e;
-  if (top["added_tokens"].get(added_e) == sj::SUCCESS && !added_e.is_null()) {
-    sj::dom::array arr;
-    if (added_e.get_array().get(arr) != sj::SUCCESS)
-      return bad(name, "added_tokens: expected an array, got " + kind_name(added_e.type()));
+  auto added_node = node("added_tokens");
+  if (!added_node) return added_node.error();
+  if (!added_node->is_null()) {
+    if (!added_node->is_array()) return tok::config_error("added_tokens", "an array", *added_node);
     size_t k = 0;
-    for (sj::dom::element e : arr) {
+    for (const Json& e : *added_node) {
+      std::string where = "added_tokens[" + std::to_string(k++) + "]";
+      if (!e.is_object() || !e.contains("content") || !e["content"].is_string() || !e.contains("id") ||
+          !e["id"].is_number_integer() || e["id"].get<int64_t>() < 0 || e["id"].get<int64_t>() > INT32_MAX)
+        return tok::config_error(where, "{\"id\": int >= 0, \"content\": string, ...}", e);
       tok::AddedToken t;
-      std::string_view content;
-      int64_t id = -1;
-      if (e["content"].get_string().get(content) != sj::SUCCESS || e["id"].get_int64().get(id) != sj::SUCCESS || id < 0 ||
-          id > INT32_MAX)
-        return bad(name, "added_tokens[" + std::to_string(k) + "]: expected {\"id\": int >= 0, \"content\": string, ...}, got " +
-                             sj::minify(e));
-      t.content = std::string(content);
-      t.id = static_cast<int32_t>(id);
+      t.content = e["content"].get<std::string>();
+      t.id = e["id"].get<int32_t>();
       auto flag = [&](const char* key, bool& out, bool dflt) {
         out = dflt;
-        bool v;
-        if (e[key].get_bool().get(v) == sj::SUCCESS) out = v;
+        if (e.contains(key) && e[key].is_boolean()) out = e[key].get<bool>();
       };
       flag("special", t.special, false);
       flag("single_word", t.single_word, false);
@@ -186,17 +270,16 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
       flag("rstrip", t.rstrip, false);
       flag("normalized", t.normalized, !t.special);
       im->added.push_back(std::move(t));
-      ++k;
     }
   }
 
   // Pipeline stages.
-  auto norm_node = get_node(top, "normalizer", name);
+  auto norm_node = node("normalizer");
   if (!norm_node) return norm_node.error();
   auto norm = tok::make_normalizer(*norm_node);
   if (!norm) return norm.error().with_context(name);
   im->normalizer = std::move(*norm);
-  auto pre_node = get_node(top, "pre_tokenizer", name);
+  auto pre_node = node("pre_tokenizer");
   if (!pre_node) return pre_node.error();
   auto pre = tok::make_pre_tokenizer(*pre_node);
   if (!pre) return pre.error().with_context(name);
@@ -247,12 +330,12 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
 
   const Tokenizer::Impl* self = im.get();
   tok::ResolveFn resolve = [self](std::string_view s) { return self->resolve(s); };
-  auto post_node = get_node(top, "post_processor", name);
+  auto post_node = node("post_processor");
   if (!post_node) return post_node.error();
   auto post = tok::make_post_processor(*post_node, resolve);
   if (!post) return post.error().with_context(name);
   im->post_processor = std::move(*post);
-  auto dec_node = get_node(top, "decoder", name);
+  auto dec_node = node("decoder");
   if (!dec_node) return dec_node.error();
   tok::DecoderContext ctx{&im->added_contents_sorted};
   auto dec = tok::make_decoder(*dec_node, ctx);
@@ -264,7 +347,7 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
   for (const auto& t : im->added)
     if (t.special) special.insert(t.content);
   if (!config_json.empty()) {
-    // nlohmann here: configs carry integers beyond 64 bits (model_max_length = 1e30) that simdjson rejects.
+    // Small file; nlohmann copes with the integers beyond 64 bits some configs carry (model_max_length).
     std::string cname = "tokenizer_config.json";
     Json cfg = Json::parse(config_json, nullptr, /*allow_exceptions=*/false);
     if (cfg.is_discarded()) return bad(cname, "not valid JSON");

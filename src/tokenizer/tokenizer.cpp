@@ -1,6 +1,13 @@
 // Tokenizer: encode (added tokens → normalizer → pre-tokenizer → BPE → post-processor) and decode.
 #include "hfstatic/tokenizer.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -126,6 +133,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_json(std::string_view t
 }
 
 namespace {
+
 Result<std::string> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return make_error(ErrorCode::kIo, "tokenizer: cannot open '" + path + "'");
@@ -134,12 +142,42 @@ Result<std::string> read_file(const std::string& path) {
   if (f.bad()) return make_error(ErrorCode::kIo, "tokenizer: read error on '" + path + "'");
   return ss.str();
 }
+
+// A read-only mapping of a whole file: tokenizer.json is parsed in place (a copy of 33 MB costs more
+// than the parse on machines where fresh pages are expensive).
+class MappedFile {
+ public:
+  ~MappedFile() {
+    if (data_) munmap(data_, size_);
+    if (fd_ >= 0) close(fd_);
+  }
+  Status open(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return make_error(ErrorCode::kIo, "tokenizer: cannot open '" + path + "': " + std::strerror(errno));
+    struct stat st;
+    if (fstat(fd_, &st) != 0) return make_error(ErrorCode::kIo, "tokenizer: cannot stat '" + path + "'");
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ == 0) return Ok{};
+    void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd_, 0);
+    if (p == MAP_FAILED) return make_error(ErrorCode::kIo, "tokenizer: cannot map '" + path + "': " + std::strerror(errno));
+    data_ = p;
+    return Ok{};
+  }
+  std::string_view view() const { return {static_cast<const char*>(data_), data_ ? size_ : 0}; }
+
+ private:
+  int fd_ = -1;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 }  // namespace
 
 Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_dir(const std::string& dir) {
   std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
-  auto tj = read_file(base + "tokenizer.json");
-  if (!tj) return make_error(ErrorCode::kNotFound, "tokenizer: directory '" + dir + "' has no readable tokenizer.json");
+  MappedFile tj;
+  if (!tj.open(base + "tokenizer.json").ok())
+    return make_error(ErrorCode::kNotFound, "tokenizer: directory '" + dir + "' has no readable tokenizer.json");
   std::string cfg;
   std::ifstream probe(base + "tokenizer_config.json");
   if (probe) {
@@ -147,7 +185,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_dir(const std::string& 
     if (!c) return c.error();
     cfg = std::move(*c);
   }
-  return from_json(*tj, cfg, base + "tokenizer.json");
+  return from_json(tj.view(), cfg, base + "tokenizer.json");
 }
 
 Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text, bool add_special) const {
