@@ -7,7 +7,12 @@
 namespace hfs::tok {
 
 Error JsonCursor::error(std::string_view where, std::string_view expected) const {
-  std::string got = pos_ >= doc_.size() ? "end of file" : "'" + std::string(doc_.substr(pos_, 20)) + "'";
+  std::string got = "end of file";
+  if (pos_ < doc_.size()) {
+    got.assign(1, '\'');
+    got.append(doc_.substr(pos_, 20));
+    got.push_back('\'');
+  }
   return make_error(ErrorCode::kTokenizer, "tokenizer: " + name_ + ": " + std::string(where) + ": expected " +
                                                std::string(expected) + " at byte " + std::to_string(pos_) + ", got " + got);
 }

@@ -246,7 +246,7 @@ Result<std::string> translate_hf_regex(std::string_view p, std::string_view what
         case 'e': emit_atom("\\x1B"); continue;
         case 'v': emit_atom("\\x0B"); continue;
         default:
-          emit_atom("\\" + std::string(next));
+          emit_atom(std::string(1, '\\').append(next));
           continue;
       }
     }
@@ -318,7 +318,8 @@ Result<std::string> translate_hf_regex(std::string_view p, std::string_view what
           ++i;
           continue;
         }
-        std::string q = body[0] == ',' ? "0" + std::string(body) : std::string(body);
+        std::string q(body);
+        if (q[0] == ',') q.insert(q.begin(), '0');
         i = close + 1;
         if (i < p.size() && (p[i] == '+' || p[i] == '*')) {
           // Oniguruma reads `a{n,m}+` as a repeated repetition, not a possessive one.

@@ -202,7 +202,9 @@ std::vector<std::string> pre(const json& node, std::string text, size_t section 
   auto p = hfs::tok::make_pre_tokenizer(node);
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().to_string());
   std::vector<std::string> pieces{std::move(text)};
-  if (p.ok()) EXPECT_TRUE((*p)->pre_tokenize(pieces, section).ok());
+  if (p.ok()) {
+    EXPECT_TRUE((*p)->pre_tokenize(pieces, section).ok());
+  }
   return pieces;
 }
 
@@ -338,7 +340,9 @@ TEST(TokenizerReal, StoriesBosEosAndStreaming) {
   for (size_t k = 0; k < euro.size(); ++k) {
     auto piece = s.feed(euro[k]);
     ASSERT_TRUE(piece.ok());
-    if (k >= 1 && k + 1 < euro.size()) EXPECT_EQ(*piece, "") << k;
+    if (k >= 1 && k + 1 < euro.size()) {
+      EXPECT_EQ(*piece, "") << k;
+    }
     out += *piece;
   }
   EXPECT_EQ(out, (*(*t)->decode(euro)));
@@ -373,7 +377,10 @@ TEST(TokenizerCli, EncodeDecodeStoriesDirectory) {
   ASSERT_EQ(rc2, 0) << out2;
   EXPECT_EQ(json::parse(out2)["ids"], g.contains("plain") ? g["plain"] : g["ids"]);
   std::string ids;
-  for (auto& v : g["ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(v.get<int>());
+  for (auto& v : g["ids"]) {
+    if (!ids.empty()) ids += ',';
+    ids += std::to_string(v.get<int>());
+  }
   auto [rc3, out3] = run("-m " + dir + " --decode " + ids);
   ASSERT_EQ(rc3, 0) << out3;
   EXPECT_EQ(out3, g["dec"].get<std::string>() + "\n");
