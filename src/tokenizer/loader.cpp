@@ -29,7 +29,7 @@ Status load_vocab(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_s
     uint32_t h = 0;
     int64_t id = 0;
   };
-  constexpr size_t kBatch = 64;
+  constexpr size_t kBatch = 256;
   std::vector<Pending> batch(kBatch);
   std::string scratch;
   HFS_TRY(c.expect('{', "model.vocab"));
@@ -73,7 +73,7 @@ Status load_merges(JsonCursor& c, tok::BpeModel& m) {
     uint32_t ha = 0, hb = 0, hj = 0;
     uint64_t key = 0, val = 0;
   };
-  constexpr size_t kBatch = 64;
+  constexpr size_t kBatch = 256;
   std::vector<Pending> batch(kBatch);
   std::string sa, sb;
   HFS_TRY(c.expect('[', "model.merges"));
