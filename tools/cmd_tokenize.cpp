@@ -1,0 +1,116 @@
+// `hfstatic tokenize -m MODEL_DIR_OR_PROGRAM [--json] [--no-special] TEXT` → ids;
+// `hfstatic tokenize -m ... --decode 1,2,3` → text.
+// MODEL may be a directory holding tokenizer.json (+ tokenizer_config.json) or a program file whose
+// constants "file:tokenizer.json" / "file:tokenizer_config.json" (u8) carry the same files.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli.h"
+#include "hfstatic/program.h"
+#include "hfstatic/tokenizer.h"
+
+namespace {
+
+struct Opts {
+  std::string model;
+  std::string text;
+  std::string decode;
+  bool json = false;
+  bool no_special = false;
+  bool skip_special = false;
+};
+
+hfs::Result<std::shared_ptr<const hfs::Tokenizer>> load(const std::string& model) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(model, ec)) return hfs::Tokenizer::from_dir(model);
+  auto prog = hfs::Program::load(model);
+  if (!prog) return prog.error();
+  auto bytes_of = [&](const char* name, bool required) -> hfs::Result<std::string> {
+    auto view = (*prog)->constant(name);
+    if (!view) {
+      if (!required) return std::string();
+      return hfs::make_error(hfs::ErrorCode::kNotFound, "tokenize: program '" + model + "' has no constant '" + name +
+                                                            "' (export it with its tokenizer)");
+    }
+    if (view->dtype != hfs::DType::kU8)
+      return hfs::make_error(hfs::ErrorCode::kDTypeMismatch,
+                             "tokenize: program '" + model + "': constant '" + name + "' must be u8 bytes");
+    return std::string(static_cast<const char*>(view->ptr), static_cast<size_t>(view->nbytes()));
+  };
+  auto tj = bytes_of("file:tokenizer.json", true);
+  if (!tj) return tj.error();
+  auto cfg = bytes_of("file:tokenizer_config.json", false);
+  if (!cfg) return cfg.error();
+  return hfs::Tokenizer::from_json(*tj, *cfg, model + ":file:tokenizer.json");
+}
+
+int run(const Opts& o) {
+  auto tok = load(o.model);
+  if (!tok) {
+    std::cerr << tok.error().to_string() << "\n";
+    return 1;
+  }
+  if (!o.decode.empty()) {
+    std::vector<int32_t> ids;
+    size_t pos = 0;
+    while (pos <= o.decode.size()) {
+      size_t comma = o.decode.find(',', pos);
+      std::string item = o.decode.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      size_t used = 0;
+      long long v = 0;
+      bool ok = !item.empty();
+      try {
+        v = std::stoll(item, &used);
+      } catch (...) {
+        ok = false;
+      }
+      if (!ok || used != item.size() || v < INT32_MIN || v > INT32_MAX) {
+        std::cerr << "tokenize: --decode expects comma-separated integer ids, got '" << item << "'\n";
+        return 2;
+      }
+      ids.push_back(static_cast<int32_t>(v));
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    auto text = (*tok)->decode(ids, o.skip_special);
+    if (!text) {
+      std::cerr << text.error().to_string() << "\n";
+      return 1;
+    }
+    if (o.json) std::cout << nlohmann::json{{"text", *text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    else std::cout << *text << "\n";
+    return 0;
+  }
+  auto ids = (*tok)->encode(o.text, !o.no_special);
+  if (!ids) {
+    std::cerr << ids.error().to_string() << "\n";
+    return 1;
+  }
+  if (o.json) {
+    std::cout << nlohmann::json{{"ids", *ids}}.dump() << "\n";
+  } else {
+    for (size_t i = 0; i < ids->size(); ++i) std::cout << (i ? " " : "") << (*ids)[i];
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+hfs::cli::RunFn setup(CLI::App& sub) {
+  auto o = std::make_shared<Opts>();
+  sub.add_option("-m,--model", o->model, "model directory (tokenizer.json [+ tokenizer_config.json]) or program file")
+      ->required();
+  sub.add_option("text", o->text, "text to encode");
+  sub.add_option("--decode", o->decode, "comma-separated ids to decode instead of encoding");
+  sub.add_flag("--json", o->json, "print {\"ids\": [...]} (or {\"text\": ...} with --decode)");
+  sub.add_flag("--no-special", o->no_special, "encode without the special tokens the post-processor adds");
+  sub.add_flag("--skip-special", o->skip_special, "with --decode: drop special tokens");
+  return [o] { return run(*o); };
+}
+
+const bool kReg = hfs::cli::register_command(
+    {"tokenize", "Encode text to token ids (or --decode ids to text) with a model's tokenizer", &setup});
+
+}  // namespace
