@@ -28,23 +28,7 @@ hfs::Result<std::shared_ptr<const hfs::Tokenizer>> load(const std::string& model
   if (std::filesystem::is_directory(model, ec)) return hfs::Tokenizer::from_dir(model);
   auto prog = hfs::Program::load(model);
   if (!prog) return prog.error();
-  auto bytes_of = [&](const char* name, bool required) -> hfs::Result<std::string> {
-    auto view = (*prog)->constant(name);
-    if (!view) {
-      if (!required) return std::string();
-      return hfs::make_error(hfs::ErrorCode::kNotFound, "tokenize: program '" + model + "' has no constant '" + name +
-                                                            "' (export it with its tokenizer)");
-    }
-    if (view->dtype != hfs::DType::kU8)
-      return hfs::make_error(hfs::ErrorCode::kDTypeMismatch,
-                             "tokenize: program '" + model + "': constant '" + name + "' must be u8 bytes");
-    return std::string(static_cast<const char*>(view->ptr), static_cast<size_t>(view->nbytes()));
-  };
-  auto tj = bytes_of("file:tokenizer.json", true);
-  if (!tj) return tj.error();
-  auto cfg = bytes_of("file:tokenizer_config.json", false);
-  if (!cfg) return cfg.error();
-  return hfs::Tokenizer::from_json(*tj, *cfg, model + ":file:tokenizer.json");
+  return hfs::Tokenizer::from_program(**prog);
 }
 
 int run(const Opts& o) {

@@ -37,6 +37,8 @@
 
 namespace hfs {
 
+class Program;
+
 class Tokenizer {
  public:
   ~Tokenizer();
@@ -50,6 +52,10 @@ class Tokenizer {
   [[nodiscard]] static Result<std::shared_ptr<const Tokenizer>> from_json(std::string_view tokenizer_json,
                                                                           std::string_view tokenizer_config_json,
                                                                           std::string name = "tokenizer.json");
+
+  // From the copies an exported program carries (u8 constants keys::kFilePrefix + "tokenizer.json" and,
+  // optionally, "tokenizer_config.json"). A program exported without them → kNotFound naming the constant.
+  [[nodiscard]] static Result<std::shared_ptr<const Tokenizer>> from_program(const Program& program);
 
   // Text (valid UTF-8) → ids. `add_special` adds what the post-processor adds (BOS for Llama/Gemma),
   // as HF's `encode` does by default. Special-token strings inside the text always map to their ids.
