@@ -529,6 +529,10 @@ std::string base_name(const std::string& dir) {
 
 }  // namespace
 
+int64_t default_prefill_chunk(int64_t n_params) {
+  return n_params < 200'000'000 ? 32 : n_params <= 1'000'000'000 ? 64 : 128;
+}
+
 Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std::shared_ptr<const Checkpoint> ck,
                                  const ExportOptions& opt) {
   if (opt.cache_dtype != DType::kF32 && opt.cache_dtype != DType::kF16)
@@ -565,8 +569,7 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
                                                          " exceeds the context length " + std::to_string(g.context));
     g.chunk = opt.prefill_chunk;
   } else {
-    g.chunk = plan.n_params < 200'000'000 ? 32 : plan.n_params <= 1'000'000'000 ? 64 : 128;
-    g.chunk = std::min(g.chunk, g.context);
+    g.chunk = std::min(default_prefill_chunk(plan.n_params), g.context);
   }
   for (const LayerSpec& L : spec.layers) (L.kind == LayerKind::kSliding ? g.has_sliding : g.has_global) = true;
   const int64_t W = g.has_sliding ? spec.sliding_window : 0;

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "export/convert.h"
+#include "export/graph_builder.h"
 #include "hfstatic/export.h"
 #include "hfstatic/metadata_keys.h"
 #include "hfstatic/safetensors.h"
@@ -418,6 +419,25 @@ TEST_F(ExportPlanTest, BadConfigValues) {
   e = plan_error();
   EXPECT_EQ(e.code(), ErrorCode::kUnsupportedModel);
   EXPECT_NE(e.message().find("'relu'"), std::string::npos) << e.message();
+}
+
+TEST_F(ExportPlanTest, IntegerWeightsUnsupported) {
+  w.config = llama_config();
+  testing::write_tiny_model(w);
+  w.add_raw({"model.layers.0.mlp.up_proj.weight", "I8", {24, 16}, std::vector<uint8_t>(24 * 16, 1)});
+  w.write();
+  Error e = plan_error();
+  EXPECT_EQ(e.code(), ErrorCode::kUnsupportedModel);
+  EXPECT_NE(e.message().find("model.layers.0.mlp.up_proj.weight"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("i8"), std::string::npos) << e.message();
+}
+
+TEST(ExportDefaults, PrefillChunkBySize) {
+  EXPECT_EQ(default_prefill_chunk(260'000), 32);
+  EXPECT_EQ(default_prefill_chunk(199'999'999), 32);
+  EXPECT_EQ(default_prefill_chunk(200'000'000), 64);
+  EXPECT_EQ(default_prefill_chunk(1'000'000'000), 64);
+  EXPECT_EQ(default_prefill_chunk(1'000'000'001), 128);
 }
 
 TEST_F(ExportPlanTest, BadOptions) {

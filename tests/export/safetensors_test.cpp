@@ -109,6 +109,34 @@ TEST(Safetensors, EmptyTensorsMayShareOffsets) {
   ASSERT_TRUE(r.ok()) << r.error().to_string();
 }
 
+// Fuzz-style robustness: random corruptions of a valid file are rejected or parsed, never crash, and any
+// accepted tensor lies inside the buffer.
+TEST(Safetensors, MutatedFilesNeverEscapeTheBuffer) {
+  auto a = make_tensor("alpha", DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto b = make_tensor("beta", DType::kF16, {4}, {1, 2, 3, 4});
+  const auto base = safetensors_bytes({a, b});
+  uint32_t s = 7;
+  auto next = [&] { return s = s * 1664525u + 1013904223u; };
+  for (int iter = 0; iter < 3000; ++iter) {
+    auto bytes = base;
+    const int edits = 1 + static_cast<int>(next() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = next() % bytes.size();
+      switch (next() % 3) {
+        case 0: bytes[at] = static_cast<uint8_t>(next()); break;
+        case 1: bytes[at] = static_cast<uint8_t>("0123456789[]{},:\"-"[next() % 18]); break;
+        default: bytes.resize(at + 1); break;
+      }
+    }
+    auto r = parse_safetensors(as_bytes(bytes), "fuzz");
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().code(), ErrorCode::kBadCheckpoint);
+      continue;
+    }
+    for (const auto& t : *r) EXPECT_LE(t.offset + t.nbytes, bytes.size()) << t.name;
+  }
+}
+
 class CheckpointTest : public ::testing::Test {
  protected:
   std::string dir = testing::temp_dir("ckpt");

@@ -117,6 +117,11 @@ void CheckpointWriter::add(const std::string& name, DType dtype, std::vector<int
   tensors_.push_back(make_tensor(name, dtype, std::move(shape), values));
 }
 
+void CheckpointWriter::add_raw(TestTensor t) {
+  remove(t.name);
+  tensors_.push_back(std::move(t));
+}
+
 void CheckpointWriter::remove(const std::string& name) {
   std::erase_if(tensors_, [&](const TestTensor& t) { return t.name == name; });
 }

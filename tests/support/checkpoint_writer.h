@@ -47,6 +47,7 @@ class CheckpointWriter {
   // Random values (seeded by the tensor count) or the given ones; returns the values stored (as f32).
   std::vector<float> add(const std::string& name, DType dtype, std::vector<int64_t> shape);
   void add(const std::string& name, DType dtype, std::vector<int64_t> shape, const std::vector<float>& values);
+  void add_raw(TestTensor t);  // any dtype, bytes as given
   void remove(const std::string& name);
 
   // config.json, generation_config.json, model.safetensors (shards == 1) or model-0000i-of-0000n.safetensors
