@@ -4,7 +4,8 @@
 //
 //   driver bench    MODEL.gguf --prompt 512 --gen 128 --threads 2   -> one JSON line: prefill_tok_s, decode_tok_s, ...
 //   driver logits   MODEL.gguf --tokens 1,2,3 --out FILE.f32        -> logits [T, vocab] float32, row-major
-//                                                                      (f32 K/V cache; bench keeps the f16 default)
+//                                                                      (f32 K/V cache, flash attention off unless
+//                                                                      HFS_LLAMA_FLASH is set; bench keeps defaults)
 //   driver quantize IN.gguf OUT.gguf q8_0|q4_0|f16 [--threads N]    -> llama_model_quantize, pure (every matrix)
 //
 // Environment: HFS_GGML_BACKEND_DIR = folder holding libggml-cpu-*.so (the CPU variants are dlopen'ed; the best
