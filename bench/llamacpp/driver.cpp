@@ -1,0 +1,235 @@
+// Minimal llama.cpp driver for bench/compare, written against llama.cpp's public C API only (include/llama.h,
+// ggml/include/ggml-backend.h from the same release as the prebuilt libraries it links). It exists so the
+// llama.cpp numbers carry no wrapper overhead (no Node, no sampling chain, no tokenizer).
+//
+//   driver bench    MODEL.gguf --prompt 512 --gen 128 --threads 2   -> one JSON line: prefill_tok_s, decode_tok_s, ...
+//   driver logits   MODEL.gguf --tokens 1,2,3 --out FILE.f32        -> logits [T, vocab] float32, row-major
+//                                                                      (f32 K/V cache, flash attention off unless
+//                                                                      HFS_LLAMA_FLASH is set; bench keeps defaults)
+//   driver quantize IN.gguf OUT.gguf q8_0|q4_0|f16 [--threads N]    -> llama_model_quantize, pure (every matrix)
+//
+// Environment: HFS_GGML_BACKEND_DIR = folder holding libggml-cpu-*.so (the CPU variants are dlopen'ed; the best
+// one for this CPU wins, as in any llama.cpp build with GGML_BACKEND_DL).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "llama.h"
+
+namespace {
+
+bool g_verbose = false;
+
+void quiet_log(ggml_log_level level, const char* text, void*) {
+  if (g_verbose || level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+}
+
+int die(const std::string& msg) {
+  std::fprintf(stderr, "llamacpp-driver: %s\n", msg.c_str());
+  return 1;
+}
+
+struct Args {
+  std::string cmd, model, out, qtype;
+  int prompt = 512, gen = 128, threads = 2;
+  std::vector<llama_token> tokens;
+};
+
+bool parse(int argc, char** argv, Args& a, std::string& err) {
+  if (argc < 3) {
+    err = "usage: driver bench|logits|quantize MODEL.gguf [options] (see driver.cpp)";
+    return false;
+  }
+  a.cmd = argv[1];
+  a.model = argv[2];
+  int i = 3;
+  if (a.cmd == "quantize") {
+    if (argc < 5) {
+      err = "usage: driver quantize IN.gguf OUT.gguf q8_0|q4_0|f16";
+      return false;
+    }
+    a.out = argv[3];
+    a.qtype = argv[4];
+    i = 5;
+  }
+  for (; i < argc; ++i) {
+    std::string k = argv[i];
+    if (i + 1 >= argc) {
+      if (k == "-v") { g_verbose = true; continue; }
+      err = "option " + k + " needs a value";
+      return false;
+    }
+    std::string v = argv[++i];
+    if (k == "--prompt") a.prompt = std::atoi(v.c_str());
+    else if (k == "--gen") a.gen = std::atoi(v.c_str());
+    else if (k == "--threads") a.threads = std::atoi(v.c_str());
+    else if (k == "--out") a.out = v;
+    else if (k == "--tokens") {
+      size_t p = 0;
+      while (p < v.size()) {
+        size_t q = v.find(',', p);
+        if (q == std::string::npos) q = v.size();
+        a.tokens.push_back(static_cast<llama_token>(std::atoi(v.substr(p, q - p).c_str())));
+        p = q + 1;
+      }
+    } else {
+      err = "unknown option " + k;
+      return false;
+    }
+  }
+  return true;
+}
+
+int quantize(const Args& a) {
+  llama_model_quantize_params qp = llama_model_quantize_default_params();
+  if (a.qtype == "q8_0") qp.ftype = LLAMA_FTYPE_MOSTLY_Q8_0;
+  else if (a.qtype == "q4_0") qp.ftype = LLAMA_FTYPE_MOSTLY_Q4_0;
+  else if (a.qtype == "f16") qp.ftype = LLAMA_FTYPE_MOSTLY_F16;
+  else return die("quantize: type " + a.qtype + " not supported (expected q8_0, q4_0 or f16)");
+  // pure: every matrix (embedding/output included) gets the requested type, so each row compares one
+  // storage format end to end instead of llama.cpp's default mix (Q6_K output under Q4_0).
+  qp.pure = true;
+  qp.nthread = a.threads;
+  if (llama_model_quantize(a.model.c_str(), a.out.c_str(), &qp) != 0)
+    return die("llama_model_quantize " + a.model + " -> " + a.out + " (" + a.qtype + ") failed");
+  return 0;
+}
+
+struct Loaded {
+  llama_model* model = nullptr;
+  llama_context* ctx = nullptr;
+  ~Loaded() {
+    if (ctx) llama_free(ctx);
+    if (model) llama_model_free(model);
+  }
+};
+
+bool load(const Args& a, uint32_t n_ctx, uint32_t n_batch, bool f32_cache, Loaded& L, std::string& err) {
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  mp.load_mode = LLAMA_LOAD_MODE_NONE;  // read weights up front: no page faults inside the timed region
+  L.model = llama_model_load_from_file(a.model.c_str(), mp);
+  if (!L.model) {
+    err = "llama_model_load_from_file " + a.model + " failed (run with -v for llama.cpp's log)";
+    return false;
+  }
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = n_ctx;
+  cp.n_batch = n_batch;
+  cp.n_ubatch = n_batch;  // the whole prompt in one physical batch: one graph, like hfstatic's prefill
+  cp.n_seq_max = 1;
+  cp.n_threads = a.threads;
+  cp.n_threads_batch = a.threads;
+  cp.no_perf = true;
+  if (f32_cache) {  // the correctness check isolates the weights: f32 cache, plain (non-flash) attention
+    cp.type_k = cp.type_v = GGML_TYPE_F32;
+    if (std::getenv("HFS_LLAMA_FLASH") == nullptr) cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  }
+  L.ctx = llama_init_from_model(L.model, cp);
+  if (!L.ctx) {
+    err = "llama_init_from_model failed for " + a.model;
+    return false;
+  }
+  return true;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+llama_token argmax(const float* logits, int n) {
+  return static_cast<llama_token>(std::max_element(logits, logits + n) - logits);
+}
+
+int bench(const Args& a) {
+  if (a.prompt < 1 || a.gen < 1) return die("bench: --prompt and --gen must be >= 1");
+  Loaded L;
+  std::string err;
+  if (!load(a, static_cast<uint32_t>(a.prompt + a.gen), static_cast<uint32_t>(a.prompt), false, L, err)) return die(err);
+  const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(L.model));
+  // Random prompt ids, same generator and seed as `hfstatic bench` (std::mt19937(1) % vocab).
+  std::mt19937 rng(1);
+  std::vector<llama_token> prompt(static_cast<size_t>(a.prompt));
+  for (llama_token& t : prompt) t = static_cast<llama_token>(rng() % static_cast<uint32_t>(n_vocab));
+
+  double t0 = now_s();
+  if (llama_decode(L.ctx, llama_batch_get_one(prompt.data(), a.prompt)) != 0) return die("llama_decode(prompt) failed");
+  llama_token next = argmax(llama_get_logits_ith(L.ctx, -1), n_vocab);
+  double t1 = now_s();
+  // Greedy decode of `gen` tokens: gen - 1 single-token decodes after the token the prefill produced, the
+  // same count `hfstatic bench` times (its generate() emits the first token from the prefill logits).
+  int steps = 0;
+  for (int i = 1; i < a.gen; ++i) {
+    if (llama_decode(L.ctx, llama_batch_get_one(&next, 1)) != 0) return die("llama_decode(token) failed");
+    next = argmax(llama_get_logits_ith(L.ctx, -1), n_vocab);
+    ++steps;
+  }
+  double t2 = now_s();
+  double prefill_s = t1 - t0, decode_s = t2 - t1;
+  std::printf(
+      "{\"prefill_tok_s\": %.4f, \"decode_tok_s\": %.4f, \"ttft_ms\": %.3f, \"prompt_tokens\": %d, "
+      "\"decode_steps\": %d, \"threads\": %d, \"n_params\": %llu, \"model_size_bytes\": %llu}\n",
+      a.prompt / prefill_s, steps > 0 ? steps / decode_s : 0.0, prefill_s * 1e3, a.prompt, steps, a.threads,
+      static_cast<unsigned long long>(llama_model_n_params(L.model)),
+      static_cast<unsigned long long>(llama_model_size(L.model)));
+  return 0;
+}
+
+int logits(const Args& a) {
+  if (a.tokens.empty() || a.out.empty()) return die("logits: needs --tokens a,b,c and --out FILE");
+  const int T = static_cast<int>(a.tokens.size());
+  Loaded L;
+  std::string err;
+  if (!load(a, static_cast<uint32_t>(std::max(T, 8)), static_cast<uint32_t>(std::max(T, 8)), true, L, err)) return die(err);
+  const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(L.model));
+  llama_batch b = llama_batch_init(T, 0, 1);
+  for (int i = 0; i < T; ++i) {
+    b.token[i] = a.tokens[static_cast<size_t>(i)];
+    b.pos[i] = i;
+    b.n_seq_id[i] = 1;
+    b.seq_id[i][0] = 0;
+    b.logits[i] = 1;  // every position, to compare with the reference's full [T, vocab]
+  }
+  b.n_tokens = T;
+  int rc = llama_decode(L.ctx, b);
+  if (rc != 0) {
+    llama_batch_free(b);
+    return die("llama_decode failed: " + std::to_string(rc));
+  }
+  FILE* f = std::fopen(a.out.c_str(), "wb");
+  if (!f) {
+    llama_batch_free(b);
+    return die("cannot write " + a.out);
+  }
+  for (int i = 0; i < T; ++i) std::fwrite(llama_get_logits_ith(L.ctx, i), sizeof(float), static_cast<size_t>(n_vocab), f);
+  std::fclose(f);
+  llama_batch_free(b);
+  std::printf("{\"tokens\": %d, \"vocab\": %d}\n", T, n_vocab);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  std::string err;
+  if (!parse(argc, argv, a, err)) return die(err);
+  llama_log_set(quiet_log, nullptr);
+  const char* dir = std::getenv("HFS_GGML_BACKEND_DIR");
+  if (dir && *dir) ggml_backend_load_all_from_path(dir);
+  else ggml_backend_load_all();
+  llama_backend_init();
+  int rc;
+  if (a.cmd == "bench") rc = bench(a);
+  else if (a.cmd == "logits") rc = logits(a);
+  else if (a.cmd == "quantize") rc = quantize(a);
+  else rc = die("unknown command " + a.cmd + " (bench, logits, quantize)");
+  llama_backend_free();
+  return rc;
+}
