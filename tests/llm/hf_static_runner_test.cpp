@@ -50,6 +50,11 @@ struct PromptCase {
   TailPolicy tail;
 };
 
+void PrintTo(const PromptCase& c, std::ostream* os) {
+  *os << c.model.arch << " C=" << c.model.chunk << " N=" << c.model.context << " W=" << c.model.sliding_window << " "
+      << c.model.cache_dtype << " logits=" << c.model.logits << (c.tail == TailPolicy::kPad ? " pad" : " decode");
+}
+
 class PromptLengths : public ::testing::TestWithParam<PromptCase> {};
 
 TEST_P(PromptLengths, ChunkedEqualsTokenByToken) {

@@ -17,6 +17,9 @@ struct Corruption {
   std::vector<std::string> message_has;  // substrings the message must contain
 };
 
+// Readable names in test listings instead of gtest's byte dump.
+void PrintTo(const Corruption& c, std::ostream* os) { *os << c.name; }
+
 void set_key(Metadata& m, std::string_view k, Value v) { m[std::string(k)] = std::move(v); }
 
 std::vector<Corruption> corruptions() {

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <random>
@@ -234,22 +235,36 @@ TEST(Method, ViewsAcrossPartitionsShareTheArenaSlot) {
   for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(o[i], 4 * x[i]);
 }
 
-TEST(Method, OutputsThatAreInputsOrConstantsOrRepeatedAreCopied) {
+TEST(Method, OutputsThatAreInputsAreCopied) {
   auto consts = owned_constants();
   std::vector<float> w = {5, 6, 7, 8};
   ASSERT_TRUE(consts->add("w", f32({4}), std::as_bytes(std::span(w))).ok());
-  MethodDef def{"m", {in_spec("x", f32({4}))},
-                {out_spec("x", f32({4})), out_spec("w", f32({4})), out_spec("y", f32({4})), out_spec("y", f32({4}))},
+  MethodDef def{"m", {in_spec("x", f32({4}))}, {out_spec("x", f32({4})), out_spec("y", f32({4}))},
                 {{"test_rt.add", {"x", "w"}, {"y"}, {}}}};
   auto m = create_ok(def, {}, consts);
   ASSERT_TRUE(m);
-  std::vector<float> x = {1, 2, 3, 4}, o0(4), o1(4), o2(4), o3(4);
-  std::vector<TensorView> in = {view(x)}, out = {view(o0), view(o1), view(o2), view(o3)};
+  std::vector<float> x = {1, 2, 3, 4}, o0(4), o1(4);
+  std::vector<TensorView> in = {view(x)}, out = {view(o0), view(o1)};
   ASSERT_TRUE(m->execute(in, out).ok());
   EXPECT_EQ(o0, x);
-  EXPECT_EQ(o1, w);
-  EXPECT_EQ(o2, (std::vector<float>{6, 8, 10, 12}));
-  EXPECT_EQ(o3, o2);
+  EXPECT_EQ(o1, (std::vector<float>{6, 8, 10, 12}));
+}
+
+// The verifier rejects outputs that name a constant or repeat another output: a method must compute what
+// it returns, and each output owns its caller buffer.
+TEST(Method, RejectsConstantAndRepeatedOutputs) {
+  auto consts = owned_constants();
+  std::vector<float> w = {5, 6, 7, 8};
+  ASSERT_TRUE(consts->add("w", f32({4}), std::as_bytes(std::span(w))).ok());
+  MethodDef constant_out{"m", {in_spec("x", f32({4}))}, {out_spec("w", f32({4}))}, {}};
+  auto r = Method::create(constant_out, consts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kOutputNotProduced);
+  MethodDef repeated{"m", {in_spec("x", f32({4}))}, {out_spec("y", f32({4})), out_spec("y", f32({4}))},
+                     {{"test_rt.add", {"x", "w"}, {"y"}, {}}}};
+  r = Method::create(repeated, consts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kDuplicateName);
 }
 
 TEST(Method, MethodWithoutNodesPassesValuesThrough) {
@@ -284,8 +299,11 @@ TEST(Method, RandomGraphsMatchANaiveInterpreter) {
       values.push_back(name);
       def.nodes.push_back(node);
     }
-    const size_t n_out = 1 + rng() % 4;
-    for (size_t k = 0; k < n_out; ++k) def.outputs.push_back(out_spec(values[rng() % values.size()], f32({3})));
+    // Distinct outputs (the verifier rejects an output listed twice).
+    std::vector<std::string> pool = values;
+    std::shuffle(pool.begin(), pool.end(), rng);
+    const size_t n_out = std::min<size_t>(1 + rng() % 4, pool.size());
+    for (size_t k = 0; k < n_out; ++k) def.outputs.push_back(out_spec(pool[k], f32({3})));
     MethodOptions o;
     o.backends.backends = {"test_rt_a", "test_rt_b"};
     o.backends.settings["test_rt_a"] = claim({ops[rng() % 3]});
@@ -358,8 +376,13 @@ TEST(Method, RandomAliasingGraphsMatchANaiveInterpreter) {
         pool.emplace_back(name, name);
       }
     }
-    const size_t n_out = 1 + rng() % 3;
-    for (size_t k = 0; k < n_out; ++k) def.outputs.push_back(out_spec(pool[rng() % pool.size()].first, f32({3})));
+    // Distinct plain outputs, none the state value (the verifier rejects an output listed twice).
+    std::vector<std::string> names;
+    for (const auto& pv : pool)
+      if (pv.first != state && std::find(names.begin(), names.end(), pv.first) == names.end()) names.push_back(pv.first);
+    std::shuffle(names.begin(), names.end(), rng);
+    const size_t n_out = std::min<size_t>(1 + rng() % 3, names.size());
+    for (size_t k = 0; k < n_out; ++k) def.outputs.push_back(out_spec(names[k], f32({3})));
     def.outputs.push_back(state_out(state, f32({3}), "s"));
     MethodOptions o;
     o.backends.backends = {"test_rt_a", "test_rt_b"};
@@ -445,7 +468,7 @@ TEST(Method, RejectsBadAliasing) {
   r = Method::create(fresh, owned_constants());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kBadAlias);
-  EXPECT_NE(r.error().message().find("state output 's2'"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("'s2'"), std::string::npos) << r.error().message();
   // In-place update of a constant.
   auto consts = owned_constants();
   std::vector<float> w(4);
