@@ -11,6 +11,7 @@ struct ExportArgs {
   std::string model_dir, out;
   int64_t chunk = 0, context = 0;
   std::string cache_dtype = "f32", weights = "keep", logits = "last";
+  bool verbose = false;
 };
 
 int run_export(const ExportArgs& a) {
@@ -25,7 +26,20 @@ int run_export(const ExportArgs& a) {
     return 2;
   }
   opt.weights = *w;
+  // Quantization report: every quantized tensor's relative RMS error, and the worst one.
+  double worst = 0;
+  std::string worst_name;
+  size_t quantized = 0;
+  opt.on_quantized = [&](const std::string& name, hfs::DType dt, double err) {
+    ++quantized;
+    if (a.verbose)
+      std::fprintf(stderr, "quantized %-48s %-5s rel. RMS error %.4f\n", name.c_str(), std::string(hfs::dtype_name(dt)).c_str(), err);
+    if (err > worst) worst = err, worst_name = name;
+  };
   hfs::Status st = hfs::export_checkpoint(a.model_dir, a.out, opt);
+  if (st && quantized)
+    std::fprintf(stderr, "quantized %zu tensors; worst relative RMS error %.4f (%s)%s\n", quantized, worst,
+                 worst_name.c_str(), a.verbose ? "" : "; --verbose lists every tensor");
   if (!st) {
     std::fprintf(stderr, "hfstatic export: %s\n", st.error().to_string().c_str());
     return 1;
@@ -35,6 +49,7 @@ int run_export(const ExportArgs& a) {
 
 hfs::cli::RunFn setup_export(CLI::App& sub) {
   auto a = std::make_shared<ExportArgs>();
+  sub.add_flag("-v,--verbose", a->verbose, "print each quantized tensor's relative RMS error");
   sub.add_option("model_dir", a->model_dir, "HuggingFace checkpoint directory (config.json + safetensors)")->required();
   sub.add_option("-o,--output", a->out, "output program file (.hfs)")->required();
   sub.add_option("--prefill-chunk", a->chunk, "tokens per prefill call C (default by model size: 32/64/128)")
@@ -42,7 +57,7 @@ hfs::cli::RunFn setup_export(CLI::App& sub) {
   sub.add_option("--context", a->context, "context capacity (default min(max_position_embeddings, 4096))")
       ->check(CLI::PositiveNumber);
   sub.add_option("--cache-dtype", a->cache_dtype, "KV cache dtype")->check(CLI::IsMember({"f32", "f16"}));
-  sub.add_option("--weights", a->weights, "linear/embedding weight dtype")->check(CLI::IsMember({"keep", "f32", "f16", "bf16"}));
+  sub.add_option("--weights", a->weights, "linear/embedding weight format: keep (checkpoint dtype), f32, f16, bf16, int8 (per-channel), int4 (q4_0)")->check(CLI::IsMember({"keep", "f32", "f16", "bf16", "int8", "int4"}));
   sub.add_option("--logits", a->logits, "logits of the last valid row only, or of every row")
       ->check(CLI::IsMember({"last", "all"}));
   return [a] { return run_export(*a); };

@@ -127,6 +127,7 @@ int run(const RunArgs& a) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("\n");
+    std::fflush(stdout);
     print_stats_line(s);
   }
   return 0;

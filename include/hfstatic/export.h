@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,10 @@ enum class WeightsMode : uint8_t {
   kF32,
   kF16,
   kBF16,
+  kInt8,  // linear weights int8 per output channel (+ f32 scale [N]); embedding table f16
+  kInt4,  // linear weights q4_0 (groups of 32; i8 where K % 32 != 0); embedding table f16
 };
-Result<WeightsMode> weights_mode_from_name(std::string_view s);  // "keep" | "f32" | "f16" | "bf16"
+Result<WeightsMode> weights_mode_from_name(std::string_view s);  // "keep" | "f32" | "f16" | "bf16" | "int8" | "int4"
 
 struct ExportOptions {
   int64_t prefill_chunk = 0;  // C; 0 = by model size: 32 (< 200M params), 64 (≤ 1B), 128 above
@@ -44,6 +47,9 @@ struct ExportOptions {
   WeightsMode weights = WeightsMode::kKeep;
   bool logits_all = false;    // false: logits of the row named by logits_index only ("last")
   bool progress = true;       // progress bar on stderr, only when stderr is a terminal
+  // Called once per quantized weight while the file is written (kInt8/kInt4): relative RMS error of the
+  // dequantized weight vs the original, ‖w − ŵ‖ / ‖w‖.
+  std::function<void(const std::string& name, DType dtype, double rel_rms_error)> on_quantized;
 };
 
 // One constant of the program: bytes are produced (converted) only when the file is written.

@@ -14,7 +14,10 @@ Result<WeightsMode> weights_mode_from_name(std::string_view s) {
   if (s == "f32") return WeightsMode::kF32;
   if (s == "f16") return WeightsMode::kF16;
   if (s == "bf16") return WeightsMode::kBF16;
-  return make_error(ErrorCode::kInvalidArgument, "weights mode '" + std::string(s) + "' (expected keep, f32, f16 or bf16)");
+  if (s == "int8") return WeightsMode::kInt8;
+  if (s == "int4") return WeightsMode::kInt4;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "weights mode '" + std::string(s) + "' (expected keep, f32, f16, bf16, int8 or int4)");
 }
 
 Result<ExportPlan> build_export_plan(const std::string& model_dir, const ExportOptions& options) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "export/convert.h"
+#include "backends/cpu_fast/quantize.h"
 #include "hfstatic/metadata_keys.h"
 
 namespace hfs {
@@ -322,7 +323,7 @@ std::vector<const WeightRef*> all_weights(const ModelSpec& s) {
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 // Checks one weight against the checkpoint and returns the dtype to store it in.
-Result<DType> check_weight(const WeightRef& w, const Checkpoint& ck, WeightsMode mode) {
+Result<DType> check_weight(const WeightRef& w, const Checkpoint& ck, WeightsMode mode, bool is_embedding) {
   const SafetensorInfo* t = ck.find(w.source);
   if (!t)
     return make_error(ErrorCode::kMissingTensor, ck.dir() + ": tensor '" + w.source + "' not found in the checkpoint");
@@ -341,8 +342,77 @@ Result<DType> check_weight(const WeightRef& w, const Checkpoint& ck, WeightsMode
     case WeightsMode::kF32: return DType::kF32;
     case WeightsMode::kF16: return DType::kF16;
     case WeightsMode::kBF16: return DType::kBF16;
+    // The embedding gather needs a float table; q4_0 needs whole blocks of 32 along K.
+    case WeightsMode::kInt8: return is_embedding ? DType::kF16 : DType::kI8;
+    case WeightsMode::kInt4:
+      return is_embedding ? DType::kF16 : (w.shape()[w.shape().rank() - 1] % 32 == 0 ? DType::kQ4_0 : DType::kI8);
   }
   return DType::kF32;
+}
+
+// The f32 values of a weight's (row range of its) checkpoint tensor: the one tensor held in RAM while a
+// quantized constant is produced.
+Result<std::vector<float>> weight_as_f32(const Checkpoint& ck, const std::string& source, int64_t rb, int64_t re) {
+  const SafetensorInfo* t = ck.find(source);
+  auto bytes = ck.data(source);
+  if (!t || !bytes) return make_error(ErrorCode::kMissingTensor, "tensor '" + source + "' vanished from the checkpoint");
+  std::span<const std::byte> src = *bytes;
+  if (re > 0) {
+    const uint64_t row_bytes = t->shape[0] > 0 ? t->nbytes / static_cast<uint64_t>(t->shape[0]) : 0;
+    src = src.subspan(static_cast<size_t>(rb) * row_bytes, static_cast<size_t>(re - rb) * row_bytes);
+  }
+  const size_t n = src.size() / dtype_info(t->dtype).block_bytes;
+  std::vector<float> out(n);
+  Status st = convert_floats(src, t->dtype, std::as_writable_bytes(std::span(out)), DType::kF32);
+  if (!st) return st.error().with_context("tensor '" + source + "'");
+  return out;
+}
+
+// Quantized weight (i8 or q4_0) and, for i8, its per-row scale constant "<name>.scale".
+std::vector<PlannedConstant> quantized_constants(const WeightRef& w, DType to, std::shared_ptr<const Checkpoint> ck,
+                                                 const ExportOptions& opt) {
+  const Shape shape = w.shape();
+  const int64_t rows = shape[0], k = shape[shape.rank() - 1];
+  const std::string key = "ckpt:" + w.source + "|rows " + std::to_string(w.row_begin) + ":" + std::to_string(w.row_end);
+  const std::string source = w.source, name = w.name;
+  const int64_t rb = w.row_begin, re = w.row_end;
+  auto report = opt.on_quantized;
+  std::vector<PlannedConstant> out;
+  PlannedConstant q;
+  q.name = w.name;
+  q.type = {to, shape};
+  q.content_key = key + "|" + std::string(dtype_name(to));
+  q.produce = [ck, source, name, rb, re, rows, k, to, report](std::span<std::byte> dst) -> Status {
+    auto f = weight_as_f32(*ck, source, rb, re);
+    if (!f) return f.error();
+    std::vector<float> back(f->size());
+    if (to == DType::kQ4_0) {
+      HFS_TRY(cpu_fast::quantize_q4_0(f->data(), rows, k, reinterpret_cast<uint8_t*>(dst.data())));
+      cpu_fast::dequantize_q4_0(reinterpret_cast<const uint8_t*>(dst.data()), rows, k, back.data());
+    } else {
+      std::vector<float> scale(static_cast<size_t>(rows));
+      cpu_fast::quantize_i8_per_channel(f->data(), rows, k, reinterpret_cast<int8_t*>(dst.data()), scale.data());
+      cpu_fast::dequantize_i8_per_channel(reinterpret_cast<const int8_t*>(dst.data()), scale.data(), rows, k, back.data());
+    }
+    if (report) report(name, to, cpu_fast::relative_rms_error(f->data(), back.data(), static_cast<int64_t>(f->size())));
+    return Ok{};
+  };
+  out.push_back(std::move(q));
+  if (to == DType::kI8) {
+    PlannedConstant s;
+    s.name = w.name + ".scale";
+    s.type = {DType::kF32, {rows}};
+    s.content_key = key + "|i8.scale";
+    s.produce = [ck, source, rb, re, rows, k](std::span<std::byte> dst) -> Status {
+      auto f = weight_as_f32(*ck, source, rb, re);
+      if (!f) return f.error();
+      std::vector<int8_t> q(f->size());
+      cpu_fast::quantize_i8_per_channel(f->data(), rows, k, q.data(), reinterpret_cast<float*>(dst.data()));
+      return Ok{};
+    };
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 PlannedConstant weight_constant(const WeightRef& w, DType to, std::shared_ptr<const Checkpoint> ck) {
@@ -394,8 +464,9 @@ Attrs attrs(std::initializer_list<std::pair<const std::string, Value>> kv) { ret
 class MethodBuilder {
  public:
   MethodBuilder(const ModelSpec& s, const Geometry& g, const ExportOptions& o, std::string rope_global,
-                std::string rope_sliding)
-      : s_(s), g_(g), o_(o), rope_global_(std::move(rope_global)), rope_sliding_(std::move(rope_sliding)) {}
+                std::string rope_sliding, const std::map<std::string, DType>& stored)
+      : s_(s), g_(g), o_(o), rope_global_(std::move(rope_global)), rope_sliding_(std::move(rope_sliding)),
+        stored_(stored) {}
 
   MethodDef build(const std::string& name, int64_t T) {
     m_ = MethodDef{name, {}, {}, {}};
@@ -409,7 +480,7 @@ class MethodBuilder {
       h = node("gather", {h, std::string(keys::kLogitsIndex)}, attrs({{"axis", Value(1)}}), "last_hidden");
     const bool softcap = s_.final_softcap > 0;
     h = norm(h, s_.final_norm, s_.norm_unit_offset, "final_norm");
-    std::string logits = node("linear", {h, s_.lm_head.name}, {}, softcap ? "logits.raw" : std::string(keys::kLogits));
+    std::string logits = linear(h, s_.lm_head, WeightRef{}, softcap ? "logits.raw" : std::string(keys::kLogits));
     if (softcap) node("softcap", {logits}, attrs({{"cap", Value(s_.final_softcap)}}), std::string(keys::kLogits));
     declare_outputs();
     return std::move(m_);
@@ -430,6 +501,11 @@ class MethodBuilder {
   std::string linear(const std::string& x, const WeightRef& w, const WeightRef& b, const std::string& out) {
     std::vector<std::string> in{x, w.name};
     if (b.present()) in.push_back(b.name);
+    auto it = stored_.find(w.name);
+    if (it != stored_.end() && it->second == DType::kI8) {  // per-channel int8: scale is operand 3
+      if (!b.present()) in.push_back("");
+      in.push_back(w.name + ".scale");
+    }
     return node("linear", std::move(in), {}, out);
   }
 
@@ -510,6 +586,7 @@ class MethodBuilder {
   const Geometry& g_;
   const ExportOptions& o_;
   std::string rope_global_, rope_sliding_;
+  const std::map<std::string, DType>& stored_;  // constant name → stored dtype (i8 linears take a scale)
   MethodDef m_;
   int64_t T_ = 1;
 };
@@ -551,13 +628,17 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   std::map<std::string, DType> stored;
   DType main_dtype = DType::kF32;
   for (const WeightRef* w : all_weights(spec)) {
-    auto dt = check_weight(*w, *ck, opt.weights);
+    auto dt = check_weight(*w, *ck, opt.weights, w == &spec.embed);
     if (!dt) return dt.error();
     if (stored.count(w->name)) continue;
     stored[w->name] = *dt;
     if (w == &spec.embed) main_dtype = *dt;
     plan.n_params += w->shape().numel();
-    plan.constants.push_back(weight_constant(*w, *dt, ck));
+    if (*dt == DType::kI8 || *dt == DType::kQ4_0) {
+      for (PlannedConstant& c : quantized_constants(*w, *dt, ck, opt)) plan.constants.push_back(std::move(c));
+    } else {
+      plan.constants.push_back(weight_constant(*w, *dt, ck));
+    }
   }
 
   Geometry g;
@@ -599,7 +680,7 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
                                             {DType::kU8, {static_cast<int64_t>(f.bytes->size())}}, "file:" + f.file_name, f.bytes));
   }
 
-  MethodBuilder mb(spec, g, opt, rope_global, rope_sliding);
+  MethodBuilder mb(spec, g, opt, rope_global, rope_sliding, stored);
   plan.methods.push_back(mb.build("prefill", g.chunk));
   plan.methods.push_back(mb.build("decode", 1));
 
@@ -611,7 +692,9 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   set(keys::kGeneralName, Value(name_or_path && name_or_path->is_string() && !name_or_path->as_string().empty()
                                     ? name_or_path->as_string() : base_name(cfg.dir)));
   set(keys::kGeneralSource, Value(cfg.dir));
-  set(keys::kGeneralWeights, Value(std::string(dtype_name(main_dtype))));
+  set(keys::kGeneralWeights, Value(opt.weights == WeightsMode::kInt8   ? std::string("int8")
+                                   : opt.weights == WeightsMode::kInt4 ? std::string("int4")
+                                                                       : std::string(dtype_name(main_dtype))));
   set(keys::kGeneralExporter, Value("hfstatic 0.1.0"));
   set(keys::kContract, Value(std::string(keys::kContractHfStatic)));
   set(keys::kContractVersion, Value(1));
