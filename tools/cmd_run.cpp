@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "common.h"
 #include "hfstatic/llm_runner.h"
+#include "hfstatic/tokenizer.h"
 
 namespace hfs::cli {
 namespace {
@@ -15,6 +16,8 @@ namespace {
 struct RunArgs {
   std::string model;
   std::string tokens;
+  std::string prompt;
+  std::string prompt_file;
   int n = 128;
   float temp = 0.8f;
   int top_k = 40;
@@ -30,16 +33,50 @@ struct RunArgs {
 };
 
 int run(const RunArgs& a) {
-  auto prompt = parse_token_list(a.tokens);
-  if (!prompt) return fail(prompt.error());
+  const bool text_mode = a.tokens.empty();
+  std::string text = a.prompt;
+  if (!a.prompt_file.empty()) {
+    std::ifstream f(a.prompt_file, std::ios::binary);
+    if (!f) return fail(make_error(ErrorCode::kIo, "cannot read prompt file '" + a.prompt_file + "'"));
+    text.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  if (!text_mode && (!a.prompt.empty() || !a.prompt_file.empty()))
+    return fail(make_error(ErrorCode::kInvalidArgument, "give either --tokens or -p/-f, not both"));
+  if (text_mode && text.empty())
+    return fail(make_error(ErrorCode::kInvalidArgument, "no prompt: give -p TEXT, -f FILE or --tokens IDS"));
+  auto model = resolve_model(a.model);
+  if (!model) return fail(model.error());
   RunnerOptions ro;
   ro.io.method.backends.backends = a.backends;
   auto tail = parse_tail_policy(a.tail);
   if (!tail) return fail(tail.error());
   ro.tail = *tail;
-  auto runner = Runner::load(a.model, ro);
+  auto program = Program::load(*model, ro.load);
+  if (!program) return fail(program.error());
+  std::shared_ptr<const Tokenizer> tok;
+  std::vector<int32_t> prompt;
+  if (text_mode) {
+    auto t = Tokenizer::from_program(**program);
+    if (!t) return fail(t.error());
+    tok = *t;
+    auto ids = tok->encode(text);
+    if (!ids) return fail(ids.error());
+    prompt = std::move(*ids);
+  } else {
+    auto ids = parse_token_list(a.tokens);
+    if (!ids) return fail(ids.error());
+    prompt = std::move(*ids);
+  }
+  auto runner = Runner::create(*program, ro);
   if (!runner) return fail(runner.error());
   Runner& r = **runner;
+  std::unique_ptr<StreamDecoder> stream;
+  std::string generated_text;
+  if (tok) stream = std::make_unique<StreamDecoder>(*tok, /*skip_special=*/true);
+  if (tok && !a.json) {
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  }
 
   GenerationConfig g;
   g.max_new_tokens = a.n;
@@ -62,18 +99,29 @@ int run(const RunArgs& a) {
       auto l = r.logits();  // the logits this token was sampled from
       dump->write(reinterpret_cast<const char*>(l.data()), static_cast<std::streamsize>(l.size() * sizeof(float)));
     }
-    if (!a.json) {
+    if (stream) {
+      auto piece = stream->feed(tok);
+      if (piece) {
+        generated_text += *piece;
+        if (!a.json) std::fputs(piece->c_str(), stdout);
+      }
+    } else if (!a.json) {
       std::printf("%d ", tok);
-      std::fflush(stdout);
     }
+    if (!a.json) std::fflush(stdout);
     return true;
   };
-  auto out = r.generate(*prompt, g, on_token);
+  auto out = r.generate(prompt, g, on_token);
   if (!out) return fail(out.error());
   const RunnerStats& s = r.stats();
   if (a.json) {
     nlohmann::json j;
     j["tokens"] = out->tokens;
+    if (stream) {
+      auto rest = stream->flush();
+      if (rest) generated_text += *rest;
+      j["text"] = generated_text;
+    }
     j["stop"] = stop_reason_name(out->stop);
     j["stats"] = stats_json(s);
     std::printf("%s\n", j.dump().c_str());
@@ -86,8 +134,12 @@ int run(const RunArgs& a) {
 
 RunFn setup(CLI::App& sub) {
   auto a = std::make_shared<RunArgs>();
-  sub.add_option("-m,--model", a->model, "Program file (.hfs)")->required();
-  sub.add_option("--tokens", a->tokens, "Prompt as comma-separated token ids, e.g. 1,2,3")->required();
+  sub.add_option("-m,--model", a->model,
+                 "Program file (.hfs), or an HF checkpoint directory (exported once to a cached program)")
+      ->required();
+  sub.add_option("-p,--prompt", a->prompt, "Prompt text (encoded with the program's tokenizer)");
+  sub.add_option("-f,--file", a->prompt_file, "Read the prompt text from a file");
+  sub.add_option("--tokens", a->tokens, "Prompt as comma-separated token ids instead of text, e.g. 1,2,3");
   sub.add_option("-n,--n-predict", a->n, "Tokens to generate")->capture_default_str();
   sub.add_option("--temp", a->temp, "Temperature (0 = greedy)")->capture_default_str();
   sub.add_option("--top-k", a->top_k, "Top-k (0 = off)")->capture_default_str();
@@ -103,7 +155,8 @@ RunFn setup(CLI::App& sub) {
   return [a] { return run(*a); };
 }
 
-[[maybe_unused]] const bool kReg = register_command({"run", "Generate tokens from a program", &setup});
+[[maybe_unused]] const bool kReg =
+    register_command({"run", "Generate text (or token ids) from a program, streaming as it is produced", &setup});
 
 }  // namespace
 }  // namespace hfs::cli

@@ -22,3 +22,9 @@ void print_stats_line(const RunnerStats& s);
 const std::atomic<bool>* install_interrupt_flag();
 
 }  // namespace hfs::cli
+
+namespace hfs::cli {
+// A program path as given, or for an HF checkpoint directory the path of its cached export (exported on
+// first use into $XDG_CACHE_HOME/hfstatic or ~/.cache/hfstatic, keyed by directory and file times).
+Result<std::string> resolve_model(const std::string& model);
+}  // namespace hfs::cli

@@ -1,0 +1,74 @@
+// hfstatic/export.h — HuggingFace checkpoint → hf_static v1 program.
+//
+// Reads config.json (+ generation_config.json), the safetensors weights and the tokenizer files of a
+// HuggingFace decoder checkpoint and writes one program file with two methods, "prefill" (C tokens) and
+// "decode" (1 token), following the hf_static v1 I/O contract (docs/io-contract-v1.md). Tokenizer files
+// are embedded as u8 constants named keys::kFilePrefix + file name, so the program runs on its own.
+//
+//   hfs::ExportOptions opt;
+//   opt.context = 2048;                      // capacity; capped by max_position_embeddings
+//   opt.weights = hfs::WeightsMode::kF16;    // linear/embedding weights; norms stay f32
+//   hfs::Status st = hfs::export_checkpoint("/models/Llama-3.2-1B", "llama.hfs", opt);
+//   if (!st) std::fprintf(stderr, "%s\n", st.error().to_string().c_str());
+//
+// Everything (config values, every tensor's presence/dtype/shape) is validated before the output file is
+// touched; errors name the key, value or tensor (kUnsupportedModel, kMissingTensor, kBadCheckpoint).
+//
+// Supported model_type: llama, qwen2, qwen3, mistral, gemma2, gemma3_text, gemma3 (text part), phi3.
+// build_export_plan() is the pure part (no output written): tests inspect its methods and metadata.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hfstatic/error.h"
+#include "hfstatic/graph.h"
+#include "hfstatic/program_writer.h"
+#include "hfstatic/value.h"
+
+namespace hfs {
+
+enum class WeightsMode : uint8_t {
+  kKeep,  // the checkpoint's dtype (f32/f16/bf16)
+  kF32,
+  kF16,
+  kBF16,
+};
+Result<WeightsMode> weights_mode_from_name(std::string_view s);  // "keep" | "f32" | "f16" | "bf16"
+
+struct ExportOptions {
+  int64_t prefill_chunk = 0;  // C; 0 = by model size: 32 (< 200M params), 64 (≤ 1B), 128 above
+  int64_t context = 0;        // 0 = min(max_position_embeddings, 4096); else min(max_position_embeddings, context)
+  DType cache_dtype = DType::kF32;  // f32 | f16
+  WeightsMode weights = WeightsMode::kKeep;
+  bool logits_all = false;    // false: logits of the row named by logits_index only ("last")
+  bool progress = true;       // progress bar on stderr, only when stderr is a terminal
+};
+
+// One constant of the program: bytes are produced (converted) only when the file is written.
+struct PlannedConstant {
+  std::string name;
+  TensorType type;
+  std::string content_key;
+  ProgramWriter::Producer produce;
+};
+
+struct ExportPlan {
+  Metadata metadata;
+  std::vector<PlannedConstant> constants;  // each name once; methods refer to these names
+  std::vector<MethodDef> methods;          // prefill, decode
+  int64_t n_params = 0;                    // weights counted once (tied embeddings once)
+};
+
+// Reads and validates the checkpoint and builds the complete program description. Writes nothing.
+[[nodiscard]] Result<ExportPlan> build_export_plan(const std::string& model_dir, const ExportOptions& options);
+
+// Writes a plan through ProgramWriter (which verifies the methods, then writes atomically).
+[[nodiscard]] Status write_export_plan(ExportPlan plan, const std::string& out_path, bool progress);
+
+// build_export_plan + write_export_plan.
+[[nodiscard]] Status export_checkpoint(const std::string& model_dir, const std::string& out_path,
+                                       const ExportOptions& options = {});
+
+}  // namespace hfs

@@ -1,0 +1,78 @@
+// Export entry points: checkpoint → plan (pure) → program file (ProgramWriter).
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+
+#include "export/graph_builder.h"
+#include "hfstatic/export.h"
+
+namespace hfs {
+
+Result<WeightsMode> weights_mode_from_name(std::string_view s) {
+  if (s == "keep") return WeightsMode::kKeep;
+  if (s == "f32") return WeightsMode::kF32;
+  if (s == "f16") return WeightsMode::kF16;
+  if (s == "bf16") return WeightsMode::kBF16;
+  return make_error(ErrorCode::kInvalidArgument, "weights mode '" + std::string(s) + "' (expected keep, f32, f16 or bf16)");
+}
+
+Result<ExportPlan> build_export_plan(const std::string& model_dir, const ExportOptions& options) {
+  auto cfg = read_hf_config(model_dir);
+  if (!cfg) return cfg.error();
+  ArchBuilder arch = find_arch(cfg->model_type);
+  if (!arch) {
+    std::string list;
+    for (const auto& a : supported_archs()) list += (list.empty() ? "" : ", ") + a;
+    return make_error(ErrorCode::kUnsupportedModel, model_dir + "/config.json: model_type '" + cfg->model_type +
+                                                        "' is not supported (supported: " + list + ")");
+  }
+  auto ckpt = Checkpoint::open(model_dir);
+  if (!ckpt) return ckpt.error();
+  auto spec = arch(*cfg, **ckpt);
+  if (!spec) return spec.error();
+  return assemble_plan(*spec, *cfg, *ckpt, options);
+}
+
+namespace {
+
+void draw_progress(size_t index, size_t count, const std::string& name) {
+  const int width = 30;
+  const size_t done = index + 1;
+  const int filled = count ? static_cast<int>(width * done / count) : width;
+  std::fprintf(stderr, "\r[%.*s%*s] %zu/%zu %-40.40s", filled, "##############################", width - filled, "", done,
+               count, name.c_str());
+  if (done == count) std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+Status write_export_plan(ExportPlan plan, const std::string& out_path, bool progress) {
+  ProgramWriter w;
+  for (auto& [k, v] : plan.metadata) w.set_metadata(k, v);
+  // The writer may rename a constant whose name is taken by different content; follow its answer.
+  std::map<std::string, std::string> renamed;
+  for (PlannedConstant& c : plan.constants) {
+    auto name = w.add_constant_lazy(c.name, c.type, c.content_key, std::move(c.produce));
+    if (!name) return name.error();
+    if (*name != c.name) renamed[c.name] = *name;
+  }
+  for (MethodDef& m : plan.methods) {
+    if (!renamed.empty())
+      for (NodeDef& n : m.nodes)
+        for (std::string& in : n.inputs)
+          if (auto it = renamed.find(in); it != renamed.end()) in = it->second;
+    HFS_TRY(w.add_method(std::move(m)));
+  }
+  if (progress && isatty(STDERR_FILENO)) w.set_progress(&draw_progress);
+  return w.write(out_path);
+}
+
+Status export_checkpoint(const std::string& model_dir, const std::string& out_path, const ExportOptions& options) {
+  auto plan = build_export_plan(model_dir, options);
+  if (!plan) return plan.error();
+  return write_export_plan(std::move(*plan), out_path, options.progress);
+}
+
+}  // namespace hfs

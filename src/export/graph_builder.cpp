@@ -1,0 +1,654 @@
+// Shared exporter blocks: config helpers, RoPE frequencies, standard layer naming, and the hf_static v1
+// graph/constant/metadata assembly used by every architecture.
+#include "export/graph_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "export/convert.h"
+#include "hfstatic/metadata_keys.h"
+
+namespace hfs {
+
+std::string_view layer_kind_name(LayerKind k) { return k == LayerKind::kSliding ? keys::kLayerSliding : keys::kLayerGlobal; }
+
+Shape WeightRef::shape() const {
+  Shape s = source_shape;
+  if (row_end > 0 && s.rank() > 0) s[0] = row_end - row_begin;
+  return s;
+}
+
+// --- registry ----------------------------------------------------------------------------------------
+
+namespace {
+std::map<std::string, ArchBuilder, std::less<>>& archs() {
+  static std::map<std::string, ArchBuilder, std::less<>> m;
+  return m;
+}
+}  // namespace
+
+bool register_arch(std::string model_type, ArchBuilder builder) {
+  archs()[std::move(model_type)] = builder;
+  return true;
+}
+
+ArchBuilder find_arch(std::string_view model_type) {
+  auto it = archs().find(model_type);
+  return it == archs().end() ? nullptr : it->second;
+}
+
+std::vector<std::string> supported_archs() {
+  std::vector<std::string> out;
+  for (const auto& [k, _] : archs()) out.push_back(k);
+  return out;
+}
+
+// --- config blocks -----------------------------------------------------------------------------------
+
+Status read_common_dims(const HfConfig& cfg, ModelSpec* spec) {
+  auto get = [&](std::string_view key, int64_t* out) -> Status {
+    auto v = cfg.require_int(key);
+    if (!v) return v.error();
+    if (*v <= 0) return cfg.bad_value(key, "must be positive, got " + std::to_string(*v));
+    *out = *v;
+    return Ok{};
+  };
+  int64_t n_layers = 0;
+  HFS_TRY(get("hidden_size", &spec->hidden));
+  HFS_TRY(get("num_hidden_layers", &n_layers));
+  HFS_TRY(get("num_attention_heads", &spec->n_heads));
+  HFS_TRY(get("intermediate_size", &spec->intermediate));
+  HFS_TRY(get("vocab_size", &spec->vocab));
+  HFS_TRY(get("max_position_embeddings", &spec->max_positions));
+  auto kv = cfg.int_or("num_key_value_heads", spec->n_heads);
+  if (!kv) return kv.error();
+  if (*kv <= 0 || spec->n_heads % *kv != 0)
+    return cfg.bad_value("num_key_value_heads", "must divide num_attention_heads " + std::to_string(spec->n_heads) +
+                                                    ", got " + std::to_string(*kv));
+  spec->n_kv_heads = *kv;
+  if (!cfg.get("head_dim") && spec->hidden % spec->n_heads != 0)
+    return cfg.bad_value("hidden_size", "not divisible by num_attention_heads and no head_dim given");
+  auto hd = cfg.int_or("head_dim", spec->hidden / spec->n_heads);
+  if (!hd) return hd.error();
+  if (*hd <= 0 || *hd % 2 != 0) return cfg.bad_value("head_dim", "must be positive and even, got " + std::to_string(*hd));
+  spec->head_dim = *hd;
+  auto eps = cfg.number_or("rms_norm_eps", 1e-6);
+  if (!eps) return eps.error();
+  spec->rms_eps = *eps;
+  spec->attn_scale = 1.0 / std::sqrt(static_cast<double>(spec->head_dim));
+  spec->layers.assign(static_cast<size_t>(n_layers), LayerSpec{});
+  return Ok{};
+}
+
+std::vector<float> rope_default_inv_freq(double base, int64_t dim) {
+  // Mirrors HF: 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)), all in float32.
+  std::vector<float> out;
+  const float b = static_cast<float>(base);
+  for (int64_t i = 0; i < dim; i += 2) {
+    const float e = static_cast<float>(i) / static_cast<float>(dim);
+    out.push_back(1.0f / std::pow(b, e));
+  }
+  return out;
+}
+
+Status apply_rope_scaling(const HfConfig& cfg, const Value* rs, bool allow_llama3, std::vector<float>* inv_freq) {
+  if (!rs || rs->is_null()) return Ok{};
+  if (!rs->is_object()) return cfg.unsupported("rope_scaling", "expected null or an object, got " + rs->to_json());
+  const Value* type = rs->get("rope_type");
+  if (!type || type->is_null()) type = rs->get("type");
+  if (!type || !type->is_string())
+    return cfg.unsupported("rope_scaling", "no rope_type/type string in " + rs->to_json());
+  const std::string& t = type->as_string();
+  auto num = [&](std::string_view key) -> Result<double> {
+    const Value* v = rs->get(key);
+    if (!v || !v->is_number())
+      return cfg.bad_value("rope_scaling", "rope_type '" + t + "' needs a number '" + std::string(key) + "', got " +
+                                               (v ? v->to_json() : std::string("nothing")));
+    return v->as_float();
+  };
+  if (t == "default") return Ok{};
+  if (t == "linear") {
+    auto factor = num("factor");
+    if (!factor) return factor.error();
+    if (*factor <= 0) return cfg.bad_value("rope_scaling", "factor must be positive");
+    for (float& f : *inv_freq) f = f / static_cast<float>(*factor);
+    return Ok{};
+  }
+  if (t == "llama3" && allow_llama3) {
+    auto factor = num("factor"), lo = num("low_freq_factor"), hi = num("high_freq_factor"),
+         old = num("original_max_position_embeddings");
+    for (auto* r : {&factor, &lo, &hi, &old})
+      if (!*r) return r->error();
+    if (*hi == *lo) return cfg.bad_value("rope_scaling", "high_freq_factor equals low_freq_factor");
+    // HF _compute_llama3_parameters, element-wise in float32.
+    const float f = static_cast<float>(*factor), lf = static_cast<float>(*lo), hf = static_cast<float>(*hi),
+                oc = static_cast<float>(*old);
+    const float low_wavelen = oc / lf, high_wavelen = oc / hf;
+    for (float& x : *inv_freq) {
+      const float wavelen = static_cast<float>(2 * M_PI) / x;
+      float y = wavelen > low_wavelen ? x / f : x;
+      const float smooth = (oc / wavelen - lf) / (hf - lf);
+      const float smoothed = (1 - smooth) * y / f + smooth * y;
+      const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+      x = medium ? smoothed : y;
+    }
+    return Ok{};
+  }
+  return cfg.unsupported("rope_scaling", "rope type '" + t + "' is not supported for " + cfg.model_type +
+                                             (allow_llama3 ? " (supported: default, linear, llama3)" : " (supported: default, linear)"));
+}
+
+Result<std::optional<std::vector<LayerKind>>> layer_kinds_from_config(const HfConfig& cfg, int64_t n_layers) {
+  const Value* lt = cfg.get("layer_types");
+  if (!lt) return std::optional<std::vector<LayerKind>>{};
+  if (!lt->is_array() || static_cast<int64_t>(lt->size()) != n_layers)
+    return cfg.bad_value("layer_types", "expected a list of " + std::to_string(n_layers) + " strings, got " + lt->to_json());
+  std::vector<LayerKind> kinds;
+  for (const Value& v : lt->as_array()) {
+    if (v.is_string() && v.as_string() == "full_attention") {
+      kinds.push_back(LayerKind::kGlobal);
+    } else if (v.is_string() && v.as_string() == "sliding_attention") {
+      kinds.push_back(LayerKind::kSliding);
+    } else {
+      return cfg.unsupported("layer_types", "entry " + v.to_json() + " (supported: full_attention, sliding_attention)");
+    }
+  }
+  return std::optional<std::vector<LayerKind>>(std::move(kinds));
+}
+
+WeightRef weight_ref(const std::string& prefix, const std::string& name, Shape shape, WeightRef::Role role) {
+  WeightRef w;
+  w.name = name;
+  w.source = prefix + name;
+  w.source_shape = shape;
+  w.role = role;
+  return w;
+}
+
+LayerSpec standard_layer(const ModelSpec& s, const std::string& prefix, int64_t i, const LayerNaming& n) {
+  using R = WeightRef::Role;
+  const std::string l = "layers." + std::to_string(i) + ".";
+  const int64_t q_out = s.n_heads * s.head_dim, kv_out = s.n_kv_heads * s.head_dim;
+  LayerSpec L;
+  auto mat = [&](const std::string& name, Shape shape) { return weight_ref(prefix, l + name, shape, R::kMatrix); };
+  auto norm = [&](const std::string& name, int64_t d) { return weight_ref(prefix, l + name, {d}, R::kNorm); };
+  auto bias = [&](const std::string& name, int64_t d) { return weight_ref(prefix, l + name, {d}, R::kBias); };
+  L.attn_norm = norm("input_layernorm.weight", s.hidden);
+  L.q = mat("self_attn.q_proj.weight", {q_out, s.hidden});
+  L.k = mat("self_attn.k_proj.weight", {kv_out, s.hidden});
+  L.v = mat("self_attn.v_proj.weight", {kv_out, s.hidden});
+  L.o = mat("self_attn.o_proj.weight", {s.hidden, q_out});
+  if (n.qkv_bias) {
+    L.q_bias = bias("self_attn.q_proj.bias", q_out);
+    L.k_bias = bias("self_attn.k_proj.bias", kv_out);
+    L.v_bias = bias("self_attn.v_proj.bias", kv_out);
+  }
+  if (n.o_bias) L.o_bias = bias("self_attn.o_proj.bias", s.hidden);
+  if (n.qk_norm) {
+    L.q_norm = norm("self_attn.q_norm.weight", s.head_dim);
+    L.k_norm = norm("self_attn.k_norm.weight", s.head_dim);
+  }
+  if (n.gemma_norms) {
+    L.post_attn_norm = norm("post_attention_layernorm.weight", s.hidden);
+    L.ff_norm = norm("pre_feedforward_layernorm.weight", s.hidden);
+    L.post_ff_norm = norm("post_feedforward_layernorm.weight", s.hidden);
+  } else {
+    L.ff_norm = norm("post_attention_layernorm.weight", s.hidden);
+  }
+  L.gate = mat("mlp.gate_proj.weight", {s.intermediate, s.hidden});
+  L.up = mat("mlp.up_proj.weight", {s.intermediate, s.hidden});
+  L.down = mat("mlp.down_proj.weight", {s.hidden, s.intermediate});
+  if (n.mlp_bias) {
+    L.gate_bias = bias("mlp.gate_proj.bias", s.intermediate);
+    L.up_bias = bias("mlp.up_proj.bias", s.intermediate);
+    L.down_bias = bias("mlp.down_proj.bias", s.hidden);
+  }
+  return L;
+}
+
+void standard_head(ModelSpec* spec, const std::string& prefix, bool tied, const std::string& lm_head_source) {
+  using R = WeightRef::Role;
+  spec->embed = weight_ref(prefix, "embed_tokens.weight", {spec->vocab, spec->hidden}, R::kMatrix);
+  spec->final_norm = weight_ref(prefix, "norm.weight", {spec->hidden}, R::kNorm);
+  if (tied) {
+    spec->lm_head = spec->embed;
+  } else {
+    spec->lm_head = weight_ref("", lm_head_source, {spec->vocab, spec->hidden}, R::kMatrix);
+    spec->lm_head.name = "lm_head.weight";
+  }
+}
+
+Status decoder_skeleton(const HfConfig& cfg, const LayerNaming& naming, bool allow_llama3, bool tie_default, ModelSpec* spec) {
+  spec->arch = cfg.model_type;
+  HFS_TRY(read_common_dims(cfg, spec));
+  auto theta = cfg.number_or("rope_theta", 10000.0);
+  if (!theta) return theta.error();
+  spec->inv_freq_global = rope_default_inv_freq(*theta, spec->head_dim);
+  HFS_TRY(apply_rope_scaling(cfg, cfg.get("rope_scaling"), allow_llama3, &spec->inv_freq_global));
+  auto act = cfg.string_or("hidden_act", "silu");
+  if (!act) return act.error();
+  auto a = activation_from_config(cfg, "hidden_act", *act);
+  if (!a) return a.error();
+  spec->act = *a;
+  auto tied = cfg.bool_or("tie_word_embeddings", tie_default);
+  if (!tied) return tied.error();
+  for (size_t i = 0; i < spec->layers.size(); ++i)
+    spec->layers[i] = standard_layer(*spec, "model.", static_cast<int64_t>(i), naming);
+  standard_head(spec, "model.", *tied);
+  return Ok{};
+}
+
+Status set_sliding_layers(const HfConfig& cfg, const std::vector<LayerKind>& kinds, ModelSpec* spec) {
+  bool any = false;
+  for (size_t i = 0; i < spec->layers.size() && i < kinds.size(); ++i) {
+    spec->layers[i].kind = kinds[i];
+    any = any || kinds[i] == LayerKind::kSliding;
+  }
+  if (!any) return Ok{};
+  auto w = cfg.require_int("sliding_window");
+  if (!w) return make_error(w.error().code(), w.error().message() + " (some layers are sliding)");
+  if (*w <= 0) return cfg.bad_value("sliding_window", "must be positive, got " + std::to_string(*w));
+  spec->sliding_window = *w;
+  return Ok{};
+}
+
+Status gemma_skeleton(const HfConfig& cfg, const std::string& prefix, bool qk_norm, ModelSpec* spec) {
+  spec->arch = cfg.model_type;
+  HFS_TRY(read_common_dims(cfg, spec));
+  spec->norm_unit_offset = spec->qk_norm_unit_offset = true;
+  spec->embed_scale = std::sqrt(static_cast<double>(spec->hidden));
+  auto qpas = cfg.number_or("query_pre_attn_scalar", static_cast<double>(spec->head_dim));
+  if (!qpas) return qpas.error();
+  if (*qpas <= 0) return cfg.bad_value("query_pre_attn_scalar", "must be positive");
+  spec->attn_scale = 1.0 / std::sqrt(*qpas);
+  auto attn_cap = cfg.number_or("attn_logit_softcapping", 0.0);
+  if (!attn_cap) return attn_cap.error();
+  auto final_cap = cfg.number_or("final_logit_softcapping", 0.0);
+  if (!final_cap) return final_cap.error();
+  if (*attn_cap < 0 || *final_cap < 0) return cfg.bad_value("attn_logit_softcapping", "softcaps must be ≥ 0");
+  spec->attn_softcap = *attn_cap;
+  spec->final_softcap = *final_cap;
+  // Gemma configs name the MLP activation hidden_activation (hidden_act is a legacy alias).
+  const char* act_key = cfg.get("hidden_activation") ? "hidden_activation" : "hidden_act";
+  auto act = cfg.string_or(act_key, "gelu_pytorch_tanh");
+  if (!act) return act.error();
+  auto a = activation_from_config(cfg, act_key, *act);
+  if (!a) return a.error();
+  spec->act = *a;
+  auto tied = cfg.bool_or("tie_word_embeddings", true);
+  if (!tied) return tied.error();
+  LayerNaming n;
+  n.gemma_norms = true;
+  n.qk_norm = qk_norm;
+  for (size_t i = 0; i < spec->layers.size(); ++i)
+    spec->layers[i] = standard_layer(*spec, prefix, static_cast<int64_t>(i), n);
+  standard_head(spec, prefix, *tied);
+  return Ok{};
+}
+
+Result<std::string> activation_from_config(const HfConfig& cfg, std::string_view key, const std::string& v) {
+  if (v == "silu" || v == "swish") return std::string("silu");
+  if (v == "gelu_pytorch_tanh" || v == "gelu_tanh" || v == "gelu_new") return std::string("gelu_tanh");
+  return cfg.unsupported(key, "activation '" + v + "' (supported: silu, gelu_pytorch_tanh)");
+}
+
+// --- plan assembly -----------------------------------------------------------------------------------
+
+namespace {
+
+struct Geometry {
+  int64_t chunk = 0;    // C
+  int64_t context = 0;  // S_global
+  int64_t ring = 0;     // R for sliding layers (0 when none)
+  bool has_global = false, has_sliding = false;
+  int64_t cache_len(LayerKind k) const { return k == LayerKind::kSliding ? ring : context; }
+};
+
+std::vector<const WeightRef*> all_weights(const ModelSpec& s) {
+  std::vector<const WeightRef*> out{&s.embed};
+  for (const LayerSpec& L : s.layers)
+    for (const WeightRef* w : {&L.attn_norm, &L.q, &L.q_bias, &L.k, &L.k_bias, &L.v, &L.v_bias, &L.q_norm, &L.k_norm,
+                               &L.o, &L.o_bias, &L.post_attn_norm, &L.ff_norm, &L.gate, &L.gate_bias, &L.up, &L.up_bias,
+                               &L.down, &L.down_bias, &L.post_ff_norm})
+      if (w->present()) out.push_back(w);
+  out.push_back(&s.final_norm);
+  if (s.lm_head.name != s.embed.name) out.push_back(&s.lm_head);
+  return out;
+}
+
+bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+// Checks one weight against the checkpoint and returns the dtype to store it in.
+Result<DType> check_weight(const WeightRef& w, const Checkpoint& ck, WeightsMode mode) {
+  const SafetensorInfo* t = ck.find(w.source);
+  if (!t)
+    return make_error(ErrorCode::kMissingTensor, ck.dir() + ": tensor '" + w.source + "' not found in the checkpoint");
+  const std::string where = ck.dir() + "/" + ck.file_of(w.source) + ": tensor '" + w.source + "'";
+  if (t->shape != w.source_shape)
+    return make_error(ErrorCode::kBadCheckpoint,
+                      where + ": expected shape " + w.source_shape.to_string() + ", got " + t->shape.to_string());
+  if (w.row_end > 0 && (w.row_begin < 0 || w.row_end > t->shape[0] || w.row_begin >= w.row_end))
+    return make_error(ErrorCode::kInternal, where + ": row range out of bounds");
+  if (!is_float(t->dtype))
+    return make_error(ErrorCode::kUnsupportedModel,
+                      where + ": dtype " + std::string(dtype_name(t->dtype)) + " (only f32/f16/bf16 weights are supported)");
+  if (w.role != WeightRef::Role::kMatrix) return DType::kF32;
+  switch (mode) {
+    case WeightsMode::kKeep: return t->dtype;
+    case WeightsMode::kF32: return DType::kF32;
+    case WeightsMode::kF16: return DType::kF16;
+    case WeightsMode::kBF16: return DType::kBF16;
+  }
+  return DType::kF32;
+}
+
+PlannedConstant weight_constant(const WeightRef& w, DType to, std::shared_ptr<const Checkpoint> ck) {
+  PlannedConstant c;
+  c.name = w.name;
+  c.type = {to, w.shape()};
+  c.content_key = "ckpt:" + w.source + "|rows " + std::to_string(w.row_begin) + ":" + std::to_string(w.row_end) + "|" +
+                  std::string(dtype_name(to));
+  const std::string source = w.source;
+  const int64_t rb = w.row_begin, re = w.row_end;
+  c.produce = [ck = std::move(ck), source, rb, re, to](std::span<std::byte> dst) -> Status {
+    const SafetensorInfo* t = ck->find(source);
+    auto bytes = ck->data(source);
+    if (!t || !bytes) return make_error(ErrorCode::kMissingTensor, "tensor '" + source + "' vanished from the checkpoint");
+    std::span<const std::byte> src = *bytes;
+    if (re > 0) {
+      const uint64_t row_bytes = t->shape[0] > 0 ? t->nbytes / static_cast<uint64_t>(t->shape[0]) : 0;
+      src = src.subspan(static_cast<size_t>(rb) * row_bytes, static_cast<size_t>(re - rb) * row_bytes);
+    }
+    Status st = convert_floats(src, t->dtype, dst, to);
+    if (!st) return st.error().with_context("tensor '" + source + "'");
+    return Ok{};
+  };
+  return c;
+}
+
+PlannedConstant bytes_constant(std::string name, TensorType type, std::string key, std::shared_ptr<const std::string> bytes) {
+  PlannedConstant c;
+  c.name = std::move(name);
+  c.type = type;
+  c.content_key = std::move(key);
+  c.produce = [bytes = std::move(bytes), name = c.name](std::span<std::byte> dst) -> Status {
+    if (dst.size() != bytes->size())
+      return make_error(ErrorCode::kInternal, "constant '" + name + "': " + std::to_string(bytes->size()) +
+                                                  " bytes for a " + std::to_string(dst.size()) + "-byte slot");
+    std::memcpy(dst.data(), bytes->data(), bytes->size());
+    return Ok{};
+  };
+  return c;
+}
+
+std::shared_ptr<const std::string> float_bytes(const std::vector<float>& v) {
+  return std::make_shared<const std::string>(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+Attrs attrs(std::initializer_list<std::pair<const std::string, Value>> kv) { return Attrs(kv); }
+
+// Emits the nodes of one method (T tokens).
+class MethodBuilder {
+ public:
+  MethodBuilder(const ModelSpec& s, const Geometry& g, const ExportOptions& o, std::string rope_global,
+                std::string rope_sliding)
+      : s_(s), g_(g), o_(o), rope_global_(std::move(rope_global)), rope_sliding_(std::move(rope_sliding)) {}
+
+  MethodDef build(const std::string& name, int64_t T) {
+    m_ = MethodDef{name, {}, {}, {}};
+    T_ = T;
+    declare_inputs();
+    // [1, T, H]
+    std::string h = node("embedding", {s_.embed.name, std::string(keys::kInputIds)}, {}, "embed");
+    if (s_.embed_scale != 0) h = node("scale", {h}, attrs({{"value", Value(s_.embed_scale)}}), "embed.scaled");
+    for (size_t i = 0; i < s_.layers.size(); ++i) h = layer(static_cast<int>(i), h);
+    if (!o_.logits_all)  // [1, T, H] -> [1, 1, H]: only the last valid row reaches the head
+      h = node("gather", {h, std::string(keys::kLogitsIndex)}, attrs({{"axis", Value(1)}}), "last_hidden");
+    const bool softcap = s_.final_softcap > 0;
+    h = norm(h, s_.final_norm, s_.norm_unit_offset, "final_norm");
+    std::string logits = node("linear", {h, s_.lm_head.name}, {}, softcap ? "logits.raw" : std::string(keys::kLogits));
+    if (softcap) node("softcap", {logits}, attrs({{"cap", Value(s_.final_softcap)}}), std::string(keys::kLogits));
+    declare_outputs();
+    return std::move(m_);
+  }
+
+ private:
+  std::string node(std::string op, std::vector<std::string> in, Attrs a, std::string out) {
+    m_.nodes.push_back({std::move(op), std::move(in), {out}, std::move(a)});
+    return out;
+  }
+
+  std::string norm(const std::string& x, const WeightRef& w, bool unit_offset, const std::string& out) {
+    Attrs a = attrs({{"eps", Value(s_.rms_eps)}});
+    if (unit_offset) a["unit_offset"] = Value(true);
+    return node("rms_norm", {x, w.name}, std::move(a), out);
+  }
+
+  std::string linear(const std::string& x, const WeightRef& w, const WeightRef& b, const std::string& out) {
+    std::vector<std::string> in{x, w.name};
+    if (b.present()) in.push_back(b.name);
+    return node("linear", std::move(in), {}, out);
+  }
+
+  std::string reshape(const std::string& x, std::vector<int64_t> shape, const std::string& out) {
+    return node("reshape", {x}, attrs({{"shape", Value::int_array(shape)}}), out);
+  }
+
+  void declare_inputs() {
+    auto in = [&](std::string n, DType t, Shape s, IORole r = IORole::kInput) { m_.inputs.push_back({std::move(n), {t, s}, r, ""}); };
+    in(std::string(keys::kInputIds), DType::kI32, {1, T_});
+    in(std::string(keys::kPositionIds), DType::kI32, {1, T_});
+    if (!o_.logits_all) in(std::string(keys::kLogitsIndex), DType::kI32, {1});
+    for (LayerKind k : {LayerKind::kGlobal, LayerKind::kSliding}) {
+      if (!(k == LayerKind::kGlobal ? g_.has_global : g_.has_sliding)) continue;
+      in(keys::cache_slots_name(layer_kind_name(k)), DType::kI32, {T_});
+      in(keys::attn_mask_name(layer_kind_name(k)), DType::kF32, {1, 1, T_, g_.cache_len(k)});
+    }
+    for (size_t i = 0; i < s_.layers.size(); ++i) {
+      const Shape cache{1, s_.n_kv_heads, g_.cache_len(s_.layers[i].kind), s_.head_dim};
+      in(keys::k_cache_name(static_cast<int>(i)), o_.cache_dtype, cache, IORole::kState);
+      in(keys::v_cache_name(static_cast<int>(i)), o_.cache_dtype, cache, IORole::kState);
+    }
+  }
+
+  void declare_outputs() {
+    const int64_t rows = o_.logits_all ? T_ : 1;
+    m_.outputs.push_back({std::string(keys::kLogits), {DType::kF32, {1, rows, s_.vocab}}, IORole::kOutput, ""});
+    for (size_t i = 0; i < s_.layers.size(); ++i) {
+      const int li = static_cast<int>(i);
+      const Shape cache{1, s_.n_kv_heads, g_.cache_len(s_.layers[i].kind), s_.head_dim};
+      m_.outputs.push_back({keys::k_cache_out_name(li), {o_.cache_dtype, cache}, IORole::kState, keys::k_cache_name(li)});
+      m_.outputs.push_back({keys::v_cache_out_name(li), {o_.cache_dtype, cache}, IORole::kState, keys::v_cache_name(li)});
+    }
+  }
+
+  std::string layer(int i, const std::string& h_in) {
+    const LayerSpec& L = s_.layers[static_cast<size_t>(i)];
+    const std::string p = "l" + std::to_string(i) + ".";
+    const std::string_view kind = layer_kind_name(L.kind);
+    const std::string& rope = L.kind == LayerKind::kSliding ? rope_sliding_ : rope_global_;
+    const int64_t Hq = s_.n_heads, Hkv = s_.n_kv_heads, D = s_.head_dim;
+
+    // Attention block. x: [1, T, H]
+    std::string x = norm(h_in, L.attn_norm, s_.norm_unit_offset, p + "attn_norm");
+    std::string q = reshape(linear(x, L.q, L.q_bias, p + "q_proj"), {1, T_, Hq, D}, p + "q");    // [1, T, Hq, D]
+    std::string k = reshape(linear(x, L.k, L.k_bias, p + "k_proj"), {1, T_, Hkv, D}, p + "k");   // [1, T, Hkv, D]
+    std::string v = reshape(linear(x, L.v, L.v_bias, p + "v_proj"), {1, T_, Hkv, D}, p + "v");   // [1, T, Hkv, D]
+    if (L.q_norm.present()) q = norm(q, L.q_norm, s_.qk_norm_unit_offset, p + "q_normed");
+    if (L.k_norm.present()) k = norm(k, L.k_norm, s_.qk_norm_unit_offset, p + "k_normed");
+    Attrs rope_attrs;
+    if (s_.rope_attention_scaling != 1.0) rope_attrs["attention_scaling"] = Value(s_.rope_attention_scaling);
+    q = node("rope", {q, std::string(keys::kPositionIds), rope}, rope_attrs, p + "q_rot");
+    k = node("rope", {k, std::string(keys::kPositionIds), rope}, rope_attrs, p + "k_rot");
+    // Write-first: the chunk's rows land in the cache, then attention reads the whole cache under the mask.
+    const std::string slots = keys::cache_slots_name(kind);
+    std::string kc = node("kv_cache_write", {keys::k_cache_name(i), k, slots}, {}, keys::k_cache_out_name(i));
+    std::string vc = node("kv_cache_write", {keys::v_cache_name(i), v, slots}, {}, keys::v_cache_out_name(i));
+    Attrs att = attrs({{"scale", Value(s_.attn_scale)}});
+    if (s_.attn_softcap > 0) att["softcap"] = Value(s_.attn_softcap);
+    std::string a = node("attention", {q, kc, vc, keys::attn_mask_name(kind)}, std::move(att), p + "attn");  // [1, T, Hq, D]
+    a = reshape(a, {1, T_, Hq * D}, p + "attn_flat");
+    std::string o = linear(a, L.o, L.o_bias, p + "o_proj");  // [1, T, H]
+    if (L.post_attn_norm.present()) o = norm(o, L.post_attn_norm, s_.norm_unit_offset, p + "post_attn_norm");
+    std::string h = node("add", {h_in, o}, {}, p + "h_attn");
+
+    // MLP block.
+    x = norm(h, L.ff_norm, s_.norm_unit_offset, p + "ff_norm");
+    std::string gate = linear(x, L.gate, L.gate_bias, p + "gate_proj");  // [1, T, I]
+    std::string up = linear(x, L.up, L.up_bias, p + "up_proj");
+    gate = node(s_.act, {gate}, {}, p + "act");
+    std::string m = node("mul", {gate, up}, {}, p + "gated");
+    std::string d = linear(m, L.down, L.down_bias, p + "down_proj");  // [1, T, H]
+    if (L.post_ff_norm.present()) d = norm(d, L.post_ff_norm, s_.norm_unit_offset, p + "post_ff_norm");
+    return node("add", {h, d}, {}, p + "out");
+  }
+
+  const ModelSpec& s_;
+  const Geometry& g_;
+  const ExportOptions& o_;
+  std::string rope_global_, rope_sliding_;
+  MethodDef m_;
+  int64_t T_ = 1;
+};
+
+Value string_array(const std::vector<std::string>& v) {
+  Value::Array a;
+  for (const auto& s : v) a.emplace_back(s);
+  return Value(std::move(a));
+}
+
+std::string base_name(const std::string& dir) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  auto pos = d.find_last_of('/');
+  return pos == std::string::npos ? d : d.substr(pos + 1);
+}
+
+}  // namespace
+
+int64_t default_prefill_chunk(int64_t n_params) {
+  return n_params < 200'000'000 ? 32 : n_params <= 1'000'000'000 ? 64 : 128;
+}
+
+Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std::shared_ptr<const Checkpoint> ck,
+                                 const ExportOptions& opt) {
+  if (opt.cache_dtype != DType::kF32 && opt.cache_dtype != DType::kF16)
+    return make_error(ErrorCode::kInvalidArgument, "cache dtype must be f32 or f16, got " + std::string(dtype_name(opt.cache_dtype)));
+  if (opt.context < 0) return make_error(ErrorCode::kInvalidArgument, "context must be positive, got " + std::to_string(opt.context));
+  if (opt.prefill_chunk < 0)
+    return make_error(ErrorCode::kInvalidArgument, "prefill chunk must be positive, got " + std::to_string(opt.prefill_chunk));
+  if (spec.layers.empty()) return cfg.bad_value("num_hidden_layers", "must be positive");
+  const size_t rot = spec.inv_freq_global.size();
+  if (rot == 0 || static_cast<int64_t>(rot) * 2 > spec.head_dim ||
+      (!spec.inv_freq_sliding.empty() && spec.inv_freq_sliding.size() != rot))
+    return make_error(ErrorCode::kInternal, spec.arch + ": rotary frequencies do not fit head_dim " + std::to_string(spec.head_dim));
+
+  ExportPlan plan;
+  // Validate every weight first (nothing is produced before the whole checkpoint checks out).
+  std::map<std::string, DType> stored;
+  DType main_dtype = DType::kF32;
+  for (const WeightRef* w : all_weights(spec)) {
+    auto dt = check_weight(*w, *ck, opt.weights);
+    if (!dt) return dt.error();
+    if (stored.count(w->name)) continue;
+    stored[w->name] = *dt;
+    if (w == &spec.embed) main_dtype = *dt;
+    plan.n_params += w->shape().numel();
+    plan.constants.push_back(weight_constant(*w, *dt, ck));
+  }
+
+  Geometry g;
+  const int64_t max_ctx = spec.max_positions;
+  g.context = opt.context > 0 ? std::min(opt.context, max_ctx) : std::min<int64_t>(max_ctx, 4096);
+  if (opt.prefill_chunk > 0) {
+    if (opt.prefill_chunk > g.context)
+      return make_error(ErrorCode::kInvalidArgument, "prefill chunk " + std::to_string(opt.prefill_chunk) +
+                                                         " exceeds the context length " + std::to_string(g.context));
+    g.chunk = opt.prefill_chunk;
+  } else {
+    g.chunk = std::min(default_prefill_chunk(plan.n_params), g.context);
+  }
+  for (const LayerSpec& L : spec.layers) (L.kind == LayerKind::kSliding ? g.has_sliding : g.has_global) = true;
+  const int64_t W = g.has_sliding ? spec.sliding_window : 0;
+  if (g.has_sliding && W <= 0) return cfg.bad_value("sliding_window", "sliding layers need a positive sliding_window");
+  g.ring = g.has_sliding ? std::min(W + g.chunk - 1, g.context) : 0;
+
+  // RoPE tables: one constant when both kinds share frequencies.
+  auto add_floats = [&](const std::string& name, const std::vector<float>& v) {
+    plan.constants.push_back(bytes_constant(name, {DType::kF32, {static_cast<int64_t>(v.size())}}, "floats:" + name, float_bytes(v)));
+  };
+  std::string rope_global = "rope.inv_freq", rope_sliding = "rope.inv_freq";
+  const bool distinct = !spec.inv_freq_sliding.empty() && spec.inv_freq_sliding != spec.inv_freq_global && g.has_sliding;
+  if (distinct) {
+    rope_global = "rope.inv_freq.global";
+    rope_sliding = "rope.inv_freq.sliding";
+    if (g.has_global) add_floats(rope_global, spec.inv_freq_global);
+    add_floats(rope_sliding, spec.inv_freq_sliding);
+  } else {
+    add_floats(rope_global, spec.inv_freq_global);
+  }
+
+  auto files = read_tokenizer_files(cfg.dir);
+  if (!files) return files.error();
+  for (const EmbeddedFile& f : *files) {
+    if (f.bytes->empty()) continue;  // a zero-length constant carries nothing
+    plan.constants.push_back(bytes_constant(std::string(keys::kFilePrefix) + f.file_name,
+                                            {DType::kU8, {static_cast<int64_t>(f.bytes->size())}}, "file:" + f.file_name, f.bytes));
+  }
+
+  MethodBuilder mb(spec, g, opt, rope_global, rope_sliding);
+  plan.methods.push_back(mb.build("prefill", g.chunk));
+  plan.methods.push_back(mb.build("decode", 1));
+
+  // Metadata.
+  Metadata& md = plan.metadata;
+  auto set = [&](std::string_view k, Value v) { md[std::string(k)] = std::move(v); };
+  set(keys::kGeneralArchitecture, Value(spec.arch));
+  const Value* name_or_path = cfg.root.get("_name_or_path");
+  set(keys::kGeneralName, Value(name_or_path && name_or_path->is_string() && !name_or_path->as_string().empty()
+                                    ? name_or_path->as_string() : base_name(cfg.dir)));
+  set(keys::kGeneralSource, Value(cfg.dir));
+  set(keys::kGeneralWeights, Value(std::string(dtype_name(main_dtype))));
+  set(keys::kGeneralExporter, Value("hfstatic 0.1.0"));
+  set(keys::kContract, Value(std::string(keys::kContractHfStatic)));
+  set(keys::kContractVersion, Value(1));
+  set(keys::kPrefillMethod, Value("prefill"));
+  set(keys::kPrefillTokens, Value(g.chunk));
+  set(keys::kDecodeMethod, Value("decode"));
+  set(keys::kDecodeTokens, Value(1));
+  set(keys::kContextLength, Value(g.context));
+  set(keys::kNumLayers, Value(static_cast<int64_t>(spec.layers.size())));
+  set(keys::kNumKvHeads, Value(spec.n_kv_heads));
+  set(keys::kHeadDim, Value(spec.head_dim));
+  std::vector<std::string> kinds;
+  std::vector<int64_t> lens;
+  for (const LayerSpec& L : spec.layers) {
+    kinds.emplace_back(layer_kind_name(L.kind));
+    lens.push_back(g.cache_len(L.kind));
+  }
+  set(keys::kLayerKinds, string_array(kinds));
+  set(keys::kLayerCacheLengths, Value::int_array(lens));
+  set(keys::kSlidingWindow, Value(W));
+  set(keys::kCacheDType, Value(std::string(dtype_name(opt.cache_dtype))));
+  set(keys::kCacheLayout, Value(std::string(keys::kLayoutBHSD)));
+  set(keys::kVocabSize, Value(spec.vocab));
+  set(keys::kBosTokenId, Value(cfg.bos_token_id));
+  set(keys::kEosTokenIds, Value::int_array(cfg.eos_token_ids));
+  // pad must be a real id: the checkpoint's pad, else its first eos, else 0 (pad rows are masked anyway).
+  const int64_t pad = cfg.pad_token_id >= 0 ? cfg.pad_token_id : !cfg.eos_token_ids.empty() ? cfg.eos_token_ids[0] : 0;
+  set(keys::kPadTokenId, Value(pad));
+  set(keys::kLogitsMode, Value(std::string(opt.logits_all ? keys::kLogitsAll : keys::kLogitsLast)));
+  for (int64_t id : cfg.eos_token_ids)
+    if (id < 0 || id >= spec.vocab)
+      return cfg.bad_value("eos_token_id", "id " + std::to_string(id) + " outside the vocabulary of " + std::to_string(spec.vocab));
+  if (cfg.bos_token_id >= spec.vocab)
+    return cfg.bad_value("bos_token_id", "id " + std::to_string(cfg.bos_token_id) + " outside the vocabulary of " + std::to_string(spec.vocab));
+  if (pad >= spec.vocab)
+    return cfg.bad_value("pad_token_id", "id " + std::to_string(pad) + " outside the vocabulary of " + std::to_string(spec.vocab));
+  return plan;
+}
+
+}  // namespace hfs

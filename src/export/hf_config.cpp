@@ -1,0 +1,162 @@
+// config.json / generation_config.json / tokenizer file reading for the exporter.
+#include "export/hf_config.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace hfs {
+namespace {
+
+bool file_exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kBadCheckpoint, path + ": cannot open");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return make_error(ErrorCode::kBadCheckpoint, path + ": read error");
+  return ss.str();
+}
+
+Result<Value> read_json(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  auto v = Value::parse_json(*text);
+  if (!v) return make_error(ErrorCode::kBadCheckpoint, path + ": not valid JSON: " + v.error().message());
+  if (!v->is_object()) return make_error(ErrorCode::kBadCheckpoint, path + ": expected a JSON object");
+  return std::move(*v);
+}
+
+// Token id fields: absent/null → untouched; int → one id; list of ints → ids (eos only).
+Status read_ids(const Value& obj, std::string_view key, const std::string& where, std::vector<int64_t>* out) {
+  const Value* v = obj.get(key);
+  if (!v || v->is_null()) return Ok{};
+  std::vector<int64_t> ids;
+  if (v->is_int()) {
+    ids.push_back(v->as_int());
+  } else if (v->is_array()) {
+    for (const Value& e : v->as_array()) {
+      if (!e.is_int())
+        return make_error(ErrorCode::kBadCheckpoint, where + ": key '" + std::string(key) + "': expected integers, got " + e.to_json());
+      ids.push_back(e.as_int());
+    }
+  } else {
+    return make_error(ErrorCode::kBadCheckpoint,
+                      where + ": key '" + std::string(key) + "': expected an integer or a list of integers, got " + v->to_json());
+  }
+  *out = std::move(ids);
+  return Ok{};
+}
+
+Status read_token_ids(const Value& obj, const std::string& where, HfConfig* cfg) {
+  std::vector<int64_t> v;
+  HFS_TRY(read_ids(obj, "bos_token_id", where, &v));
+  if (!v.empty()) cfg->bos_token_id = v[0];
+  v.clear();
+  HFS_TRY(read_ids(obj, "eos_token_id", where, &v));
+  if (!v.empty()) cfg->eos_token_ids = v;
+  v.clear();
+  HFS_TRY(read_ids(obj, "pad_token_id", where, &v));
+  if (!v.empty()) cfg->pad_token_id = v[0];
+  return Ok{};
+}
+
+}  // namespace
+
+const Value* HfConfig::get(std::string_view key) const {
+  const Value* v = text.get(key);
+  return v && !v->is_null() ? v : nullptr;
+}
+
+Error HfConfig::bad_value(std::string_view key, const std::string& msg) const {
+  return make_error(ErrorCode::kBadCheckpoint, where + ": key '" + std::string(key) + "': " + msg);
+}
+
+Error HfConfig::unsupported(std::string_view key, const std::string& msg) const {
+  return make_error(ErrorCode::kUnsupportedModel, where + ": key '" + std::string(key) + "': " + msg);
+}
+
+Result<int64_t> HfConfig::require_int(std::string_view key) const {
+  const Value* v = get(key);
+  if (!v) return bad_value(key, "required but missing");
+  if (!v->is_int()) return bad_value(key, "expected an integer, got " + v->to_json());
+  return v->as_int();
+}
+
+Result<int64_t> HfConfig::int_or(std::string_view key, int64_t def) const {
+  if (!get(key)) return def;
+  return require_int(key);
+}
+
+Result<double> HfConfig::number_or(std::string_view key, double def) const {
+  const Value* v = get(key);
+  if (!v) return def;
+  if (!v->is_number()) return bad_value(key, "expected a number, got " + v->to_json());
+  return v->as_float();
+}
+
+Result<bool> HfConfig::bool_or(std::string_view key, bool def) const {
+  const Value* v = get(key);
+  if (!v) return def;
+  if (!v->is_bool()) return bad_value(key, "expected true or false, got " + v->to_json());
+  return v->as_bool();
+}
+
+Result<std::string> HfConfig::string_or(std::string_view key, std::string def) const {
+  const Value* v = get(key);
+  if (!v) return def;
+  if (!v->is_string()) return bad_value(key, "expected a string, got " + v->to_json());
+  return v->as_string();
+}
+
+Result<HfConfig> read_hf_config(const std::string& dir) {
+  HfConfig cfg;
+  cfg.dir = dir;
+  const std::string path = dir + "/config.json";
+  if (!file_exists(path)) return make_error(ErrorCode::kBadCheckpoint, path + ": not found (not a HuggingFace checkpoint directory?)");
+  auto root = read_json(path);
+  if (!root) return root.error();
+  cfg.root = std::move(*root);
+  const Value* mt = cfg.root.get("model_type");
+  if (!mt || !mt->is_string())
+    return make_error(ErrorCode::kBadCheckpoint, path + ": key 'model_type': required string, got " +
+                                                     (mt ? mt->to_json() : std::string("nothing")));
+  cfg.model_type = mt->as_string();
+  const Value* tc = cfg.root.get("text_config");
+  if (tc && tc->is_object()) {
+    cfg.text = *tc;
+    cfg.where = path + " text_config";
+  } else {
+    cfg.text = cfg.root;
+    cfg.where = path;
+  }
+  // Token ids: root, then text_config, then generation_config.json (later ones win when they set a value).
+  HFS_TRY(read_token_ids(cfg.root, path, &cfg));
+  if (tc && tc->is_object()) HFS_TRY(read_token_ids(*tc, cfg.where, &cfg));
+  const std::string gen_path = dir + "/generation_config.json";
+  if (file_exists(gen_path)) {
+    auto gen = read_json(gen_path);
+    if (!gen) return gen.error();
+    HFS_TRY(read_token_ids(*gen, gen_path, &cfg));
+  }
+  return cfg;
+}
+
+Result<std::vector<EmbeddedFile>> read_tokenizer_files(const std::string& dir) {
+  std::vector<EmbeddedFile> out;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
+    const std::string path = dir + "/" + name;
+    if (!file_exists(path)) continue;
+    auto bytes = read_file(path);
+    if (!bytes) return bytes.error();
+    out.push_back({name, std::make_shared<const std::string>(std::move(*bytes))});
+  }
+  return out;
+}
+
+}  // namespace hfs

@@ -1,0 +1,28 @@
+// gemma2: four norms per layer with (1 + w), sqrt(hidden) embedding scale, attention and final logit
+// soft-capping, query_pre_attn_scalar scaling, gelu_tanh MLP; even layers slide unless layer_types says.
+#include "export/graph_builder.h"
+
+namespace hfs {
+namespace {
+
+Result<ModelSpec> build_gemma2(const HfConfig& cfg, const Checkpoint&) {
+  ModelSpec s;
+  HFS_TRY(gemma_skeleton(cfg, "model.", /*qk_norm=*/false, &s));
+  auto theta = cfg.number_or("rope_theta", 10000.0);
+  if (!theta) return theta.error();
+  s.inv_freq_global = rope_default_inv_freq(*theta, s.head_dim);
+  HFS_TRY(apply_rope_scaling(cfg, cfg.get("rope_scaling"), /*allow_llama3=*/false, &s.inv_freq_global));
+  const size_t n = s.layers.size();
+  auto from_types = layer_kinds_from_config(cfg, static_cast<int64_t>(n));
+  if (!from_types) return from_types.error();
+  std::vector<LayerKind> kinds(n);
+  for (size_t i = 0; i < n; ++i) kinds[i] = i % 2 == 0 ? LayerKind::kSliding : LayerKind::kGlobal;
+  if (*from_types) kinds = **from_types;
+  HFS_TRY(set_sliding_layers(cfg, kinds, &s));
+  return s;
+}
+
+const bool kRegistered = register_arch("gemma2", &build_gemma2);
+
+}  // namespace
+}  // namespace hfs

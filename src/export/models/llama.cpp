@@ -1,0 +1,23 @@
+// llama: the reference decoder. rope_scaling may be null, default, linear or llama3; all layers global.
+#include "export/graph_builder.h"
+
+namespace hfs {
+namespace {
+
+Result<ModelSpec> build_llama(const HfConfig& cfg, const Checkpoint&) {
+  ModelSpec s;
+  auto bias = cfg.bool_or("attention_bias", false);
+  if (!bias) return bias.error();
+  auto mlp_bias = cfg.bool_or("mlp_bias", false);
+  if (!mlp_bias) return mlp_bias.error();
+  LayerNaming n;
+  n.qkv_bias = n.o_bias = *bias;
+  n.mlp_bias = *mlp_bias;
+  HFS_TRY(decoder_skeleton(cfg, n, /*allow_llama3=*/true, /*tie_default=*/false, &s));
+  return s;
+}
+
+const bool kRegistered = register_arch("llama", &build_llama);
+
+}  // namespace
+}  // namespace hfs

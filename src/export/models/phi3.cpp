@@ -1,0 +1,51 @@
+// phi3: fused qkv_proj (rows q | k | v) and gate_up_proj (rows gate | up) split at export; partial rotary
+// (partial_rotary_factor); every layer slides when sliding_window is set; rope_scaling must be null
+// (longrope/su are not supported).
+#include <cmath>
+
+#include "export/graph_builder.h"
+
+namespace hfs {
+namespace {
+
+Result<ModelSpec> build_phi3(const HfConfig& cfg, const Checkpoint&) {
+  ModelSpec s;
+  HFS_TRY(decoder_skeleton(cfg, LayerNaming{}, /*allow_llama3=*/false, /*tie_default=*/false, &s));
+  if (const Value* rs = cfg.get("rope_scaling"))
+    return cfg.unsupported("rope_scaling", "phi3 rope scaling " + rs->to_json() + " (only null is supported)");
+  auto prf = cfg.number_or("partial_rotary_factor", 1.0);
+  if (!prf) return prf.error();
+  const auto rotary_dim = static_cast<int64_t>(std::floor(static_cast<double>(s.head_dim) * *prf));
+  if (*prf <= 0 || *prf > 1 || rotary_dim < 2 || rotary_dim % 2 != 0)
+    return cfg.bad_value("partial_rotary_factor", "gives rotary dim " + std::to_string(rotary_dim) + " for head_dim " +
+                                                      std::to_string(s.head_dim) + " (need an even value in [2, head_dim])");
+  auto theta = cfg.number_or("rope_theta", 10000.0);
+  if (!theta) return theta.error();
+  s.inv_freq_global = rope_default_inv_freq(*theta, rotary_dim);
+
+  const int64_t q_rows = s.n_heads * s.head_dim, kv_rows = s.n_kv_heads * s.head_dim;
+  const Shape qkv_shape{q_rows + 2 * kv_rows, s.hidden}, gate_up_shape{2 * s.intermediate, s.hidden};
+  for (size_t i = 0; i < s.layers.size(); ++i) {
+    LayerSpec& L = s.layers[i];
+    const std::string l = "model.layers." + std::to_string(i) + ".";
+    auto split = [&](WeightRef* w, const std::string& fused, Shape shape, int64_t begin, int64_t end) {
+      w->source = l + fused;
+      w->source_shape = shape;
+      w->row_begin = begin;
+      w->row_end = end;
+    };
+    split(&L.q, "self_attn.qkv_proj.weight", qkv_shape, 0, q_rows);
+    split(&L.k, "self_attn.qkv_proj.weight", qkv_shape, q_rows, q_rows + kv_rows);
+    split(&L.v, "self_attn.qkv_proj.weight", qkv_shape, q_rows + kv_rows, q_rows + 2 * kv_rows);
+    split(&L.gate, "mlp.gate_up_proj.weight", gate_up_shape, 0, s.intermediate);
+    split(&L.up, "mlp.gate_up_proj.weight", gate_up_shape, s.intermediate, 2 * s.intermediate);
+  }
+  std::vector<LayerKind> kinds(s.layers.size(), cfg.get("sliding_window") ? LayerKind::kSliding : LayerKind::kGlobal);
+  HFS_TRY(set_sliding_layers(cfg, kinds, &s));
+  return s;
+}
+
+const bool kRegistered = register_arch("phi3", &build_phi3);
+
+}  // namespace
+}  // namespace hfs

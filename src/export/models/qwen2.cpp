@@ -1,0 +1,40 @@
+// qwen2: llama with q/k/v biases; layer i slides iff use_sliding_window && i >= max_window_layers
+// (or as layer_types says).
+#include "export/graph_builder.h"
+
+namespace hfs {
+
+// Declared in graph_builder.h: qwen3 uses the same rule.
+Status qwen_sliding_layers(const HfConfig& cfg, ModelSpec* s) {
+  const int64_t n = static_cast<int64_t>(s->layers.size());
+  auto from_types = layer_kinds_from_config(cfg, n);
+  if (!from_types) return from_types.error();
+  std::vector<LayerKind> kinds(static_cast<size_t>(n), LayerKind::kGlobal);
+  if (*from_types) {
+    kinds = **from_types;
+  } else {
+    auto use = cfg.bool_or("use_sliding_window", false);
+    if (!use) return use.error();
+    auto max_window_layers = cfg.int_or("max_window_layers", n);
+    if (!max_window_layers) return max_window_layers.error();
+    if (*use)
+      for (int64_t i = *max_window_layers; i < n; ++i) kinds[static_cast<size_t>(i)] = LayerKind::kSliding;
+  }
+  return set_sliding_layers(cfg, kinds, s);
+}
+
+namespace {
+
+Result<ModelSpec> build_qwen2(const HfConfig& cfg, const Checkpoint&) {
+  ModelSpec s;
+  LayerNaming n;
+  n.qkv_bias = true;
+  HFS_TRY(decoder_skeleton(cfg, n, /*allow_llama3=*/false, /*tie_default=*/false, &s));
+  HFS_TRY(qwen_sliding_layers(cfg, &s));
+  return s;
+}
+
+const bool kRegistered = register_arch("qwen2", &build_qwen2);
+
+}  // namespace
+}  // namespace hfs

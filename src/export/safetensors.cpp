@@ -1,0 +1,260 @@
+// Safetensors reader: strict header validation, mmap'd data, sharded index support.
+#include "hfstatic/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "hfstatic/value.h"
+
+namespace hfs {
+namespace {
+
+Error bad(std::string_view file, const std::string& msg) {
+  return make_error(ErrorCode::kBadCheckpoint, std::string(file) + ": " + msg);
+}
+
+Result<DType> safetensors_dtype(std::string_view s) {
+  if (s == "F32") return DType::kF32;
+  if (s == "F16") return DType::kF16;
+  if (s == "BF16") return DType::kBF16;
+  if (s == "I8") return DType::kI8;
+  if (s == "U8") return DType::kU8;
+  if (s == "I32") return DType::kI32;
+  if (s == "I64") return DType::kI64;
+  return make_error(ErrorCode::kBadCheckpoint, "unsupported dtype '" + std::string(s) +
+                                                   "' (expected F32, F16, BF16, I8, U8, I32 or I64)");
+}
+
+Result<SafetensorInfo> parse_entry(std::string_view file, const std::string& name, const Value& v,
+                                   uint64_t data_begin, uint64_t data_size) {
+  auto fail = [&](const std::string& msg) { return bad(file, "tensor '" + name + "': " + msg); };
+  if (!v.is_object()) return fail("expected an object with dtype, shape, data_offsets");
+  const Value* dt = v.get("dtype");
+  const Value* shape = v.get("shape");
+  const Value* offs = v.get("data_offsets");
+  if (!dt || !dt->is_string()) return fail("missing or non-string 'dtype'");
+  if (!shape || !shape->is_array()) return fail("missing or non-array 'shape'");
+  if (!offs || !offs->is_array() || offs->size() != 2) return fail("'data_offsets' must be an array [begin, end]");
+  auto dtype = safetensors_dtype(dt->as_string());
+  if (!dtype) return fail(dtype.error().message());
+  if (shape->size() > static_cast<size_t>(kMaxRank))
+    return fail("rank " + std::to_string(shape->size()) + " exceeds the maximum " + std::to_string(kMaxRank));
+  std::vector<int64_t> dims;
+  uint64_t numel = 1;
+  bool overflow = false;
+  for (const Value& d : shape->as_array()) {
+    if (!d.is_int() || d.as_int() < 0) return fail("shape entries must be non-negative integers");
+    uint64_t n = static_cast<uint64_t>(d.as_int());
+    if (n != 0 && numel > UINT64_MAX / n) overflow = true;
+    numel *= n;
+    dims.push_back(d.as_int());
+  }
+  const Value& b = offs->as_array()[0];
+  const Value& e = offs->as_array()[1];
+  if (!b.is_int() || !e.is_int() || b.as_int() < 0 || e.as_int() < 0)
+    return fail("data_offsets must be non-negative integers");
+  uint64_t begin = static_cast<uint64_t>(b.as_int()), end = static_cast<uint64_t>(e.as_int());
+  if (begin > end) return fail("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + ") has begin > end");
+  if (end > data_size)
+    return fail("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                ") exceeds the data section size " + std::to_string(data_size));
+  auto want = overflow ? std::nullopt : dtype_bytes(*dtype, numel);
+  if (!want || *want != end - begin)
+    return fail("shape " + Shape(std::span<const int64_t>(dims)).to_string() + " of " +
+                std::string(dtype_name(*dtype)) + " needs " + (want ? std::to_string(*want) : "overflowing") +
+                " bytes, data_offsets give " + std::to_string(end - begin));
+  SafetensorInfo info;
+  info.name = name;
+  info.dtype = *dtype;
+  info.shape = Shape(std::span<const int64_t>(dims));
+  info.offset = data_begin + begin;
+  info.nbytes = end - begin;
+  return info;
+}
+
+}  // namespace
+
+Result<std::vector<SafetensorInfo>> parse_safetensors(std::span<const std::byte> bytes, std::string_view file) {
+  if (bytes.size() < 8)
+    return bad(file, "file is " + std::to_string(bytes.size()) + " bytes, smaller than the 8-byte header length");
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
+  if (n > kMaxSafetensorsHeader)
+    return bad(file, "header length " + std::to_string(n) + " exceeds the limit " + std::to_string(kMaxSafetensorsHeader));
+  if (n > bytes.size() - 8)
+    return bad(file, "header length " + std::to_string(n) + " exceeds the file size " + std::to_string(bytes.size()) +
+                         " minus 8");
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()) + 8, static_cast<size_t>(n));
+  auto header = Value::parse_json(text, kMaxSafetensorsHeader);
+  if (!header) return bad(file, "header is not valid JSON: " + header.error().message());
+  if (!header->is_object()) return bad(file, "header must be a JSON object");
+  const uint64_t data_begin = 8 + n;
+  const uint64_t data_size = bytes.size() - data_begin;
+  std::vector<SafetensorInfo> out;
+  for (const auto& [name, v] : header->as_object()) {
+    if (name == "__metadata__") continue;
+    auto info = parse_entry(file, name, v, data_begin, data_size);
+    if (!info) return info.error();
+    out.push_back(std::move(*info));
+  }
+  // Overlap check on ranges sorted by start; empty tensors occupy nothing.
+  std::vector<const SafetensorInfo*> by_offset;
+  for (const auto& t : out)
+    if (t.nbytes > 0) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const SafetensorInfo* a, const SafetensorInfo* b) { return a->offset < b->offset; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const SafetensorInfo* a = by_offset[i - 1];
+    const SafetensorInfo* b = by_offset[i];
+    if (b->offset < a->offset + a->nbytes)
+      return bad(file, "tensors '" + a->name + "' and '" + b->name + "' have overlapping data ranges");
+  }
+  return out;  // std::map iteration already sorted by name
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_ && size_ > 0) munmap(const_cast<std::byte*>(map_), size_);
+}
+
+Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error(ErrorCode::kIo, path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return make_error(ErrorCode::kIo, path + ": cannot stat: " + std::strerror(err));
+  }
+  std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
+  f->path_ = path;
+  f->size_ = static_cast<size_t>(st.st_size);
+  if (f->size_ > 0) {
+    void* p = mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      return make_error(ErrorCode::kIo, path + ": mmap failed: " + std::strerror(err));
+    }
+    f->map_ = static_cast<const std::byte*>(p);
+  }
+  ::close(fd);
+  auto tensors = parse_safetensors({f->map_, f->size_}, path);
+  if (!tensors) return tensors.error();
+  f->tensors_ = std::move(*tensors);
+  return f;
+}
+
+const SafetensorInfo* SafetensorsFile::find(std::string_view name) const {
+  auto it = std::lower_bound(tensors_.begin(), tensors_.end(), name,
+                             [](const SafetensorInfo& t, std::string_view n) { return t.name < n; });
+  return it != tensors_.end() && it->name == name ? &*it : nullptr;
+}
+
+std::span<const std::byte> SafetensorsFile::data(const SafetensorInfo& t) const {
+  return {map_ + t.offset, static_cast<size_t>(t.nbytes)};
+}
+
+namespace {
+
+bool file_exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Result<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kIo, path + ": cannot open");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Checkpoint>> Checkpoint::open(const std::string& dir) {
+  auto ck = std::shared_ptr<Checkpoint>(new Checkpoint());
+  ck->dir_ = dir;
+  const std::string single = dir + "/model.safetensors";
+  const std::string index_path = dir + "/model.safetensors.index.json";
+  std::vector<std::string> shard_names;
+  std::map<std::string, std::string> weight_map;  // tensor -> shard (sharded only)
+  if (file_exists(single)) {
+    shard_names.push_back("model.safetensors");
+  } else if (file_exists(index_path)) {
+    auto text = read_text(index_path);
+    if (!text) return text.error();
+    auto idx = Value::parse_json(*text);
+    if (!idx) return bad(index_path, "not valid JSON: " + idx.error().message());
+    const Value* wm = idx->get("weight_map");
+    if (!wm || !wm->is_object()) return bad(index_path, "missing 'weight_map' object");
+    std::set<std::string> seen;
+    for (const auto& [tensor, shard] : wm->as_object()) {
+      if (!shard.is_string()) return bad(index_path, "weight_map['" + tensor + "'] is not a string");
+      const std::string& s = shard.as_string();
+      // Shards must be plain files next to the index: no paths escaping the checkpoint directory.
+      if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..")
+        return bad(index_path, "weight_map['" + tensor + "'] = '" + s + "' is not a file name in the directory");
+      weight_map[tensor] = s;
+      if (seen.insert(s).second) shard_names.push_back(s);
+    }
+  } else {
+    return make_error(ErrorCode::kBadCheckpoint,
+                      dir + ": no model.safetensors or model.safetensors.index.json (only safetensors checkpoints are supported)");
+  }
+  for (size_t i = 0; i < shard_names.size(); ++i) {
+    auto f = SafetensorsFile::open(dir + "/" + shard_names[i]);
+    if (!f) return f.error().code() == ErrorCode::kIo ? make_error(ErrorCode::kBadCheckpoint, f.error().message())
+                                                      : f.error();
+    for (const SafetensorInfo& t : (*f)->tensors()) {
+      if (!weight_map.empty()) {
+        auto it = weight_map.find(t.name);
+        if (it == weight_map.end() || it->second != shard_names[i]) continue;  // index is authoritative
+      }
+      if (ck->index_.count(t.name))
+        return bad(dir, "tensor '" + t.name + "' appears in more than one shard");
+      ck->index_.emplace(t.name, std::make_pair(i, &t));
+    }
+    ck->files_.push_back(std::move(*f));
+  }
+  for (const auto& [tensor, shard] : weight_map)
+    if (!ck->index_.count(tensor))
+      return make_error(ErrorCode::kMissingTensor,
+                        index_path + ": tensor '" + tensor + "' is mapped to '" + shard + "' but that shard does not contain it");
+  return std::shared_ptr<const Checkpoint>(std::move(ck));
+}
+
+const SafetensorInfo* Checkpoint::find(std::string_view name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : it->second.second;
+}
+
+Result<std::span<const std::byte>> Checkpoint::data(std::string_view name) const {
+  auto it = index_.find(name);
+  if (it == index_.end())
+    return make_error(ErrorCode::kMissingTensor, dir_ + ": tensor '" + std::string(name) + "' not found in the checkpoint");
+  return files_[it->second.first]->data(*it->second.second);
+}
+
+std::string Checkpoint::file_of(std::string_view name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) return "";
+  const std::string& p = files_[it->second.first]->path();
+  return p.substr(dir_.size() + 1);
+}
+
+std::vector<std::string> Checkpoint::tensor_names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, _] : index_) out.push_back(n);
+  return out;
+}
+
+}  // namespace hfs

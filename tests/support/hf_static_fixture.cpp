@@ -1,0 +1,82 @@
+#include "support/hf_static_fixture.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "hfstatic/export.h"
+#include "support/checkpoint_writer.h"
+
+namespace hfs::test {
+namespace {
+
+std::string key_of(const TinyModel& m) {
+  return m.arch + "_c" + std::to_string(m.chunk) + "_n" + std::to_string(m.context) + "_w" +
+         std::to_string(m.sliding_window) + "_" + m.cache_dtype + "_" + m.logits + "_l" + std::to_string(m.layers) +
+         "_s" + std::to_string(m.seed);
+}
+
+}  // namespace
+
+std::string temp_dir() { return hfs::testing::temp_dir("hf_static"); }
+
+std::string tiny_program(const TinyModel& m) {
+  static std::map<std::string, std::string> cache;
+  const std::string key = key_of(m);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+
+  // Vocabulary 512, hidden 64, 4 query heads over 2 KV heads of dim 16: small, but with grouped-query
+  // attention and enough width that logits are not degenerate.
+  hfs::testing::CheckpointWriter w(hfs::testing::temp_dir("ckpt_" + key));
+  w.config = {{"model_type", m.arch},
+              {"architectures", {m.arch == "mistral" ? "MistralForCausalLM" : "LlamaForCausalLM"}},
+              {"vocab_size", 512},
+              {"hidden_size", 64},
+              {"intermediate_size", 96},
+              {"num_hidden_layers", m.layers},
+              {"num_attention_heads", 4},
+              {"num_key_value_heads", 2},
+              {"head_dim", 16},
+              {"max_position_embeddings", 4096},
+              {"rms_norm_eps", 1e-5},
+              {"rope_theta", 10000.0},
+              {"tie_word_embeddings", false},
+              {"bos_token_id", 1},
+              {"eos_token_id", 2},
+              {"torch_dtype", "float32"}};
+  if (m.arch == "mistral") w.config["sliding_window"] = m.sliding_window > 0 ? nlohmann::json(m.sliding_window) : nlohmann::json();
+  hfs::testing::write_tiny_model(w, DType::kF32);
+  w.write();
+
+  ExportOptions opt;
+  opt.prefill_chunk = m.chunk;
+  opt.context = m.context;
+  opt.cache_dtype = m.cache_dtype == "f16" ? DType::kF16 : DType::kF32;
+  opt.logits_all = m.logits == "all";
+  opt.progress = false;
+  const std::string out = w.dir() + "/model.hfs";
+  Status st = export_checkpoint(w.dir(), out, opt);
+  if (!st.ok()) {
+    std::fprintf(stderr, "tiny_program(%s): %s\n", key.c_str(), st.error().to_string().c_str());
+    std::abort();
+  }
+  cache[key] = out;
+  return out;
+}
+
+Result<std::unique_ptr<Runner>> open_runner(const std::string& path, TailPolicy tail) {
+  RunnerOptions o;
+  o.tail = tail;
+  return Runner::load(path, o);
+}
+
+std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  for (int32_t& t : out) t = 3 + static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab - 3));
+  return out;
+}
+
+}  // namespace hfs::test

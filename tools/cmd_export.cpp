@@ -1,0 +1,54 @@
+// `hfstatic export MODEL_DIR -o OUT.hfs`: HuggingFace checkpoint → hf_static v1 program.
+#include <cstdio>
+#include <memory>
+
+#include "cli.h"
+#include "hfstatic/export.h"
+
+namespace {
+
+struct ExportArgs {
+  std::string model_dir, out;
+  int64_t chunk = 0, context = 0;
+  std::string cache_dtype = "f32", weights = "keep", logits = "last";
+};
+
+int run_export(const ExportArgs& a) {
+  hfs::ExportOptions opt;
+  opt.prefill_chunk = a.chunk;
+  opt.context = a.context;
+  opt.cache_dtype = a.cache_dtype == "f16" ? hfs::DType::kF16 : hfs::DType::kF32;
+  opt.logits_all = a.logits == "all";
+  auto w = hfs::weights_mode_from_name(a.weights);
+  if (!w) {
+    std::fprintf(stderr, "hfstatic export: %s\n", w.error().to_string().c_str());
+    return 2;
+  }
+  opt.weights = *w;
+  hfs::Status st = hfs::export_checkpoint(a.model_dir, a.out, opt);
+  if (!st) {
+    std::fprintf(stderr, "hfstatic export: %s\n", st.error().to_string().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+hfs::cli::RunFn setup_export(CLI::App& sub) {
+  auto a = std::make_shared<ExportArgs>();
+  sub.add_option("model_dir", a->model_dir, "HuggingFace checkpoint directory (config.json + safetensors)")->required();
+  sub.add_option("-o,--output", a->out, "output program file (.hfs)")->required();
+  sub.add_option("--prefill-chunk", a->chunk, "tokens per prefill call C (default by model size: 32/64/128)")
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--context", a->context, "context capacity (default min(max_position_embeddings, 4096))")
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--cache-dtype", a->cache_dtype, "KV cache dtype")->check(CLI::IsMember({"f32", "f16"}));
+  sub.add_option("--weights", a->weights, "linear/embedding weight dtype")->check(CLI::IsMember({"keep", "f32", "f16", "bf16"}));
+  sub.add_option("--logits", a->logits, "logits of the last valid row only, or of every row")
+      ->check(CLI::IsMember({"last", "all"}));
+  return [a] { return run_export(*a); };
+}
+
+const bool kRegistered = hfs::cli::register_command(
+    {"export", "Export a HuggingFace checkpoint to an hf_static program", &setup_export});
+
+}  // namespace
