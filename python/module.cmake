@@ -21,13 +21,14 @@ endif()
 
 set(HFS_PYTHON_DIR ${CMAKE_BINARY_DIR}/python/hfstatic)
 file(GLOB HFS_PYTHON_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/src/*.cpp)
-pybind11_add_module(hfstatic_python MODULE ${HFS_PYTHON_SOURCES})
+pybind11_add_module(hfstatic_python MODULE NO_EXTRAS ${HFS_PYTHON_SOURCES})
 target_link_libraries(hfstatic_python PRIVATE hfstatic)
 set_target_properties(hfstatic_python PROPERTIES
   OUTPUT_NAME _hfstatic
   LIBRARY_OUTPUT_DIRECTORY ${HFS_PYTHON_DIR})
 target_compile_definitions(hfstatic_python PRIVATE HFS_VERSION="${PROJECT_VERSION}")
 
+# NO_EXTRAS: no LTO/strip; the module is thin glue and LTO only slows the build.
 # configure_file re-runs on edits, so the copies never go stale.
 foreach(f __init__.py __init__.pyi py.typed)
   configure_file(${CMAKE_CURRENT_LIST_DIR}/hfstatic/${f} ${HFS_PYTHON_DIR}/${f} COPYONLY)

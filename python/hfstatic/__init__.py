@@ -11,12 +11,7 @@ Errors are raised as hfstatic.Error (a RuntimeError) whose `.code` is the error 
 docs/python.md and the type stub (__init__.pyi) for the full API.
 """
 
-from ._hfstatic import Error, Program, Runner, Stream, Tokenizer, __version__
-
-try:
-    from ._hfstatic import export
-except ImportError:  # built without the exporter
-    pass
+from ._hfstatic import Error, Program, Runner, Stream, Tokenizer, __version__, export
 
 __all__ = ["Error", "Program", "Runner", "Stream", "Tokenizer", "export", "open", "register_runner",
            "registered_runners", "__version__"]

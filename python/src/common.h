@@ -6,6 +6,7 @@
 #pragma once
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // in every file: type casters must be the same in all translation units
 
 #include <exception>
 #include <memory>

@@ -51,7 +51,7 @@ void bind_errors(py::module_& m) {
 
 std::string fspath(py::handle path) {
   // Leaked on purpose: a static py::object would be destroyed after the interpreter is gone.
-  static py::handle os_fspath = py::module_::import("os").attr("fspath").release();
+  static py::handle os_fspath = py::object(py::module_::import("os").attr("fspath")).release();
   return os_fspath(path).cast<std::string>();  // str or bytes
 }
 

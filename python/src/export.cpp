@@ -3,7 +3,6 @@
 #include <string>
 
 #include "common.h"
-#if __has_include("hfstatic/export.h")
 #include "hfstatic/dtype.h"
 #include "hfstatic/export.h"
 
@@ -55,7 +54,4 @@ min(max_position_embeddings, 4096)); cache_dtype: "f32" | "f16"; weights: "keep"
 The GIL is released while exporting. Errors: hfstatic.Error ("unsupported_model", "missing_tensor", ...).)");
 }
 
-#else
-void bind_export(py::module_&) {}
-#endif
 }  // namespace hfs::py_bind

@@ -16,12 +16,12 @@ py::object to_python(const Value& v) {
     case Value::Kind::kArray: {
       py::list out;
       for (const Value& e : v.as_array()) out.append(to_python(e));
-      return std::move(out);
+      return out;
     }
     case Value::Kind::kObject: {
       py::dict out;
       for (const auto& [k, e] : v.as_object()) out[py::str(k)] = to_python(e);
-      return std::move(out);
+      return out;
     }
   }
   return py::none();

@@ -67,7 +67,7 @@ py::array logits_view(py::handle owner, std::span<const float> logits) {
   py::array_t<float> a({static_cast<py::ssize_t>(logits.size())}, {static_cast<py::ssize_t>(sizeof(float))},
                        logits.data(), py::reinterpret_borrow<py::object>(owner));
   a.attr("setflags")(py::arg("write") = false);
-  return std::move(a);
+  return a;
 }
 
 std::shared_ptr<PyTokenizer> tokenizer_of(PyRunner& r) {

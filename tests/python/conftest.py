@@ -2,10 +2,9 @@
 
 Run (after building the module): PYTHONPATH=build/python /usr/bin/python3 -m pytest tests/python
 Environment: HFS_STORIES_DIR (default ../shared/models/stories260K next to the repo), HFS_CLI (the hfstatic
-CLI, used to export only when the module was built without hfstatic.export).
+CLI, for the comparison with `hfstatic run`).
 """
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -33,12 +32,7 @@ def stories_dir():
 @pytest.fixture(scope="session")
 def program_path(stories_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("programs") / "stories260K.hfs"
-    if hasattr(hfstatic, "export"):
-        hfstatic.export(stories_dir, out, prefill_chunk=CHUNK, context=CONTEXT)
-    else:
-        cli = os.environ.get("HFS_CLI", str(ROOT / "build" / "hfstatic"))
-        subprocess.run([cli, "export", str(stories_dir), "-o", str(out), "--prefill-chunk", str(CHUNK),
-                        "--context", str(CONTEXT)], check=True, capture_output=True)
+    assert hfstatic.export(stories_dir, out, prefill_chunk=CHUNK, context=CONTEXT) == str(out)
     return out
 
 

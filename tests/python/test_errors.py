@@ -17,8 +17,8 @@ def test_missing_file(tmp_path):
     for make in (hfstatic.Runner, hfstatic.Program, hfstatic.Tokenizer.from_program, hfstatic.open):
         with pytest.raises(hfstatic.Error) as e:
             make(missing)
-        assert e.value.code == "io", make
-        assert str(e.value).startswith("io: ") and str(missing) in str(e.value)
+        assert e.value.code == "not_found", make
+        assert str(e.value).startswith("not_found: ") and str(missing) in str(e.value)
 
 
 def test_not_a_program(tmp_path):
@@ -101,8 +101,6 @@ def test_bad_runner_options(program_path):
 
 
 def test_program_without_tokenizer_runs_ids_but_not_text(tmp_path, stories_dir):
-    if not hasattr(hfstatic, "export"):
-        pytest.skip("built without hfstatic.export")
     model = tmp_path / "model"
     model.mkdir()
     for f in ("config.json", "generation_config.json", "model.safetensors"):
@@ -116,8 +114,6 @@ def test_program_without_tokenizer_runs_ids_but_not_text(tmp_path, stories_dir):
 
 
 def test_export_errors(tmp_path, stories_dir):
-    if not hasattr(hfstatic, "export"):
-        pytest.skip("built without hfstatic.export")
     with pytest.raises(hfstatic.Error) as e:
         hfstatic.export(tmp_path / "missing", tmp_path / "x.hfs")
     assert str(tmp_path / "missing") in str(e.value)

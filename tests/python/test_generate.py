@@ -54,6 +54,15 @@ def test_tail_policies_agree(program_path, greedy_ref, tail):
     assert r.generate(prompt, max_new_tokens=N) == generated
 
 
+def test_fast_backend_agrees(program_path, greedy_ref):
+    prompt, generated, ref_logits, _ = greedy_ref
+    r = hfstatic.Runner(program_path, backends=["cpu_fast"])
+    assert r.generate(prompt, max_new_tokens=N) == generated
+    r.reset()
+    r.prefill(prompt)
+    np.testing.assert_allclose(r.logits, ref_logits[0], atol=1e-4, rtol=0)
+
+
 def test_decode_step_returns_zero_copy_view_of_logits(runner, greedy_ref):
     prompt, generated, ref_logits, _ = greedy_ref
     runner.prefill(prompt)
@@ -134,12 +143,15 @@ def test_consecutive_generates_continue_the_sequence(runner, greedy_ref):
 
 
 def test_text_prompt_after_generation_gets_no_bos(runner, greedy_ref):
-    prompt, generated, _, _ = greedy_ref
+    prompt, _, _, _ = greedy_ref
     runner.generate(PROMPT, max_new_tokens=5)
-    # "Once upon a time" + 5 tokens, then 0 more: the sequence so far is exactly the reference's prefix.
-    ids = runner.generate(prompt[1:2], max_new_tokens=1)  # a token prompt appends as is
-    assert runner.position == len(prompt) + 5 + 1
-    assert isinstance(ids, list) and len(ids) == 1
+    p0 = runner.position
+    assert p0 == len(prompt) + 4
+    more = runner.tokenizer.encode(" Then", add_special=False)
+    assert 1 not in more
+    runner.generate(" Then", max_new_tokens=1)
+    # pending token + the text without BOS; the one generated token is pending again
+    assert runner.position == p0 + 1 + len(more)
 
 
 def test_stop_string_cuts_text(runner, greedy_ref):
@@ -216,3 +228,42 @@ def test_one_runner_used_from_two_threads_serializes(runner, greedy_ref):
         t.join()
     # Whole calls interleave safely; each is a valid continuation of a consistent sequence.
     assert generated[:3] in out and len(out) == 2 and runner.position == 2 * len(prompt) + 5
+
+
+def test_cli_agrees(program_path, greedy_ref):
+    import json
+    import os
+    import subprocess
+    cli = os.environ.get("HFS_CLI")
+    if not cli:
+        pytest.skip("HFS_CLI is not set")
+    _, generated, _, _ = greedy_ref
+    out = subprocess.run([cli, "run", "-m", str(program_path), "-p", PROMPT, "-n", str(N), "--temp", "0", "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    assert json.loads(out)["tokens"] == generated
+
+
+def test_steps_release_the_gil(program_path):
+    import sys
+    import time
+    r = hfstatic.Runner(program_path)
+    r.generate([1], max_new_tokens=2)  # warm up
+    r.reset()
+    before = r.stats["generated_tokens"]
+    old = sys.getswitchinterval()
+    # With a huge switch interval a thread that keeps the GIL during a C call starves the main thread: it
+    # would wake from sleep() once and then wait for the whole generate() to end.
+    sys.setswitchinterval(100.0)
+    try:
+        done = threading.Event()
+        t = threading.Thread(target=lambda: (r.generate([1], max_new_tokens=90, ignore_eos=True), done.set()))
+        t.start()
+        wakeups = 0
+        while not done.is_set():
+            time.sleep(0.0005)
+            wakeups += 1
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert r.stats["generated_tokens"] - before == 90
+    assert wakeups > 5
