@@ -1,0 +1,68 @@
+"""hfstatic: run HuggingFace decoder LLMs as fixed-shape programs.
+
+    import hfstatic
+    hfstatic.export("models/stories260K", "stories.hfs", prefill_chunk=32)
+    runner = hfstatic.open("stories.hfs")            # picks the runner class by the program's io.contract
+    print(runner.generate("Once upon a time", max_new_tokens=30))
+    for piece in runner.stream(" The end.", max_new_tokens=20, temperature=0.8, seed=1):
+        print(piece, end="", flush=True)
+
+Errors are raised as hfstatic.Error (a RuntimeError) whose `.code` is the error code name. See
+docs/python.md and the type stub (__init__.pyi) for the full API.
+"""
+
+from ._hfstatic import Error, Program, Runner, Stream, Tokenizer, __version__, export
+
+__all__ = ["Error", "Program", "Runner", "Stream", "Tokenizer", "export", "open", "register_runner",
+           "registered_runners", "__version__"]
+
+# The io.contract metadata key (hfs::keys::kContract).
+CONTRACT_KEY = "io.contract"
+
+_runners = {}
+
+
+def register_runner(contract, cls=None):
+    """Registers `cls` as the runner class for programs whose `io.contract` is `contract`.
+
+    `cls(program, **kwargs)` is called by hfstatic.open() with an hfstatic.Program. Re-registering a
+    contract replaces the class. Usable as a decorator: `@hfstatic.register_runner("my_contract")`.
+    Returns `cls`.
+    """
+    if not isinstance(contract, str) or not contract:
+        raise Error(f"invalid_argument: register_runner: contract must be a non-empty str, got {contract!r}",
+                    "invalid_argument")
+    if cls is None:
+        return lambda c: register_runner(contract, c)
+    if not callable(cls):
+        raise Error(f"invalid_argument: register_runner: the runner for '{contract}' must be callable, "
+                    f"got {type(cls).__name__}", "invalid_argument")
+    _runners[contract] = cls
+    return cls
+
+
+def registered_runners():
+    """A copy of the contract name → runner class table."""
+    return dict(_runners)
+
+
+def open(path, **kwargs):  # noqa: A001 - hfstatic.open, like the C++ registry lookup
+    """Loads the program at `path` (or takes an hfstatic.Program) and returns the runner registered for
+    its `io.contract` metadata, constructed as `cls(program, **kwargs)`.
+
+    No io.contract → Error "missing_metadata"; no runner registered for it → Error "unknown_contract".
+    """
+    program = path if isinstance(path, Program) else Program(path)
+    contract = program.metadata.get(CONTRACT_KEY)
+    if contract is None:
+        raise Error(f"missing_metadata: {program.path}: no '{CONTRACT_KEY}' metadata: not a runnable program",
+                    "missing_metadata")
+    cls = _runners.get(contract)
+    if cls is None:
+        known = ", ".join(sorted(_runners)) or "none"
+        raise Error(f"unknown_contract: {program.path}: {CONTRACT_KEY} is '{contract}', no runner is registered "
+                    f"for it (registered: {known}; see hfstatic.register_runner)", "unknown_contract")
+    return cls(program, **kwargs)
+
+
+register_runner("hf_static", Runner)

@@ -1,0 +1,64 @@
+// python/src/common.h — pieces shared by the binding files of the `hfstatic` Python module.
+//
+// Errors: C++ code calls `raise(err)` (or `check(status)` / `unwrap(result)`), which throws a PyError;
+// the translator registered in errors.cpp turns it into `hfstatic.Error` with `.code` = the error code's
+// name and str(e) = Error::to_string(). Throwing is fine here: this is binding code, not the public C++ API.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // in every file: type casters must be the same in all translation units
+
+#include <exception>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "hfstatic/error.h"
+#include "hfstatic/program.h"
+#include "hfstatic/tokenizer.h"
+#include "hfstatic/value.h"
+
+namespace hfs::py_bind {
+
+namespace py = pybind11;
+
+struct PyError : std::exception {
+  explicit PyError(Error e) : error(std::move(e)), text(error.to_string()) {}
+  const char* what() const noexcept override { return text.c_str(); }
+  Error error;
+  std::string text;
+};
+
+[[noreturn]] inline void raise(const Error& e) { throw PyError(e); }
+[[noreturn]] inline void raise(ErrorCode code, std::string message) { throw PyError(Error(code, std::move(message))); }
+inline void check(const Status& s) {
+  if (!s.ok()) raise(s.error());
+}
+template <typename T>
+T unwrap(Result<T>&& r) {
+  if (!r.ok()) raise(r.error());
+  return std::move(r).value();
+}
+
+// str, bytes or os.PathLike → a path string (os.fspath semantics).
+std::string fspath(py::handle path);
+
+// Metadata values as plain Python objects (None, bool, int, float, str, list, dict).
+py::object to_python(const Value& v);
+
+// The Python-visible wrappers. Programs and tokenizers are immutable and shared with the runners.
+struct PyProgram {
+  std::shared_ptr<const Program> program;
+};
+struct PyTokenizer {
+  std::shared_ptr<const Tokenizer> tokenizer;
+};
+
+// Module sections, one per file.
+void bind_errors(py::module_& m);
+void bind_program(py::module_& m);
+void bind_tokenizer(py::module_& m);
+void bind_runner(py::module_& m);
+void bind_export(py::module_& m);
+
+}  // namespace hfs::py_bind

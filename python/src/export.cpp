@@ -1,0 +1,57 @@
+// hfstatic.export(): HuggingFace checkpoint directory → program file (hfs::export_checkpoint).
+#include <optional>
+#include <string>
+
+#include "common.h"
+#include "hfstatic/dtype.h"
+#include "hfstatic/export.h"
+
+namespace hfs::py_bind {
+
+void bind_export(py::module_& m) {
+  m.def(
+      "export",
+      [](const py::object& model_dir, const py::object& out, std::optional<int64_t> prefill_chunk,
+         std::optional<int64_t> context, std::optional<std::string> cache_dtype, std::optional<std::string> weights,
+         bool logits_all) {
+        ExportOptions opt;
+        opt.progress = false;  // a library call: no progress bar on the caller's terminal
+        opt.logits_all = logits_all;
+        if (prefill_chunk) {
+          if (*prefill_chunk < 1)
+            raise(ErrorCode::kInvalidArgument,
+                  "export: prefill_chunk must be >= 1 (None = by model size), got " + std::to_string(*prefill_chunk));
+          opt.prefill_chunk = *prefill_chunk;
+        }
+        if (context) {
+          if (*context < 1)
+            raise(ErrorCode::kInvalidArgument,
+                  "export: context must be >= 1 (None = min(max_position_embeddings, 4096)), got " +
+                      std::to_string(*context));
+          opt.context = *context;
+        }
+        if (cache_dtype) {
+          auto d = dtype_from_name(*cache_dtype);
+          if (!d || (*d != DType::kF32 && *d != DType::kF16))
+            raise(ErrorCode::kInvalidArgument, "export: cache_dtype must be 'f32' or 'f16', got '" + *cache_dtype + "'");
+          opt.cache_dtype = *d;
+        }
+        if (weights) opt.weights = unwrap(weights_mode_from_name(*weights));
+        const std::string dir = fspath(model_dir), path = fspath(out);
+        Status st = [&] {
+          py::gil_scoped_release nogil;
+          return export_checkpoint(dir, path, opt);
+        }();
+        check(st);
+        return path;
+      },
+      py::arg("model_dir"), py::arg("out"), py::arg("prefill_chunk") = py::none(), py::arg("context") = py::none(),
+      py::arg("cache_dtype") = py::none(), py::arg("weights") = py::none(), py::arg("logits_all") = false,
+      R"(Exports a HuggingFace checkpoint directory to a program file; returns `out` as a str.
+
+prefill_chunk: tokens per prefill call (None: 32/64/128 by model size); context: capacity in tokens (None:
+min(max_position_embeddings, 4096)); cache_dtype: "f32" | "f16"; weights: "keep" | "f32" | "f16" | "bf16".
+The GIL is released while exporting. Errors: hfstatic.Error ("unsupported_model", "missing_tensor", ...).)");
+}
+
+}  // namespace hfs::py_bind

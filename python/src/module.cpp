@@ -1,0 +1,12 @@
+// The `hfstatic._hfstatic` extension module; python/hfstatic/__init__.py re-exports it.
+#include "common.h"
+
+PYBIND11_MODULE(_hfstatic, m) {
+  m.doc() = "hfstatic: run HuggingFace decoder LLMs as fixed-shape programs";
+  m.attr("__version__") = HFS_VERSION;
+  hfs::py_bind::bind_errors(m);
+  hfs::py_bind::bind_program(m);
+  hfs::py_bind::bind_tokenizer(m);
+  hfs::py_bind::bind_runner(m);
+  hfs::py_bind::bind_export(m);
+}

@@ -1,0 +1,493 @@
+// hfstatic.Runner / hfstatic.Stream over hfs::Runner.
+//
+// Threading: every call that computes releases the GIL, then takes the runner's mutex — so a runner is
+// used by one thread at a time while other Python threads keep running. Streams borrow their runner;
+// any other state-changing call on the runner ends them (the epoch check), as hfs::Generation requires.
+//
+// Sequence semantics: the runner's sequence is everything prefilled plus everything generated. hfs::Runner
+// leaves the last generated token unfed ("committed by the next call's prompt"); the binding keeps it as
+// `pending` and commits it at the start of the next prefill / decode_step / generate / stream, so
+// `generate(a)` then `generate(b)` continues the text exactly, and `position` counts fed tokens only.
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "common.h"
+#include "hfstatic/llm_runner.h"
+#include "stepper.h"
+
+namespace hfs::py_bind {
+namespace {
+
+// Ids kept to prime detokenizers, so that a piece's leading space is right after earlier text.
+constexpr size_t kContextIds = 16;
+
+struct PyRunner {
+  std::shared_ptr<const Program> program;
+  std::unique_ptr<Runner> runner;
+  std::shared_ptr<PyTokenizer> tokenizer;  // loaded on first use (programs without one still run ids)
+  std::mutex mu;
+  uint64_t epoch = 0;                  // bumped by every call that changes state; a stream holds its value
+  std::optional<int32_t> pending;      // generated, not yet fed
+  std::vector<int32_t> context;        // last ≤ kContextIds ids of the sequence (fed + pending)
+
+  void note(std::span<const int32_t> ids) {
+    context.insert(context.end(), ids.begin(), ids.end());
+    if (context.size() > kContextIds) context.erase(context.begin(), context.end() - kContextIds);
+  }
+  // ids with the pending token in front (what the next feed must run).
+  std::vector<int32_t> with_pending(std::span<const int32_t> ids) const {
+    std::vector<int32_t> all;
+    all.reserve(ids.size() + 1);
+    if (pending) all.push_back(*pending);
+    all.insert(all.end(), ids.begin(), ids.end());
+    return all;
+  }
+};
+
+// Runs f() without the GIL, holding the runner's mutex.
+template <typename F>
+auto nogil_locked(PyRunner& r, F&& f) {
+  py::gil_scoped_release nogil;
+  std::lock_guard<std::mutex> lock(r.mu);
+  return f();
+}
+
+PyRunner& runner_of(py::handle self) { return self.cast<PyRunner&>(); }
+
+py::array logits_view(py::handle owner, std::span<const float> logits) {
+  // [vocab] f32, a view of the runner's output buffer: the owner keeps the buffer alive, the next step
+  // overwrites it. Read-only, because writing into it would corrupt nothing useful but surprise everyone.
+  py::array_t<float> a({static_cast<py::ssize_t>(logits.size())}, {static_cast<py::ssize_t>(sizeof(float))},
+                       logits.data(), py::reinterpret_borrow<py::object>(owner));
+  a.attr("setflags")(py::arg("write") = false);
+  return a;
+}
+
+std::shared_ptr<PyTokenizer> tokenizer_of(PyRunner& r) {
+  if (!r.tokenizer) {
+    Result<std::shared_ptr<const Tokenizer>> t = [&] {
+      py::gil_scoped_release nogil;
+      return Tokenizer::from_program(*r.program);
+    }();
+    r.tokenizer = std::make_shared<PyTokenizer>(PyTokenizer{unwrap(std::move(t))});
+  }
+  return r.tokenizer;
+}
+
+TailPolicy parse_tail(const std::string& s) {
+  if (s == "auto") return TailPolicy::kAuto;
+  if (s == "pad") return TailPolicy::kPad;
+  if (s == "decode") return TailPolicy::kDecode;
+  raise(ErrorCode::kInvalidArgument, "Runner: tail must be 'auto', 'pad' or 'decode', got '" + s + "'");
+}
+
+std::vector<int32_t> token_list(py::handle obj, const char* what) {
+  try {
+    return obj.cast<std::vector<int32_t>>();
+  } catch (const py::cast_error&) {
+    raise(ErrorCode::kInvalidArgument, std::string(what) + " must be a sequence of int token ids (int32), got " +
+                                           std::string(py::str(py::type::of(obj).attr("__name__"))));
+  }
+}
+
+struct GenerateArgs {
+  GenerationConfig config;
+  std::vector<std::string> stop_strings;
+};
+
+GenerateArgs generate_args(int32_t max_new_tokens, float temperature, int32_t top_k, float top_p, float min_p,
+                           float repetition_penalty, uint64_t seed, const py::object& stop, bool ignore_eos) {
+  auto bad = [](const std::string& msg) { raise(ErrorCode::kInvalidArgument, "generate: " + msg); };
+  if (max_new_tokens < 0) bad("max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
+  if (!(temperature >= 0)) bad("temperature must be >= 0 (0 = greedy), got " + std::to_string(temperature));
+  if (top_k < 0) bad("top_k must be >= 0 (0 = off), got " + std::to_string(top_k));
+  if (!(top_p > 0 && top_p <= 1)) bad("top_p must be in (0, 1] (1 = off), got " + std::to_string(top_p));
+  if (!(min_p >= 0 && min_p <= 1)) bad("min_p must be in [0, 1] (0 = off), got " + std::to_string(min_p));
+  if (!(repetition_penalty > 0))
+    bad("repetition_penalty must be > 0 (1 = off), got " + std::to_string(repetition_penalty));
+  GenerateArgs a;
+  a.config.max_new_tokens = max_new_tokens;
+  a.config.ignore_eos = ignore_eos;
+  a.config.sampling = {temperature, top_k, top_p, min_p, repetition_penalty, seed};
+  if (stop.is_none()) return a;
+  auto add = [&](py::handle item) {
+    if (py::isinstance<py::str>(item)) {
+      std::string s = item.cast<std::string>();
+      if (s.empty()) bad("stop strings must not be empty");
+      a.stop_strings.push_back(std::move(s));
+    } else if (py::isinstance<py::int_>(item) && !py::isinstance<py::bool_>(item)) {
+      a.config.stop_tokens.push_back(item.cast<int32_t>());
+    } else {
+      bad("stop items must be str (stop strings) or int (stop token ids), got " +
+          std::string(py::str(py::type::of(item).attr("__name__"))));
+    }
+  };
+  if (py::isinstance<py::str>(stop) || py::isinstance<py::int_>(stop)) {
+    add(stop);
+  } else if (py::isinstance<py::iterable>(stop)) {
+    for (py::handle item : stop) add(item);
+  } else {
+    bad("stop must be None, a str, an int or a list of them, got " +
+        std::string(py::str(py::type::of(stop).attr("__name__"))));
+  }
+  return a;
+}
+
+// One generation over a runner: what stream() returns and generate() drains.
+struct PyStream {
+  std::shared_ptr<PyRunner> runner;
+  std::unique_ptr<Stepper> stepper;
+  uint64_t epoch = 0;
+  bool text = false;
+  size_t noted = 0;  // stepper tokens already recorded in runner->context
+
+  // One step; the caller holds the runner's mutex (and not the GIL). Sets `piece` or `token`, neither at
+  // the end.
+  Status step_locked(std::optional<std::string>& piece, std::optional<int32_t>& token) {
+    PyRunner& r = *runner;
+    if (r.epoch != epoch) {
+      if (stepper->done()) return Ok{};
+      return make_error(ErrorCode::kInvalidArgument,
+                        "stream: the runner was used by another call since this stream started; start a new one");
+    }
+    if (text) {
+      auto s = stepper->step_text();
+      if (!s) return s.error();
+      piece = std::move(*s);
+    } else {
+      auto t = stepper->step_token();
+      if (!t) return t.error();
+      token = *t;
+    }
+    // Generation holds the last returned token unfed; the runner commits it if the stream is abandoned.
+    const auto& toks = stepper->tokens();
+    if (noted < toks.size()) {
+      r.note(std::span<const int32_t>(toks).subspan(noted));
+      noted = toks.size();
+      r.pending = toks.back();
+    }
+    return Ok{};
+  }
+
+  py::object next() {
+    std::optional<std::string> piece;
+    std::optional<int32_t> token;
+    check(nogil_locked(*runner, [&] { return step_locked(piece, token); }));
+    if (piece) return py::str(*piece);
+    if (token) return py::int_(*token);
+    return py::none();
+  }
+};
+
+// What a prompt turns into before the runner is touched (tokenizing needs no lock).
+struct Prepared {
+  bool text = false;
+  std::vector<int32_t> ids;
+  std::shared_ptr<const Tokenizer> tokenizer;  // text mode
+};
+
+Prepared prepare(PyRunner& r, const py::object& prompt, const GenerateArgs& args, std::optional<bool> add_special) {
+  Prepared p;
+  p.text = py::isinstance<py::str>(prompt);
+  if (!p.text) {
+    p.ids = token_list(prompt, "prompt (when not a str)");
+    if (!args.stop_strings.empty())
+      raise(ErrorCode::kInvalidArgument, "generate: stop strings need a str prompt (token prompts return ids)");
+    return p;
+  }
+  p.tokenizer = tokenizer_of(r)->tokenizer;
+  const std::string s = prompt.cast<std::string>();
+  // BOS (the post-processor's specials) only at the very start of the sequence.
+  const bool specials =
+      add_special ? *add_special : nogil_locked(r, [&] { return r.runner->position() == 0 && !r.pending; });
+  Result<std::vector<int32_t>> enc = [&] {
+    py::gil_scoped_release nogil;
+    return p.tokenizer->encode(s, specials);
+  }();
+  p.ids = unwrap(std::move(enc));
+  return p;
+}
+
+// Prefills (pending token + prompt) and sets up the stepper; the caller holds the runner's mutex.
+Status start_locked(PyStream& stream, const Prepared& p, const GenerateArgs& args) {
+  PyRunner& r = *stream.runner;
+  std::vector<int32_t> feed = r.with_pending(p.ids);
+  auto gen = r.runner->start(feed, args.config);
+  if (!gen) return gen.error();
+  ++r.epoch;
+  r.pending.reset();
+  r.note(p.ids);
+  stream.epoch = r.epoch;
+  stream.text = p.text;
+  stream.stepper = std::make_unique<Stepper>(std::move(*gen), p.text ? p.tokenizer : nullptr,
+                                             r.runner->info().eos_token_ids, args.config, args.stop_strings,
+                                             r.context);
+  return Ok{};
+}
+
+std::shared_ptr<PyStream> new_stream(const py::object& self) {
+  auto stream = std::make_shared<PyStream>();
+  stream->runner = self.cast<std::shared_ptr<PyRunner>>();
+  return stream;
+}
+
+std::shared_ptr<PyStream> stream(const py::object& self, const py::object& prompt, const GenerateArgs& args,
+                                 std::optional<bool> add_special) {
+  PyRunner& r = runner_of(self);
+  Prepared p = prepare(r, prompt, args, add_special);
+  std::shared_ptr<PyStream> s = new_stream(self);
+  check(nogil_locked(r, [&] { return start_locked(*s, p, args); }));
+  return s;
+}
+
+py::object generate(const py::object& self, const py::object& prompt, const GenerateArgs& args,
+                    std::optional<bool> add_special) {
+  PyRunner& r = runner_of(self);
+  Prepared p = prepare(r, prompt, args, add_special);
+  std::shared_ptr<PyStream> s = new_stream(self);
+  std::string text;
+  std::vector<int32_t> ids;
+  bool interrupted = false;
+  // One locked region for the whole call, so generate() calls from several threads never interleave.
+  Status st = nogil_locked(r, [&]() -> Status {
+    HFS_TRY(start_locked(*s, p, args));
+    auto last_check = std::chrono::steady_clock::now();
+    for (;;) {
+      std::optional<std::string> piece;
+      std::optional<int32_t> token;
+      HFS_TRY(s->step_locked(piece, token));
+      if (piece) {
+        text += *piece;
+      } else if (token) {
+        ids.push_back(*token);
+      } else {
+        return Ok{};
+      }
+      // Ctrl-C: look at pending signals every 100 ms (taking the GIL every step would wait on busy threads).
+      if (std::chrono::steady_clock::now() - last_check > std::chrono::milliseconds(100)) {
+        last_check = std::chrono::steady_clock::now();
+        py::gil_scoped_acquire gil;
+        if (PyErr_CheckSignals() != 0) {
+          interrupted = true;
+          return Ok{};
+        }
+      }
+    }
+  });
+  if (interrupted) throw py::error_already_set();
+  check(st);
+  if (p.text) return py::str(text);
+  return py::cast(ids);
+}
+
+py::dict stats_dict(const RunnerStats& s) {
+  py::dict d;
+  d["load_ms"] = s.load_ms;
+  d["prompt_tokens"] = s.prompt_tokens;
+  d["prefill_ms"] = s.prefill_ms;
+  d["generated_tokens"] = s.generated_tokens;
+  d["decode_steps"] = s.decode_steps;
+  d["decode_ms"] = s.decode_ms;
+  d["ttft_ms"] = s.ttft_ms;
+  d["peak_rss_bytes"] = s.peak_rss_bytes;
+  d["prefill_tok_s"] = s.prefill_tok_s();
+  d["decode_tok_s"] = s.decode_tok_s();
+  return d;
+}
+
+py::dict info_dict(const ModelInfo& i) {
+  py::dict d;
+  d["contract"] = i.contract;
+  d["contract_version"] = i.contract_version;
+  d["prefill_tokens"] = i.prefill_tokens;
+  d["context_length"] = i.context_length;
+  d["vocab_size"] = i.vocab_size;
+  d["bos_token_id"] = i.bos_token_id;
+  d["eos_token_ids"] = i.eos_token_ids;
+  d["logits_all"] = i.logits_all;
+  return d;
+}
+
+std::shared_ptr<PyRunner> make_runner(const py::object& program, const std::optional<std::vector<std::string>>& backends,
+                                      const std::string& tail, bool shared_memory_io) {
+  auto r = std::make_shared<PyRunner>();
+  if (py::isinstance<PyProgram>(program)) {
+    r->program = program.cast<PyProgram&>().program;
+  } else {
+    std::string path = fspath(program);
+    Result<std::shared_ptr<const Program>> p = [&] {
+      py::gil_scoped_release nogil;
+      return Program::load(path);
+    }();
+    r->program = unwrap(std::move(p));
+  }
+  RunnerOptions ro;
+  ro.tail = parse_tail(tail);
+  ro.io.shared_memory_io = shared_memory_io;
+  if (backends) ro.io.method.backends.backends = *backends;
+  Result<std::unique_ptr<Runner>> made = [&] {
+    py::gil_scoped_release nogil;
+    return Runner::create(r->program, ro);
+  }();
+  r->runner = unwrap(std::move(made));
+  return r;
+}
+
+Result<std::span<const float>> decode_step_locked(PyRunner& r, int32_t token) {
+  if (r.pending) {
+    // Commit the pending token first; check room for both so that a failure changes nothing.
+    if (!r.runner->can_accept(2))
+      return make_error(ErrorCode::kCapacityExceeded,
+                        "decode_step: the pending generated token and token " + std::to_string(token) +
+                            " do not fit: position " + std::to_string(r.runner->position()) + " + 2 > context length " +
+                            std::to_string(r.runner->info().context_length) + " (state unchanged; reset())");
+    const int32_t p = *r.pending;
+    HFS_TRY(r.runner->prefill(std::span<const int32_t>(&p, 1)));
+    r.pending.reset();
+    ++r.epoch;
+  }
+  auto l = r.runner->decode_step(token);
+  if (!l) return l.error();
+  ++r.epoch;
+  r.note(std::span<const int32_t>(&token, 1));
+  return *l;
+}
+
+}  // namespace
+
+void bind_runner(py::module_& m) {
+  py::class_<PyStream, std::shared_ptr<PyStream>>(m, "Stream", R"(One generation, step by step (Runner.stream()).
+
+Iterating yields text pieces (str prompt) or token ids (token prompt); each step releases the GIL. Any
+other state-changing call on the runner ends the stream (its next step raises hfstatic.Error
+"invalid_argument"); an abandoned stream leaves the runner ready for the next call.)")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__",
+           [](PyStream& s) {
+             py::object v = s.next();
+             if (v.is_none()) throw py::stop_iteration();
+             return v;
+           })
+      .def_property_readonly(
+          "tokens", [](const PyStream& s) { return s.stepper->tokens(); },
+          "Ids generated so far (the token that ended generation included).")
+      .def_property_readonly(
+          "stop_reason",
+          [](const PyStream& s) -> py::object {
+            std::string why = s.stepper->stop_reason();
+            return why.empty() ? py::none() : py::object(py::str(why));
+          },
+          "None while running, then 'max_tokens' | 'stop_token' | 'stop_string' | 'context_full' | 'cancelled'.");
+
+  py::class_<PyRunner, std::shared_ptr<PyRunner>>(m, "Runner", R"(Runs an exported program (the hf_static contract).
+
+Runner(program, backends=None, tail="auto", shared_memory_io=False): `program` is a path or an
+hfstatic.Program. `backends` lists backends in priority order (e.g. ["cpu_fast"]; "cpu_ref" always takes
+the rest); `tail` routes a prompt's last partial chunk: "auto" | "pad" | "decode".
+
+The runner's sequence is everything prefilled plus everything generated: the last generated token is
+committed at the start of the next call, so consecutive generate() calls continue the text.)")
+      .def(py::init(&make_runner), py::arg("program"), py::arg("backends") = py::none(), py::arg("tail") = "auto",
+           py::arg("shared_memory_io") = false)
+      .def(
+          "prefill",
+          [](PyRunner& r, const py::object& tokens) {
+            std::vector<int32_t> ids = token_list(tokens, "prefill: tokens");
+            check(nogil_locked(r, [&]() -> Status {
+              std::vector<int32_t> feed = r.with_pending(ids);
+              HFS_TRY(r.runner->prefill(feed));
+              ++r.epoch;
+              r.pending.reset();
+              r.note(ids);
+              return Ok{};
+            }));
+          },
+          py::arg("tokens"),
+          "Feeds tokens (any count that fits); afterwards `logits` are those after the last one. Over capacity → "
+          "hfstatic.Error 'capacity_exceeded', state unchanged.")
+      .def(
+          "decode_step",
+          [](py::object self, int32_t token) {
+            PyRunner& r = runner_of(self);
+            auto out = nogil_locked(r, [&] { return decode_step_locked(r, token); });
+            return logits_view(self, unwrap(std::move(out)));
+          },
+          py::arg("token"),
+          "Feeds one token; returns the logits after it: a read-only float32 [vocab] view of the runner's buffer "
+          "(no copy), overwritten by the next step — copy it to keep the values.")
+      .def_property_readonly(
+          "logits",
+          [](py::object self) {
+            PyRunner& r = runner_of(self);
+            return logits_view(self, nogil_locked(r, [&] { return r.runner->logits(); }));
+          },
+          "The logits after the last fed token (read-only view, overwritten by the next step; shape (0,) when none).")
+      .def(
+          "generate",
+          [](py::object self, const py::object& prompt, int32_t max_new_tokens, float temperature, int32_t top_k,
+             float top_p, float min_p, float repetition_penalty, uint64_t seed, const py::object& stop,
+             bool ignore_eos, std::optional<bool> add_special) {
+            GenerateArgs a = generate_args(max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed,
+                                           stop, ignore_eos);
+            return generate(self, prompt, a, add_special);
+          },
+          py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
+          py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
+          py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
+          py::arg("add_special") = py::none(),
+          "str prompt → generated text; token-id prompt → generated ids. See the .pyi stub.")
+      .def(
+          "stream",
+          [](py::object self, const py::object& prompt, int32_t max_new_tokens, float temperature, int32_t top_k,
+             float top_p, float min_p, float repetition_penalty, uint64_t seed, const py::object& stop,
+             bool ignore_eos, std::optional<bool> add_special) {
+            GenerateArgs a = generate_args(max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed,
+                                           stop, ignore_eos);
+            return stream(self, prompt, a, add_special);
+          },
+          py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
+          py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
+          py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
+          py::arg("add_special") = py::none(),
+          "Like generate(), but returns a Stream yielding text pieces (str prompt) or ids (token prompt).")
+      .def(
+          "reset",
+          [](PyRunner& r) {
+            nogil_locked(r, [&] {
+              r.runner->reset();
+              r.pending.reset();
+              r.context.clear();
+              ++r.epoch;
+              return 0;
+            });
+          },
+          "Forgets the sequence: position 0, caches cleared (the next run equals a fresh load).")
+      .def("can_accept", [](PyRunner& r, int64_t n) { return nogil_locked(r, [&] { return r.runner->can_accept(n); }); }, py::arg("n"))
+      .def_property_readonly("position", [](PyRunner& r) { return nogil_locked(r, [&] { return r.runner->position(); }); },
+                             "Tokens fed so far (the pending generated token not included).")
+      .def_property_readonly("capacity_left", [](PyRunner& r) { return nogil_locked(r, [&] { return r.runner->capacity_left(); }); })
+      .def_property_readonly(
+          "pending_token", [](PyRunner& r) { return nogil_locked(r, [&] { return r.pending; }); },
+          "The last generated token, not yet fed (committed by the next call), or None.")
+      .def_property_readonly("stats", [](PyRunner& r) { return stats_dict(nogil_locked(r, [&] { return r.runner->stats(); })); })
+      .def_property_readonly("info", [](PyRunner& r) { return info_dict(r.runner->info()); })
+      .def_property_readonly("program",
+                             [](PyRunner& r) { return std::make_shared<PyProgram>(PyProgram{r.program}); })
+      .def_property_readonly(
+          "tokenizer", [](PyRunner& r) { return tokenizer_of(r); },
+          "The program's embedded tokenizer (hfstatic.Error 'not_found' when it was exported without one).")
+      .def("__repr__", [](PyRunner& r) {
+        const int64_t pos = nogil_locked(r, [&] { return r.runner->position(); });
+        return "<hfstatic.Runner '" + r.program->path() + "' position=" + std::to_string(pos) + "/" +
+               std::to_string(r.runner->info().context_length) + ">";
+      });
+}
+
+}  // namespace hfs::py_bind

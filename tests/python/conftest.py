@@ -1,0 +1,48 @@
+"""Fixtures for the hfstatic Python module tests.
+
+Run (after building the module): PYTHONPATH=build/python /usr/bin/python3 -m pytest tests/python
+Environment: HFS_STORIES_DIR (default ../shared/models/stories260K next to the repo), HFS_CLI (the hfstatic
+CLI, for the comparison with `hfstatic run`).
+"""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STORIES = Path(os.environ.get("HFS_STORIES_DIR", ROOT.parent / "shared" / "models" / "stories260K"))
+sys.path.insert(0, str(ROOT / "tests" / "reference"))
+
+import hfstatic  # noqa: E402
+
+# The test program: a small context (capacity tests) and a prefill chunk that forces padding and multi-chunk
+# prompts.
+CONTEXT = 96
+CHUNK = 8
+
+
+@pytest.fixture(scope="session")
+def stories_dir():
+    if not (STORIES / "config.json").exists():
+        pytest.skip(f"{STORIES} is not present")
+    return STORIES
+
+
+@pytest.fixture(scope="session")
+def program_path(stories_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("programs") / "stories260K.hfs"
+    assert hfstatic.export(stories_dir, out, prefill_chunk=CHUNK, context=CONTEXT) == str(out)
+    return out
+
+
+@pytest.fixture
+def runner(program_path):
+    return hfstatic.Runner(program_path)
+
+
+@pytest.fixture(scope="session")
+def reference(stories_dir):
+    """The independent PyTorch reference model (tests/reference/hf_reference.py) and its vocab."""
+    import hf_reference as ref
+    return ref, ref.load_model(str(stories_dir)), ref.load_vocab(str(stories_dir))
