@@ -21,7 +21,7 @@ struct BenchArgs {
   int prompt = 512;
   int gen = 128;
   bool json = false;
-  std::vector<std::string> backends;
+  std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;
 };
 
@@ -130,7 +130,7 @@ RunFn setup(CLI::App& sub) {
   sub.add_option("-m,--model", a->model, "Program file (.hfs)")->required();
   sub.add_option("--prompt", a->prompt, "Prompt tokens (random ids)")->capture_default_str();
   sub.add_option("--gen", a->gen, "Tokens to generate")->capture_default_str();
-  sub.add_option("--backend", a->backends, "Backends in priority order (cpu_ref always takes the rest)");
+  sub.add_option("--backend", a->backends, "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")->capture_default_str();
   sub.add_option("--threads", a->threads, "Threads for the selected backends (0 = their default)");
   sub.add_flag("--json", a->json, "Print one JSON object");
   return [a] { return bench(*a); };

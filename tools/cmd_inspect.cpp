@@ -15,7 +15,7 @@ namespace {
 struct InspectArgs {
   std::string path;
   bool json = false;
-  std::vector<std::string> backends;
+  std::vector<std::string> backends = {"cpu_fast"};
 };
 
 nlohmann::json io_json(const IOSpec& s) {
@@ -97,7 +97,7 @@ RunFn setup(CLI::App& sub) {
   auto a = std::make_shared<InspectArgs>();
   sub.add_option("file", a->path, "Program file (.hfs)")->required();
   sub.add_flag("--json", a->json, "Print one JSON object");
-  sub.add_option("--backend", a->backends, "Backends to plan with (priority order)");
+  sub.add_option("--backend", a->backends, "Backends to plan with (priority order); cpu_ref alone = the portable reference")->capture_default_str();
   return [a] { return inspect(*a); };
 }
 

@@ -28,7 +28,7 @@ struct RunArgs {
   bool json = false;
   bool ignore_eos = false;
   std::string tail = "auto";
-  std::vector<std::string> backends;
+  std::vector<std::string> backends = {"cpu_fast"};
   std::string dump_logits;
 };
 
@@ -150,7 +150,7 @@ RunFn setup(CLI::App& sub) {
   sub.add_option("--seed", a->seed, "Sampling seed (same seed, same tokens)")->capture_default_str();
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-sequence tokens");
   sub.add_option("--tail", a->tail, "Prompt tail routing: auto | pad | decode")->capture_default_str();
-  sub.add_option("--backend", a->backends, "Backends in priority order (cpu_ref always takes the rest)");
+  sub.add_option("--backend", a->backends, "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")->capture_default_str();
   sub.add_flag("--json", a->json, "Print one JSON object: {\"tokens\": [...], \"stop\": ..., \"stats\": {...}}");
   sub.add_option("--dump-logits", a->dump_logits, "Write each sampled step's logits (f32 rows) to this file");
   return [a] { return run(*a); };
