@@ -1,0 +1,92 @@
+"""End-to-end CLI checks that need a process: `chat` (template, cache kept across turns), `run -m DIR`
+(cached export), `inspect`, `tokenize` on a program, and `bench --json` fields.
+
+Run: /usr/bin/python3 -m pytest tests/tools   (HFS_CLI=path/to/hfstatic)
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "reference"))
+CLI = os.environ.get("HFS_CLI", str(ROOT / "build" / "hfstatic"))
+STORIES = Path(os.environ.get("HFS_STORIES_DIR", ROOT.parent / "shared" / "models" / "stories260K"))
+
+# A ChatML-style template using the stories tokenizer's special tokens.
+TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}{{ eos_token }}{% endfor %}"
+            "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
+def sh(*args, stdin=None, env=None):
+    r = subprocess.run([str(a) for a in args], input=stdin, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, f"{args}: rc {r.returncode}\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+@pytest.fixture(scope="module")
+def chat_program(tmp_path_factory):
+    d = tmp_path_factory.mktemp("chatmodel")
+    for f in ["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "special_tokens_map.json"]:
+        (d / f).write_bytes((STORIES / f).read_bytes())
+    cfg = json.loads((STORIES / "tokenizer_config.json").read_text())
+    cfg["chat_template"] = TEMPLATE
+    (d / "tokenizer_config.json").write_text(json.dumps(cfg))
+    out = d / "chat.hfs"
+    sh(CLI, "export", d, "-o", out, "--prefill-chunk", "16", "--context", "256")
+    return d, out
+
+
+@pytest.mark.skipif(not STORIES.exists(), reason="stories260K fixture missing")
+def test_chat_keeps_cache_across_turns(chat_program):
+    _, prog = chat_program
+    r = sh(CLI, "chat", "-m", prog, "--temp", "0", "-n", "12", stdin="Hello\n/stats\nTell me more\n/stats\n")
+    positions = [int(l.split()[1]) for l in r.stderr.splitlines() if l.startswith("position ")]
+    assert len(positions) == 2 and positions[1] > positions[0] > 0
+    assert r.stdout.strip()
+    # Only the new turn was prefilled: the second /stats shows more prompt tokens than the first by exactly
+    # the new tokens (not the whole conversation again).
+    prompts = [int(l.split("prompt ")[1].split()[0]) for l in r.stderr.splitlines() if "| prompt " in l or l.startswith("load")]
+    assert len(prompts) == 2
+    second_turn_new = prompts[1] - prompts[0]
+    assert 0 < second_turn_new < positions[0], (prompts, positions)
+
+
+@pytest.mark.skipif(not STORIES.exists(), reason="stories260K fixture missing")
+def test_chat_without_template_is_a_clear_error(tmp_path):
+    prog = tmp_path / "s.hfs"
+    sh(CLI, "export", STORIES, "-o", prog)
+    r = subprocess.run([CLI, "chat", "-m", prog], input="hi\n", capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "chat_template" in r.stderr or "chat template" in r.stderr
+
+
+@pytest.mark.skipif(not STORIES.exists(), reason="stories260K fixture missing")
+def test_run_accepts_checkpoint_dir_and_caches_export(tmp_path):
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    a = sh(CLI, "run", "-m", STORIES, "--tokens", "1", "-n", "20", "--temp", "0", "--json", env=env)
+    assert "exporting" in a.stderr
+    b = sh(CLI, "run", "-m", STORIES, "--tokens", "1", "-n", "20", "--temp", "0", "--json", env=env)
+    assert "exporting" not in b.stderr
+    assert json.loads(a.stdout)["tokens"] == json.loads(b.stdout)["tokens"]
+    assert len(list((tmp_path / "cache" / "hfstatic").glob("*.hfs"))) == 1
+
+
+@pytest.mark.skipif(not STORIES.exists(), reason="stories260K fixture missing")
+def test_inspect_json_and_bench_json(tmp_path):
+    prog = tmp_path / "s.hfs"
+    sh(CLI, "export", STORIES, "-o", prog, "--prefill-chunk", "32", "--context", "512")
+    info = json.loads(sh(CLI, "inspect", prog, "--json").stdout)
+    assert info["metadata"]["hf_static.prefill_tokens"] == 32
+    methods = {m["name"]: m for m in info["methods"]}
+    assert methods["decode"]["inputs"][0] == {"name": "input_ids", "dtype": "i32", "shape": [1, 1], "role": "input"}
+    assert methods["prefill"]["plan"]["arena_bytes"] > 0
+    assert methods["prefill"]["ops"]["kv_cache_write"] == 10  # 5 layers x (K, V)
+    bench = json.loads(sh(CLI, "bench", "-m", prog, "--prompt", "64", "--gen", "16", "--json").stdout)
+    for k in ["prefill_tok_s", "decode_tok_s", "ttft_ms", "peak_rss_mib", "bandwidth_gbs", "roofline_share"]:
+        assert bench[k] > 0, k
+    tok = json.loads(sh(CLI, "tokenize", "-m", prog, "--json", "Once upon a time").stdout)
+    assert tok["ids"][0] == 1
