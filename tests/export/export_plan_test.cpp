@@ -277,6 +277,41 @@ TEST_F(ExportPlanTest, LogitsAll) {
   EXPECT_EQ(p.metadata.at(std::string(keys::kLogitsMode)).as_string(), "all");
 }
 
+// int8: every linear weight i8 with a per-row f32 scale as linear's 4th operand (bias slot left empty);
+// int4: q4_0 where K is a multiple of 32; the embedding table stays float (f16) for the gather.
+TEST_F(ExportPlanTest, QuantizedWeights) {
+  write_model(llama_config());
+  for (WeightsMode mode : {WeightsMode::kInt8, WeightsMode::kInt4}) {
+    ExportOptions opt;
+    opt.weights = mode;
+    std::vector<std::pair<std::string, double>> reported;
+    opt.on_quantized = [&](const std::string& name, DType, double err) { reported.emplace_back(name, err); };
+    ExportPlan p = plan(opt);
+    const PlannedConstant* q = constant(p, "layers.0.self_attn.q_proj.weight");
+    ASSERT_NE(q, nullptr);
+    const int64_t K = q->type.shape[1];
+    const DType want = mode == WeightsMode::kInt8 || K % 32 != 0 ? DType::kI8 : DType::kQ4_0;
+    EXPECT_EQ(q->type.dtype, want);
+    EXPECT_EQ(constant(p, "embed_tokens.weight")->type.dtype, DType::kF16);
+    const NodeDef* lin = producer(method(p, "decode"), "l0.q_proj");
+    ASSERT_NE(lin, nullptr);
+    if (want == DType::kI8) {
+      ASSERT_EQ(lin->inputs.size(), 4u);
+      EXPECT_EQ(lin->inputs[2], "");
+      EXPECT_EQ(lin->inputs[3], "layers.0.self_attn.q_proj.weight.scale");
+      ASSERT_NE(constant(p, lin->inputs[3]), nullptr);
+    } else {
+      EXPECT_EQ(lin->inputs.size(), 2u);
+    }
+    // Producing the constant quantizes it and reports a small relative error.
+    std::vector<std::byte> buf(q->type.nbytes());
+    ASSERT_TRUE(q->produce(buf).ok());
+    ASSERT_EQ(reported.size(), 1u);
+    EXPECT_GT(reported[0].second, 0.0);
+    EXPECT_LT(reported[0].second, want == DType::kI8 ? 0.02 : 0.2);
+  }
+}
+
 TEST_F(ExportPlanTest, LlamaTiedAndWeightValues) {
   json c = llama_config();
   c["tie_word_embeddings"] = true;
@@ -448,7 +483,8 @@ TEST_F(ExportPlanTest, BadOptions) {
   opt = {};
   opt.cache_dtype = DType::kBF16;
   EXPECT_EQ(plan_error(opt).code(), ErrorCode::kInvalidArgument);
-  EXPECT_FALSE(weights_mode_from_name("int4").ok());
+  EXPECT_FALSE(weights_mode_from_name("int3").ok());
+  EXPECT_EQ(*weights_mode_from_name("int4"), WeightsMode::kInt4);
   EXPECT_EQ(*weights_mode_from_name("bf16"), WeightsMode::kBF16);
 }
 
