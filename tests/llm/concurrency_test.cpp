@@ -1,0 +1,99 @@
+// Reliability of the runner on a real exported program: shared programs across threads, cancellation
+// between steps, and errors that leave the runner where it was.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "support/hf_static_fixture.h"
+
+namespace hfs {
+namespace {
+
+std::vector<int32_t> greedy(Runner& r, const std::vector<int32_t>& prompt, int n) {
+  GenerationConfig g;
+  g.max_new_tokens = n;
+  g.ignore_eos = true;
+  auto out = r.generate(prompt, g);
+  EXPECT_TRUE(out.ok());
+  return out.ok() ? out->tokens : std::vector<int32_t>{};
+}
+
+// One Program, several Runners on different threads: each result equals the serial run of its prompt.
+TEST(RunnerConcurrency, SharedProgramAcrossThreadsMatchesSerial) {
+  auto prog = Program::load(test::tiny_program({"mistral", 4, 48, 6}));
+  ASSERT_TRUE(prog.ok());
+  const int kThreads = 4;
+  std::vector<std::vector<int32_t>> prompts, serial(kThreads), parallel(kThreads);
+  for (int t = 0; t < kThreads; ++t) prompts.push_back(test::random_tokens(5 + 3 * t, 512, 100 + t));
+  for (int t = 0; t < kThreads; ++t) {
+    auto r = Runner::create(*prog);
+    ASSERT_TRUE(r.ok());
+    serial[t] = greedy(**r, prompts[t], 16);
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 3; ++rep) {  // repeat so the threads really overlap
+        auto r = Runner::create(*prog);
+        if (!r.ok()) return;
+        parallel[t] = greedy(**r, prompts[t], 16);
+        if (parallel[t] != serial[t]) return;
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(parallel[t], serial[t]) << "thread " << t;
+}
+
+// A stop flag ends generation between steps; the position counts exactly the fed tokens, and the runner
+// continues as if never interrupted.
+TEST(RunnerConcurrency, CancelBetweenStepsLeavesAUsableRunner) {
+  const std::string program = test::tiny_program({"llama", 4, 48});
+  const auto prompt = test::random_tokens(6, 512, 7);
+  auto full = test::open_runner(program);
+  ASSERT_TRUE(full.ok());
+  const auto expected = greedy(**full, prompt, 12);
+
+  auto r = test::open_runner(program);
+  ASSERT_TRUE(r.ok());
+  std::atomic<bool> stop{false};
+  GenerationConfig g;
+  g.max_new_tokens = 12;
+  g.ignore_eos = true;
+  g.cancel = &stop;
+  auto out = (*r)->generate(prompt, g, [&](int32_t) {
+    static int seen = 0;
+    if (++seen == 5) stop = true;
+    return true;
+  });
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->stop, GenerationResult::Stop::kCancelled);
+  ASSERT_EQ(out->tokens.size(), 5u);
+  EXPECT_EQ(std::vector<int32_t>(expected.begin(), expected.begin() + 5), out->tokens);
+  EXPECT_EQ((*r)->position(), static_cast<int64_t>(prompt.size()) + 4);  // the 5th token was never fed
+  // Continue: feed the unfed token, get the rest of the uninterrupted sequence.
+  g.cancel = nullptr;
+  g.max_new_tokens = 7;
+  auto rest = (*r)->generate(std::vector<int32_t>{out->tokens.back()}, g);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->tokens, std::vector<int32_t>(expected.begin() + 5, expected.end()));
+}
+
+// A rejected step (bad token id) runs nothing: position and logits unchanged, the runner still works.
+TEST(RunnerConcurrency, RejectedStepLeavesStateUnchanged) {
+  const std::string program = test::tiny_program({"llama", 4, 48});
+  auto r = test::open_runner(program);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE((*r)->prefill(test::random_tokens(5, 512, 9)).ok());
+  std::vector<float> before((*r)->logits().begin(), (*r)->logits().end());
+  auto bad = (*r)->decode_step(100000);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), ErrorCode::kOutOfRange);
+  EXPECT_EQ((*r)->position(), 5);
+  EXPECT_EQ(std::vector<float>((*r)->logits().begin(), (*r)->logits().end()), before);
+  EXPECT_FALSE((*r)->io().needs_reset());
+  EXPECT_TRUE((*r)->decode_step(7).ok());
+}
+
+}  // namespace
+}  // namespace hfs
