@@ -53,6 +53,7 @@ int chat(const ChatArgs& a) {
   if (!tmpl) return fail(tmpl.error().with_context(*model + ": chat template"));
   RunnerOptions ro;
   ro.io.method.backends.backends = a.backends;
+  ro.on_prefill_progress = prefill_progress_bar();
   auto runner = Runner::create(*program, ro);
   if (!runner) return fail(runner.error());
   Runner& r = **runner;

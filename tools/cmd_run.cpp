@@ -48,6 +48,7 @@ int run(const RunArgs& a) {
   if (!model) return fail(model.error());
   RunnerOptions ro;
   ro.io.method.backends.backends = a.backends;
+  ro.on_prefill_progress = prefill_progress_bar();
   auto tail = parse_tail_policy(a.tail);
   if (!tail) return fail(tail.error());
   ro.tail = *tail;

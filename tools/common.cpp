@@ -67,6 +67,19 @@ void print_stats_line(const RunnerStats& s) {
                static_cast<double>(s.peak_rss_bytes) / (1 << 20));
 }
 
+std::function<void(int64_t, int64_t)> prefill_progress_bar() {
+  if (!isatty(STDERR_FILENO)) return {};
+  return [](int64_t done, int64_t total) {
+    if (total < 256) return;  // short prompts finish before a bar is worth drawing
+    const int width = 30;
+    const int filled = static_cast<int>(width * done / total);
+    std::fprintf(stderr, "\rprefill [%.*s%*s] %lld/%lld", filled, "##############################", width - filled, "",
+                 static_cast<long long>(done), static_cast<long long>(total));
+    if (done == total) std::fprintf(stderr, "\r%*s\r", width + 40, "");
+    std::fflush(stderr);
+  };
+}
+
 namespace {
 std::atomic<bool> g_interrupted{false};
 void on_sigint(int) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@ Result<TailPolicy> parse_tail_policy(const std::string& s);
 const char* stop_reason_name(GenerationResult::Stop s);
 nlohmann::json stats_json(const RunnerStats& s);
 void print_stats_line(const RunnerStats& s);
+// A prefill progress bar on stderr when it is a terminal and the prompt spans several chunks; else none.
+std::function<void(int64_t, int64_t)> prefill_progress_bar();
 // A flag set by SIGINT (Ctrl-C): generation stops between steps; a second Ctrl-C exits at once.
 const std::atomic<bool>* install_interrupt_flag();
 

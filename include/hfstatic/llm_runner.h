@@ -38,6 +38,9 @@ struct RunnerOptions {
   IOManagerOptions io;
   TailPolicy tail = TailPolicy::kAuto;
   LoadOptions load;
+  // Called after each prefill step with (tokens done, tokens in this prompt): progress bars for long
+  // prompts. Runs on the calling thread; keep it cheap.
+  std::function<void(int64_t done, int64_t total)> on_prefill_progress;
 };
 
 struct GenerationConfig {

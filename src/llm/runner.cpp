@@ -84,6 +84,7 @@ struct Runner::Impl {
     while (n - done >= C) {
       HFS_TRY(run_prefill_chunk(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(C))));
       done += C;
+      if (options.on_prefill_progress) options.on_prefill_progress(done, n);
     }
     const int64_t tail = n - done;
     if (tail > 0) {
@@ -93,6 +94,7 @@ struct Runner::Impl {
       } else {
         HFS_TRY(run_prefill_chunk(rest));
       }
+      if (options.on_prefill_progress) options.on_prefill_progress(n, n);
     }
     stats.prompt_tokens += n;
     stats.prefill_ms += ms_since(t0);
