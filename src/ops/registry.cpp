@@ -67,7 +67,7 @@ std::vector<const OpSchema*> all_ops() {
 
 Status check_attrs(const OpSchema& schema, const Attrs& attrs) {
   for (const auto& [name, value] : attrs) {
-    auto it = std::find_if(schema.attrs.begin(), schema.attrs.end(), [&](const AttrSpec& s) { return s.name == name; });
+    auto it = std::find_if(schema.attrs.begin(), schema.attrs.end(), [&key = name](const AttrSpec& s) { return s.name == key; });
     if (it == schema.attrs.end()) {
       std::string known;
       for (const AttrSpec& s : schema.attrs) known += (known.empty() ? "" : ", ") + std::string(s.name);

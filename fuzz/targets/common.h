@@ -1,0 +1,53 @@
+// fuzz/targets/common.h — shared helpers for the fuzz entry points (fuzz/targets/*.h).
+//
+// Every entry point has the shape `std::string fuzz_<name>(const uint8_t* data, size_t size)`: it feeds the
+// bytes to one public API and returns "" when the library behaved (success or a clean hfs::Error), or a
+// description of a broken property (e.g. a JSON round trip that changed the value). Memory errors and UB
+// are caught by the sanitizers of the fuzz build. The same functions are called by libFuzzer
+// (fuzz/<name>_fuzzer.cpp) and by the regression replay test (tests/fuzz_regressions/replay_test.cpp), so
+// a reproducer file exercises exactly the code path that found it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+namespace hfs::fuzz {
+
+inline std::string_view as_text(const uint8_t* data, size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+inline bool read_text_file(const std::string& path, std::string* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+// The stories260K model directory (shared fixtures): $HFS_STORIES_DIR, else next to the checkout, else
+// /work/shared. Empty when none has a tokenizer.json.
+inline std::string stories_dir() {
+  std::string candidates[] = {
+      std::getenv("HFS_STORIES_DIR") ? std::getenv("HFS_STORIES_DIR") : "",
+#ifdef HFS_SOURCE_DIR
+      std::string(HFS_SOURCE_DIR) + "/shared/models/stories260K",
+      std::string(HFS_SOURCE_DIR) + "/../shared/models/stories260K",
+#endif
+      "/work/shared/models/stories260K",
+  };
+  for (const std::string& d : candidates) {
+    if (d.empty()) continue;
+    std::ifstream f(d + "/tokenizer.json");
+    if (f) return d;
+  }
+  return "";
+}
+
+}  // namespace hfs::fuzz
