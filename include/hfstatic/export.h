@@ -58,6 +58,10 @@ struct PlannedConstant {
   TensorType type;
   std::string content_key;
   ProgramWriter::Producer produce;
+  // When the stored bytes are exactly a byte range of a checkpoint file (weight kept in its own dtype),
+  // the writer copies that range in-kernel instead of calling `produce` (which still works, for tests).
+  std::string source_file;
+  uint64_t source_offset = 0;
 };
 
 struct ExportPlan {

@@ -45,6 +45,13 @@ class ProgramWriter {
   [[nodiscard]] Result<std::string> add_constant_lazy(const std::string& name, const TensorType& type,
                                                       const std::string& content_key, Producer producer);
 
+  // A constant whose bytes already sit in a file, unchanged (e.g. a checkpoint tensor exported in its own
+  // dtype): written with copy_file_range, so the data never passes through user space (read/write
+  // fallback where the kernel cannot). `offset` is the byte offset of the tensor inside `path`.
+  [[nodiscard]] Result<std::string> add_constant_from_file(const std::string& name, const TensorType& type,
+                                                           const std::string& content_key, const std::string& path,
+                                                           uint64_t offset);
+
   // Methods reference constants by the names add_constant returned. Duplicate method names are an error.
   [[nodiscard]] Status add_method(MethodDef method);
 

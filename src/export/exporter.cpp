@@ -57,7 +57,9 @@ Status write_export_plan(ExportPlan plan, const std::string& out_path, bool prog
   // The writer may rename a constant whose name is taken by different content; follow its answer.
   std::map<std::string, std::string> renamed;
   for (PlannedConstant& c : plan.constants) {
-    auto name = w.add_constant_lazy(c.name, c.type, c.content_key, std::move(c.produce));
+    auto name = c.source_file.empty()
+                    ? w.add_constant_lazy(c.name, c.type, c.content_key, std::move(c.produce))
+                    : w.add_constant_from_file(c.name, c.type, c.content_key, c.source_file, c.source_offset);
     if (!name) return name.error();
     if (*name != c.name) renamed[c.name] = *name;
   }

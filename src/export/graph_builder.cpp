@@ -423,6 +423,12 @@ PlannedConstant weight_constant(const WeightRef& w, DType to, std::shared_ptr<co
                   std::string(dtype_name(to));
   const std::string source = w.source;
   const int64_t rb = w.row_begin, re = w.row_end;
+  if (const SafetensorInfo* t = ck->find(source); t && t->dtype == to) {
+    // Unchanged bytes (rows of a fused tensor are contiguous too): copied file to file by the writer.
+    const uint64_t row_bytes = t->shape.rank() > 0 && t->shape[0] > 0 ? t->nbytes / static_cast<uint64_t>(t->shape[0]) : 0;
+    c.source_file = ck->dir() + "/" + ck->file_of(source);
+    c.source_offset = t->offset + (re > 0 ? static_cast<uint64_t>(rb) * row_bytes : 0);
+  }
   c.produce = [ck = std::move(ck), source, rb, re, to](std::span<std::byte> dst) -> Status {
     const SafetensorInfo* t = ck->find(source);
     auto bytes = ck->data(source);

@@ -43,6 +43,41 @@ Status write_all(int fd, const void* p, uint64_t n, const std::string& what) {
   return Ok{};
 }
 
+// Appends [offset, offset + n) of `path` at fd's current position: in-kernel copy_file_range, falling back
+// to pread + write where the file systems do not support it.
+Status copy_range(int out, const std::string& path, uint64_t offset, uint64_t n, const std::string& what) {
+  int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return make_error(ErrorCode::kIo, "reading " + what + " from " + path + ": " + errno_text());
+  loff_t off = static_cast<loff_t>(offset);
+  uint64_t left = n;
+  while (left > 0) {
+    ssize_t r = ::copy_file_range(in, &off, out, nullptr, static_cast<size_t>(std::min<uint64_t>(left, 1u << 30)), 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;  // unsupported (EXDEV, ENOSYS, EINVAL...) or source too short: finish below
+    left -= static_cast<uint64_t>(r);
+  }
+  std::vector<char> chunk;
+  while (left > 0) {
+    chunk.resize(static_cast<size_t>(std::min<uint64_t>(left, 8u << 20)));
+    ssize_t r = ::pread(in, chunk.data(), chunk.size(), off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      ::close(in);
+      return make_error(ErrorCode::kIo, "reading " + what + " from " + path + " at offset " + std::to_string(off) +
+                                            ": " + (r == 0 ? std::string("file too short") : errno_text()));
+    }
+    Status st = write_all(out, chunk.data(), static_cast<uint64_t>(r), what);
+    if (!st) {
+      ::close(in);
+      return st;
+    }
+    off += r;
+    left -= static_cast<uint64_t>(r);
+  }
+  ::close(in);
+  return Ok{};
+}
+
 Status write_zeros(int fd, uint64_t n) {
   static const char kZeros[64] = {};
   return write_all(fd, kZeros, n, "padding");
@@ -56,6 +91,8 @@ struct ProgramWriter::Impl {
     std::string content_key;      // "bytes:<hash>" or "lazy:<caller key>"
     std::vector<std::byte> bytes;  // eager constants only
     Producer producer;             // lazy constants only
+    std::string file;              // file-range constants: source path and offset
+    uint64_t file_offset = 0;
   };
   Metadata metadata;
   std::vector<Constant> constants;
@@ -108,12 +145,19 @@ struct ProgramWriter::Impl {
       Constant& c = constants[i];
       HFS_TRY(write_zeros(fd, h.data_offset + c.info.offset - pos));
       const std::byte* src = c.bytes.data();
+      if (!c.file.empty()) {
+        HFS_TRY(copy_range(fd, c.file, c.file_offset, c.info.nbytes, "constant '" + c.info.name + "'"));
+        pos = h.data_offset + c.info.offset + c.info.nbytes;
+        if (progress) progress(i, constants.size(), c.info.name);
+        continue;
+      }
       if (c.producer) {
-        // One tensor in memory at a time: the buffer is reused and released after the loop.
-        buf.assign(c.info.nbytes, std::byte{0});
+        // One tensor in memory at a time: the buffer is reused (grown, never zero-filled per tensor: the
+        // producer overwrites every byte) and released after the loop.
+        if (buf.size() < c.info.nbytes) buf.resize(c.info.nbytes);
         Status st = make_error(ErrorCode::kInternal, "");
         try {
-          st = c.producer(std::span<std::byte>(buf));
+          st = c.producer(std::span<std::byte>(buf.data(), c.info.nbytes));
         } catch (const std::exception& e) {
           st = make_error(ErrorCode::kInternal, std::string("producer threw: ") + e.what());
         } catch (...) {
@@ -150,6 +194,26 @@ Result<std::string> ProgramWriter::add_constant_lazy(const std::string& name, co
     return make_error(ErrorCode::kInvalidArgument, "writer: constant '" + name + "': empty content_key");
   if (!producer) return make_error(ErrorCode::kInvalidArgument, "writer: constant '" + name + "': no producer");
   return impl_->add(name, type, "lazy:" + content_key, {}, std::move(producer));
+}
+
+Result<std::string> ProgramWriter::add_constant_from_file(const std::string& name, const TensorType& type,
+                                                         const std::string& content_key, const std::string& path,
+                                                         uint64_t offset) {
+  if (content_key.empty())
+    return make_error(ErrorCode::kInvalidArgument, "writer: constant '" + name + "': empty content_key");
+  if (path.empty()) return make_error(ErrorCode::kInvalidArgument, "writer: constant '" + name + "': empty source path");
+  const size_t before = impl_->constants.size();
+  // The placeholder producer is never called: write_file copies file-range constants before producers.
+  auto added = impl_->add(name, type, "lazy:" + content_key, {}, [](std::span<std::byte>) -> Status {
+    return make_error(ErrorCode::kInternal, "file-range constant produced through a producer");
+  });
+  if (!added) return added;
+  if (impl_->constants.size() > before) {  // newly added (not deduplicated onto an existing constant)
+    Impl::Constant& c = impl_->constants.back();
+    c.file = path;
+    c.file_offset = offset;
+  }
+  return added;
 }
 
 Status ProgramWriter::add_method(MethodDef method) {

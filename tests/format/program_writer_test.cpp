@@ -247,3 +247,45 @@ TEST(ProgramWriter, EmptyProgramRoundTrips) {
 
 }  // namespace
 }  // namespace hfs
+
+namespace hfs {
+namespace {
+
+// File-range constants: the bytes at [offset, offset + n) of a source file land verbatim in the program,
+// deduplicate by content key like lazy constants, and a source too short is an I/O error naming it.
+TEST(ProgramWriter, FileRangeConstantsCopyBytesVerbatim) {
+  const std::string src = test::temp_path("writer_src.bin");
+  std::vector<std::byte> payload = floats({0, 0, 1, 2, 3, 4, 5, 6, 7, 8});  // table = floats 2..9 (offset 8)
+  {
+    std::FILE* f = std::fopen(src.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(payload.data(), 1, payload.size(), f);
+    std::fclose(f);
+  }
+  ProgramWriter w;
+  auto name = w.add_constant_from_file("table", kF24, "src:table", src, 8);
+  ASSERT_TRUE(name.ok());
+  auto again = w.add_constant_from_file("table", kF24, "src:table", src, 8);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *name);  // same content key → stored once
+  ASSERT_TRUE(w.add_method(add_table_method("m", *name)).ok());
+  const std::string out = test::temp_path("writer_file_range.hfs");
+  ASSERT_TRUE(w.write(out).ok());
+  auto p = Program::load(out);
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  ASSERT_EQ((*p)->constants().size(), 1u);
+  auto v = (*p)->constant("table");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(std::memcmp(v->ptr, payload.data() + 8, 32), 0);
+
+  ProgramWriter short_src;
+  ASSERT_TRUE(short_src.add_constant_from_file("table", kF24, "src:far", src, 16).ok());  // needs 48 bytes
+  ASSERT_TRUE(short_src.add_method(add_table_method("m", "table")).ok());
+  Status st = short_src.write(test::temp_path("writer_short.hfs"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), ErrorCode::kIo);
+  EXPECT_NE(st.error().message().find("table"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hfs
