@@ -1,4 +1,5 @@
 #include "chat/lexer.h"
+#include "tokenizer/utf8.h"
 
 #include <algorithm>
 #include <cctype>
@@ -246,24 +247,6 @@ class Lexer {
     return Ok{};
   }
 
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
-
   Status string_literal() {
     const std::string& s = m_.text;
     size_t start = pos_;
@@ -304,7 +287,7 @@ class Lexer {
           }
           if (cp > 0x10FFFF) return syntax(pos_ - 2, "escape names a code point above U+10FFFF");
           pos_ += n;
-          append_utf8(value, cp);
+          tok::append_utf8(value, cp);
           break;
         }
         default:
