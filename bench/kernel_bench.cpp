@@ -109,7 +109,7 @@ void extra() {
     for (int i = 0; i < 16; ++i) mask[i] = 0.0f;
     std::vector<uint16_t> kc(hkv * S * d, 0x3c00), vc(hkv * S * d, 0x3c00);
     std::vector<int32_t> slots(S);
-    AttentionScratch sc(2, hq / hkv, S);
+    AttentionScratch sc(2, hq / hkv, S, d);
     AttentionArgs a;
     a.q = q.data(); a.k = kc.data(); a.v = vc.data(); a.kv_dtype = DType::kF16; a.mask = mask.data(); a.out = out.data();
     a.t = 1; a.hq = hq; a.hkv = hkv; a.s = S; a.d = d; a.scale = 0.125f;

@@ -10,9 +10,92 @@
 #include "backends/cpu_fast/thread_pool.h"
 
 namespace hfs::cpu_fast {
+namespace {
 
-AttentionScratch::AttentionScratch(int threads_, int64_t group, int64_t s)
-    : scores(static_cast<size_t>(threads_ * group * s)), per_thread(group * s), threads(threads_) {}
+// Split decode so there are about this many tasks per thread (work stealing evens out the rest), but
+// never into ranges shorter than kMinSplitSlots (each range costs a partial write and a merge).
+constexpr int64_t kSplitTasksPerThread = 4;
+constexpr int64_t kMinSplitSlots = 64;
+int64_t max_split_tasks(int threads) { return (kSplitTasksPerThread + 2) * threads; }
+
+struct Kernels {
+  detail::ScoresFn scores;
+  detail::AccumFn accum;
+  detail::SoftmaxFn softmax;
+};
+
+Kernels kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return {detail::attn_scores_avx512, detail::attn_accum_avx512, detail::attn_softmax_avx512};
+    case Isa::kAvx2: return {detail::attn_scores_avx2, detail::attn_accum_avx2, detail::attn_softmax_scalar};
+    default: return {detail::attn_scores_scalar, detail::attn_accum_scalar, detail::attn_softmax_scalar};
+  }
+}
+
+bool row_sees_a_slot(const float* mrow, const int32_t* live, int64_t n_live) {
+  for (int64_t i = 0; i < n_live; ++i)
+    if (mrow[live[i]] > kHiddenThreshold) return true;
+  return false;
+}
+
+// Every score is -1e30 + O(1), which rounds to the same float: the reference softmax is uniform.
+void uniform_average(const AttentionArgs& a, const void* vb, int g, float* out) {
+  const bool f16 = a.kv_dtype == DType::kF16;
+  const int64_t d = a.d;
+  std::memset(out, 0, static_cast<size_t>(g * d) * sizeof(float));
+  for (int64_t s = 0; s < a.s; ++s)
+    for (int64_t e = 0; e < d; ++e) {
+      const float vv = f16 ? f16_to_f32(static_cast<const uint16_t*>(vb)[s * d + e]) : static_cast<const float*>(vb)[s * d + e];
+      for (int j = 0; j < g; ++j) out[j * d + e] += vv;
+    }
+  for (int64_t e = 0; e < g * d; ++e) out[e] /= static_cast<float>(a.s);
+}
+
+// Unnormalized attention of `g` query heads over live slots [i0, i1): acc_j = Σ exp(s - max_j) v,
+// mx[j] = max_j (-inf when this range holds no slot visible to the row), sum[j] = Σ exp(s - max_j).
+void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q, const void* kb, const void* vb,
+                       const float* mrow, const int32_t* live, int64_t n, int g, float* sc, float* acc, float* mx,
+                       float* sum) {
+  const bool f16 = a.kv_dtype == DType::kF16;
+  std::memset(acc, 0, static_cast<size_t>(g * a.d) * sizeof(float));
+  kn.scores(q, g, kb, f16, a.d, live, n, sc);
+  bool any = false;
+  for (int j = 0; j < g; ++j) {
+    float* sj = sc + j * n;
+    float m = -INFINITY, total = 0;
+    if (a.softcap > 0) {
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = std::tanh(sj[i] * a.scale / a.softcap) * a.softcap + mrow[live[i]];
+        sj[i] = v;
+        m = std::max(m, v);
+      }
+      if (m > kHiddenThreshold)
+        for (int64_t i = 0; i < n; ++i) total += (sj[i] = std::exp(sj[i] - m));
+    } else {
+      total = kn.softmax(sj, n, mrow, live, a.scale, &m);
+    }
+    if (m <= kHiddenThreshold) {  // nothing in this range is visible to the row: contributes nothing
+      m = -INFINITY;
+      total = 0;
+      std::memset(sj, 0, static_cast<size_t>(n) * sizeof(float));
+    } else {
+      any = true;
+    }
+    mx[j] = m;
+    sum[j] = total;
+  }
+  if (any) kn.accum(sc, g, vb, f16, a.d, live, n, acc);
+}
+
+}  // namespace
+
+AttentionScratch::AttentionScratch(int threads_, int64_t group_, int64_t s, int64_t d_)
+    : scores(static_cast<size_t>(threads_ * group_ * s)),
+      partial(static_cast<size_t>(max_split_tasks(threads_) * group_ * (d_ + 2))),
+      per_thread(group_ * s),
+      group(group_),
+      d(d_),
+      threads(threads_) {}
 
 int64_t live_slots(const float* mask, int64_t t, int64_t s, int32_t* slots) {
   return active_isa() == Isa::kAvx512 ? detail::live_slots_avx512(mask, t, s, slots)
@@ -20,64 +103,91 @@ int64_t live_slots(const float* mask, int64_t t, int64_t s, int32_t* slots) {
 }
 
 void attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, AttentionScratch& scratch, ThreadPool* pool) {
-  const Isa isa = active_isa();
-  const detail::ScoresFn scores = isa == Isa::kAvx512 ? detail::attn_scores_avx512
-                                  : isa == Isa::kAvx2 ? detail::attn_scores_avx2
-                                                      : detail::attn_scores_scalar;
-  const detail::AccumFn accum = isa == Isa::kAvx512 ? detail::attn_accum_avx512
-                                : isa == Isa::kAvx2 ? detail::attn_accum_avx2
-                                                    : detail::attn_accum_scalar;
+  const Kernels kn = kernels_for(active_isa());
   const int g = static_cast<int>(a.hq / a.hkv);
-  const bool f16 = a.kv_dtype == DType::kF16;
-  const int64_t es = f16 ? 2 : 4, d = a.d, S = a.s;
-  auto body = [&](int64_t task, int thread) {
-    const int64_t h = task % a.hkv, r = task / a.hkv;
-    const float* q = a.q + (r * a.hq + h * g) * d;
-    float* out = a.out + (r * a.hq + h * g) * d;
-    const void* kb = static_cast<const char*>(a.k) + h * S * d * es;
-    const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
-    const float* mrow = a.mask + r * S;
-    float* sc = scratch.scores.data() + thread * scratch.per_thread;
-    std::memset(out, 0, static_cast<size_t>(g * d) * sizeof(float));
-    bool visible = false;
-    for (int64_t i = 0; i < n_live && !visible; ++i) visible = mrow[live[i]] > kHiddenThreshold;
-    if (!visible) {
-      // Every score is -1e30 + O(1), which rounds to the same float: the reference softmax is uniform.
-      for (int64_t s = 0; s < S; ++s)
-        for (int64_t e = 0; e < d; ++e) {
-          const float vv = f16 ? f16_to_f32(static_cast<const uint16_t*>(vb)[s * d + e])
-                               : static_cast<const float*>(vb)[s * d + e];
-          for (int j = 0; j < g; ++j) out[j * d + e] += vv;
-        }
-      for (int64_t e = 0; e < g * d; ++e) out[e] /= static_cast<float>(S);
-      return;
-    }
-    scores(q, g, kb, f16, d, live, n_live, sc);
-    for (int j = 0; j < g; ++j) {
-      float* sj = sc + j * n_live;
-      float mx = -INFINITY;
-      for (int64_t i = 0; i < n_live; ++i) {
-        float v = sj[i] * a.scale;
-        if (a.softcap > 0) v = std::tanh(v / a.softcap) * a.softcap;
-        v += mrow[live[i]];
-        sj[i] = v;
-        mx = std::max(mx, v);
-      }
-      float sum = 0;
-      for (int64_t i = 0; i < n_live; ++i) {
-        sj[i] = std::exp(sj[i] - mx);
-        sum += sj[i];
-      }
-      const float inv = 1.0f / sum;
-      for (int64_t i = 0; i < n_live; ++i) sj[i] *= inv;
-    }
-    accum(sc, g, vb, f16, d, live, n_live, out);
+  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s;
+  const int threads = pool != nullptr ? pool->size() : 1;
+  const int64_t units = a.hkv * a.t;  // (row, kv head) pairs
+  auto unit_ptrs = [&](int64_t unit, const float*& q, float*& out, const void*& kb, const void*& vb, const float*& mrow) {
+    const int64_t h = unit % a.hkv, r = unit / a.hkv;
+    q = a.q + (r * a.hq + h * g) * d;
+    out = a.out + (r * a.hq + h * g) * d;
+    kb = static_cast<const char*>(a.k) + h * S * d * es;
+    vb = static_cast<const char*>(a.v) + h * S * d * es;
+    mrow = a.mask + r * S;
   };
-  const int64_t tasks = a.hkv * a.t;
-  if (pool != nullptr && tasks > 1)
-    pool->run(tasks, body);
-  else
-    for (int64_t task = 0; task < tasks; ++task) body(task, 0);
+
+  int64_t parts = 1;
+  if (threads > 1 && units < 2 * threads && scratch.group == g && scratch.d == d) {
+    parts = std::min((kSplitTasksPerThread * threads + units - 1) / units, n_live / kMinSplitSlots);
+    parts = std::clamp<int64_t>(parts, 1, max_split_tasks(threads) / units);
+  }
+
+  if (parts == 1) {
+    auto body = [&](int64_t unit, int thread) {
+      const float *q, *mrow;
+      float* out;
+      const void *kb, *vb;
+      unit_ptrs(unit, q, out, kb, vb, mrow);
+      if (!row_sees_a_slot(mrow, live, n_live)) return uniform_average(a, vb, g, out);
+      float mx[64], sum[64];
+      float* sc = scratch.scores.data() + thread * scratch.per_thread;
+      for (int j0 = 0; j0 < g; j0 += 64) {  // g ≤ 64 per pass keeps mx/sum on the stack
+        const int gg = std::min(64, g - j0);
+        partial_attention(a, kn, q + j0 * d, kb, vb, mrow, live, n_live, gg, sc, out + j0 * d, mx, sum);
+        for (int j = 0; j < gg; ++j) {
+          const float inv = 1.0f / sum[j];
+          for (int64_t e = 0; e < d; ++e) out[(j0 + j) * d + e] *= inv;
+        }
+      }
+    };
+    if (pool != nullptr && units > 1)
+      pool->run(units, body);
+    else
+      for (int64_t u = 0; u < units; ++u) body(u, 0);
+    return;
+  }
+
+  // Split: task = (unit, part); part p covers live slots [n_live·p/parts, n_live·(p+1)/parts).
+  const int64_t stride = g * (d + 2);
+  float* partial = scratch.partial.data();
+  pool->run(units * parts, [&](int64_t task, int thread) {
+    const int64_t unit = task / parts, p = task % parts;
+    const float *q, *mrow;
+    float* out;
+    const void *kb, *vb;
+    unit_ptrs(unit, q, out, kb, vb, mrow);
+    const int64_t i0 = n_live * p / parts, i1 = n_live * (p + 1) / parts;
+    float* acc = partial + task * stride;
+    partial_attention(a, kn, q, kb, vb, mrow, live + i0, i1 - i0, g, scratch.scores.data() + thread * scratch.per_thread,
+                      acc, acc + g * d, acc + g * d + g);
+  });
+  for (int64_t unit = 0; unit < units; ++unit) {
+    const float *q, *mrow;
+    float* out;
+    const void *kb, *vb;
+    unit_ptrs(unit, q, out, kb, vb, mrow);
+    if (!row_sees_a_slot(mrow, live, n_live)) {
+      uniform_average(a, vb, g, out);
+      continue;
+    }
+    for (int j = 0; j < g; ++j) {
+      float m = -INFINITY;
+      for (int64_t p = 0; p < parts; ++p) m = std::max(m, partial[(unit * parts + p) * stride + g * d + j]);
+      float* o = out + j * d;
+      std::memset(o, 0, static_cast<size_t>(d) * sizeof(float));
+      float total = 0;
+      for (int64_t p = 0; p < parts; ++p) {
+        const float* part = partial + (unit * parts + p) * stride;
+        if (part[g * d + g + j] == 0) continue;  // range with nothing visible
+        const float w = std::exp(part[g * d + j] - m);
+        total += w * part[g * d + g + j];
+        for (int64_t e = 0; e < d; ++e) o[e] += w * part[j * d + e];
+      }
+      const float inv = 1.0f / total;
+      for (int64_t e = 0; e < d; ++e) o[e] *= inv;
+    }
+  }
 }
 
 }  // namespace hfs::cpu_fast

@@ -38,16 +38,22 @@ struct AttentionArgs {
   float scale = 1.0f, softcap = 0.0f;
 };
 
-// Per-thread score buffers sized at load: threads × (Hq/Hkv) × S floats.
+// Buffers sized at load (execute never allocates): per-thread scores, threads × (Hq/Hkv) × S floats,
+// and the partial results of a decode step split over slot ranges (see attention()).
 struct AttentionScratch {
   AttentionScratch() = default;
-  AttentionScratch(int threads, int64_t group, int64_t s);
+  AttentionScratch(int threads, int64_t group, int64_t s, int64_t d);
   AlignedArray<float> scores;
-  int64_t per_thread = 0;
+  AlignedArray<float> partial;  // [kMaxSplitTasks(threads)][group × (d + 2)]: Σ p·v, max, Σ p per head
+  int64_t per_thread = 0, group = 0, d = 0;
   int threads = 0;
 };
 
-// `scratch` must hold ≥ pool size threads (1 without a pool). Does not allocate.
+// Decode has only Hkv (row, kv-head) units of work, often fewer than twice the threads (SmolLM2: 3 on 2
+// threads), so a step with few units splits each unit's live slots into ranges (flash-decoding): every
+// range yields an unnormalized partial (Σ p·v, its max, Σ p) and the caller merges them exactly.
+// `scratch` must hold ≥ pool size threads (1 without a pool) and match the group size and D. Does not
+// allocate.
 void attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, AttentionScratch& scratch, ThreadPool* pool);
 
 }  // namespace hfs::cpu_fast

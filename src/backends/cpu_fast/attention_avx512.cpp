@@ -1,5 +1,6 @@
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "backends/cpu_fast/attention.h"
@@ -22,11 +23,97 @@ inline __mmask16 tail_mask(int64_t left) { return left >= 16 ? 0xffff : static_c
 
 }  // namespace
 
+namespace {
+
+inline __m512 load_row(const void* base, bool f16, int64_t i) {
+  if (f16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
+  return _mm512_loadu_ps(static_cast<const float*>(base) + i);
+}
+
+// Heads per pass so that HB·ND query (or accumulator) vectors plus ND K/V vectors fit the 32 registers.
+template <int ND>
+constexpr int heads_per_pass() { return ND <= 4 ? 4 : ND <= 8 ? 2 : 1; }
+
+// D = 16·ND: each K row is loaded once per pass and feeds every head of the pass from registers.
+template <int ND>
+void scores_nd(const float* q, int g, const void* k, bool f16, const int32_t* slots, int64_t n, float* out) {
+  constexpr int HB = heads_per_pass<ND>();
+  constexpr int64_t d = 16 * ND;
+  for (int j0 = 0; j0 < g; j0 += HB) {
+    const int hb = g - j0 < HB ? g - j0 : HB;
+    __m512 qv[HB][ND];
+    for (int h = 0; h < HB; ++h)
+      for (int e = 0; e < ND; ++e) qv[h][e] = h < hb ? _mm512_loadu_ps(q + (j0 + h) * d + 16 * e) : _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t base = static_cast<int64_t>(slots[i]) * d;
+      __m512 kv[ND];
+      for (int e = 0; e < ND; ++e) kv[e] = load_row(k, f16, base + 16 * e);
+      for (int h = 0; h < HB; ++h) {
+        if (h >= hb) break;
+        __m512 acc = _mm512_mul_ps(qv[h][0], kv[0]);
+        for (int e = 1; e < ND; ++e) acc = _mm512_fmadd_ps(qv[h][e], kv[e], acc);
+        out[(j0 + h) * n + i] = _mm512_reduce_add_ps(acc);
+      }
+    }
+  }
+}
+
+// Accumulators for HB heads × D stay in registers across all slots; each V row is loaded once per pass.
+template <int ND>
+void accum_nd(const float* p, int g, const void* v, bool f16, const int32_t* slots, int64_t n, float* out) {
+  constexpr int HB = heads_per_pass<ND>();
+  constexpr int64_t d = 16 * ND;
+  for (int j0 = 0; j0 < g; j0 += HB) {
+    const int hb = g - j0 < HB ? g - j0 : HB;
+    __m512 acc[HB][ND];
+    for (int h = 0; h < HB; ++h)
+      for (int e = 0; e < ND; ++e) acc[h][e] = h < hb ? _mm512_loadu_ps(out + (j0 + h) * d + 16 * e) : _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t base = static_cast<int64_t>(slots[i]) * d;
+      __m512 vv[ND];
+      for (int e = 0; e < ND; ++e) vv[e] = load_row(v, f16, base + 16 * e);
+      for (int h = 0; h < HB; ++h) {
+        if (h >= hb) break;
+        const __m512 w = _mm512_set1_ps(p[(j0 + h) * n + i]);
+        for (int e = 0; e < ND; ++e) acc[h][e] = _mm512_fmadd_ps(w, vv[e], acc[h][e]);
+      }
+    }
+    for (int h = 0; h < hb; ++h)
+      for (int e = 0; e < ND; ++e) _mm512_storeu_ps(out + (j0 + h) * d + 16 * e, acc[h][e]);
+  }
+}
+
+// exp(x) for x ≤ 0 (scores minus their max): Cephes expf's range reduction and polynomial (≈ 1 ulp);
+// below -87.3 (where expf is denormal or 0) it returns 0, which is what a hidden slot must contribute.
+inline __m512 exp_nonpositive(__m512 x) {
+  const __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
+  y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), _mm512_scalef_ps(y, n));
+}
+
+}  // namespace
+
 void attn_scores_avx512(const float* q, int g, const void* k, bool f16, int64_t d, const int32_t* slots, int64_t n,
                         float* out) {
+  switch (d) {
+    case 64: return scores_nd<4>(q, g, k, f16, slots, n, out);
+    case 128: return scores_nd<8>(q, g, k, f16, slots, n, out);
+    case 256: return scores_nd<16>(q, g, k, f16, slots, n, out);
+    default: break;
+  }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t base = static_cast<int64_t>(slots[i]) * d;
-    if (i + 1 < n) _mm_prefetch(reinterpret_cast<const char*>(k) + slots[i + 1] * d * (f16 ? 2 : 4), _MM_HINT_T0);
     for (int j = 0; j < g; ++j) {
       __m512 acc = _mm512_setzero_ps();
       for (int64_t e = 0; e < d; e += 16) {
@@ -40,6 +127,12 @@ void attn_scores_avx512(const float* q, int g, const void* k, bool f16, int64_t 
 
 void attn_accum_avx512(const float* p, int g, const void* v, bool f16, int64_t d, const int32_t* slots, int64_t n,
                        float* out) {
+  switch (d) {
+    case 64: return accum_nd<4>(p, g, v, f16, slots, n, out);
+    case 128: return accum_nd<8>(p, g, v, f16, slots, n, out);
+    case 256: return accum_nd<16>(p, g, v, f16, slots, n, out);
+    default: break;
+  }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t base = static_cast<int64_t>(slots[i]) * d;
     for (int64_t e = 0; e < d; e += 16) {
@@ -51,6 +144,31 @@ void attn_accum_avx512(const float* p, int g, const void* v, bool f16, int64_t d
       }
     }
   }
+}
+
+float attn_softmax_avx512(float* s, int64_t n, const float* mask, const int32_t* slots, float scale, float* max) {
+  const __m512 sc = _mm512_set1_ps(scale);
+  __m512 m = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 mk = tail_mask(n - i);
+    const __m512i idx = _mm512_maskz_loadu_epi32(mk, slots + i);
+    const __m512 mv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, idx, mask, 4);
+    const __m512 v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, s + i), sc, mv);
+    _mm512_mask_storeu_ps(s + i, mk, v);
+    m = _mm512_mask_max_ps(m, mk, m, v);
+  }
+  const float mx = _mm512_reduce_max_ps(m);
+  *max = mx;
+  if (mx <= kHiddenThreshold) return 0.0f;  // the caller discards the range
+  const __m512 mxv = _mm512_set1_ps(mx);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 mk = tail_mask(n - i);
+    const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, s + i), mxv));
+    _mm512_mask_storeu_ps(s + i, mk, e);
+    sum = _mm512_mask_add_ps(sum, mk, sum, e);
+  }
+  return _mm512_reduce_add_ps(sum);
 }
 
 int64_t live_slots_avx512(const float* mask, int64_t t, int64_t s, int32_t* slots) {

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdint>
 
 #include "backends/cpu_fast/attention.h"
@@ -33,6 +34,19 @@ void attn_accum_scalar(const float* p, int g, const void* v, bool f16, int64_t d
       }
     }
   }
+}
+
+float attn_softmax_scalar(float* s, int64_t n, const float* mask, const int32_t* slots, float scale, float* max) {
+  float m = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) {
+    s[i] = s[i] * scale + mask[slots[i]];
+    m = s[i] > m ? s[i] : m;
+  }
+  *max = m;
+  if (m <= kHiddenThreshold) return 0.0f;  // the caller discards the range
+  float sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += (s[i] = std::exp(s[i] - m));
+  return sum;
 }
 
 int64_t live_slots_scalar(const float* mask, int64_t t, int64_t s, int32_t* slots) {

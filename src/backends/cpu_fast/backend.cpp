@@ -524,7 +524,8 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   d->arena = std::move(*arena);
 
   // Scratch sized for the largest integer linear and attention.
-  int64_t kp = 0, rows = 0, attn = 0;
+  int64_t kp = 0, rows = 0, attn = 0, attn_group = 0, attn_d = 0;
+  bool mixed_attn = false;  // layers with different group sizes or D: no split scratch (decode never splits)
   for (const Step& s : d->steps) {
     if (s.op == Op::kLinear && d->weights[static_cast<size_t>(s.weight)].is_integer()) {
       const PackedWeight& w = d->weights[static_cast<size_t>(s.weight)];
@@ -537,16 +538,18 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
       if (q.shape[2] % k.shape[1] != 0)
         return make_error(ErrorCode::kShapeMismatch, "cpu_fast: " + s.label + ": Hq = " + std::to_string(q.shape[2]) +
                                                          " is not a multiple of Hkv = " + std::to_string(k.shape[1]));
+      if (attn_group != 0 && (attn_group != q.shape[2] / k.shape[1] || attn_d != q.shape[3])) mixed_attn = true;
+      attn_group = std::max(attn_group, q.shape[2] / k.shape[1]);
+      attn_d = std::max(attn_d, q.shape[3]);
       attn = std::max(attn, q.shape[2] / k.shape[1] * k.shape[2]);
     }
   }
   try {
     if (kp > 0) d->lin_scratch = LinearScratch(kp, rows);
-    if (attn > 0) d->attn_scratch = AttentionScratch(pool_->size(), attn, 1);
+    if (attn > 0) d->attn_scratch = AttentionScratch(pool_->size(), attn_group, (attn + attn_group - 1) / attn_group, mixed_attn ? 0 : attn_d);
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate kernel scratch");
   }
-  d->attn_scratch.per_thread = attn;
   d->live_count.assign(d->live_lists.size(), -1);
   d->ptr.assign(d->vals.size(), nullptr);
   return std::unique_ptr<Delegate>(std::move(d));

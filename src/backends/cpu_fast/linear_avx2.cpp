@@ -85,7 +85,10 @@ template <typename Fmt>
 void float_range(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                  int64_t n1) {
   int64_t n = n0;
-  for (; n + 4 <= n1; n += 4) float_rows<Fmt, 4>(w, x, m, bias, y, n);
+  // Decode reads one weight row after another: one sequential stream prefetches far better than 4
+  // interleaved rows (see the AVX-512 float_gemv).
+  if (m > 1)
+    for (; n + 4 <= n1; n += 4) float_rows<Fmt, 4>(w, x, m, bias, y, n);
   for (; n < n1; ++n) float_rows<Fmt, 1>(w, x, m, bias, y, n);
 }
 

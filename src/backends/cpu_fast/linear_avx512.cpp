@@ -96,9 +96,38 @@ inline void float_rows(const PackedWeight& w, const float* x, int64_t m, const f
 // activation rows (which stay in L1), so weights are read from memory once per GEMM, not once per row.
 constexpr int64_t kBlockRows = 64;
 
+// Decode (one activation row): weight rows one after another with two accumulators. Interleaving
+// 4 rows (the prefill tile) splits the read into 4 short strided streams, which the hardware
+// prefetcher follows far worse than one sequential stream (f16 on Zen 4: 17 vs 28 GB/s per core).
+template <typename Fmt>
+void float_gemv(const PackedWeight& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
+  const int64_t k = w.k, es = elem_size(Fmt{});
+  const char* base = static_cast<const char*>(w.raw);
+  const __mmask16 tail = static_cast<__mmask16>((1u << (k % 16)) - 1);
+  for (int64_t n = n0; n < n1; ++n) {
+    const char* wr = base + n * k * es;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int64_t j = 0;
+    for (; j + 32 <= k; j += 32) {
+      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + j), wload(Fmt{}, wr, j), a0);
+      a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + j + 16), wload(Fmt{}, wr, j + 16), a1);
+    }
+    if (j + 16 <= k) {
+      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + j), wload(Fmt{}, wr, j), a0);
+      j += 16;
+    }
+    if (j < k) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, x + j), wload_mask(Fmt{}, wr, j, tail), a1);
+    y[n] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) + (bias ? bias[n] : 0.0f);
+  }
+}
+
 template <typename Fmt>
 void float_range(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                  int64_t n1) {
+  if (m == 1) {
+    float_gemv<Fmt>(w, x, bias, y, n0, n1);
+    return;
+  }
   for (int64_t nb = n0; nb < n1; nb += kBlockRows) {
     const int64_t ne = std::min(n1, nb + kBlockRows);
     for (int64_t i = 0; i < m; i += 4) {

@@ -72,7 +72,7 @@ void run_case(const Case& c, int threads) {
   std::vector<int32_t> slots(static_cast<size_t>(c.S));
   const int64_t n = live_slots(c.mask.data(), c.T, c.S, slots.data());
   ThreadPool pool(threads);
-  AttentionScratch scratch(pool.size(), c.hq / c.hkv, c.S);
+  AttentionScratch scratch(pool.size(), c.hq / c.hkv, c.S, c.D);
   std::vector<float> out(q.size(), 99.0f);
   AttentionArgs a;
   a.q = q.data();
@@ -115,6 +115,27 @@ TEST_P(CpuFastAttention, MatchesReferenceDefinition) {
     run_case({1, 4, 4, 64, 64, f16, 0.0f, causal_mask(1, 64, 20)}, 1);      // decode, MHA
     run_case({3, 4, 1, 48, 16, f16, 2.0f, causal_mask(3, 48, 7)}, 2);       // softcap, MQA
   }
+}
+
+// Few (row, kv-head) units on 2 threads: the live slots are split into ranges whose partial softmaxes are
+// merged; D = 64/128/256 take the register-blocked kernels, D = 40 the generic loop.
+TEST_P(CpuFastAttention, DecodeSplitOverSlotRangesMatchesReference) {
+  for (bool f16 : {false, true}) {
+    run_case({1, 9, 3, 700, 64, f16, 0.0f, causal_mask(1, 700, 650)}, 2);   // SmolLM2 heads, 3 units
+    run_case({1, 14, 2, 512, 64, f16, 0.0f, causal_mask(1, 512, 480)}, 2);  // Qwen2-0.5B heads, g = 7
+    run_case({1, 8, 1, 400, 128, f16, 0.0f, causal_mask(1, 400, 399)}, 2);
+    run_case({1, 2, 1, 300, 256, f16, 0.0f, causal_mask(1, 300, 290)}, 2);
+    run_case({1, 4, 2, 333, 40, f16, 0.0f, causal_mask(1, 333, 300)}, 2);
+    run_case({1, 9, 3, 700, 64, f16, 3.0f, causal_mask(1, 700, 650)}, 2);   // softcap
+  }
+  // Two rows, one kv head: row 0 sees only the first 10 slots, so most ranges hold nothing it can see;
+  // a scattered ring-buffer-like mask with hidden holes inside the live range.
+  run_case({2, 4, 1, 600, 64, false, 0.0f, [] {
+              auto m = causal_mask(2, 600, 9);
+              for (int64_t s = 11; s < 600; ++s) m[1 * 600 + s] = (s % 7 == 3) ? kHidden : (s % 5 == 0 ? -0.75f : 0.0f);
+              return m;
+            }()},
+           2);
 }
 
 TEST_P(CpuFastAttention, RowWithNothingVisibleAveragesAllSlots) {
