@@ -57,7 +57,7 @@ hfs::cli::RunFn setup_export(CLI::App& sub) {
   sub.add_option("--context", a->context, "context capacity (default min(max_position_embeddings, 4096))")
       ->check(CLI::PositiveNumber);
   sub.add_option("--cache-dtype", a->cache_dtype, "KV cache dtype")->check(CLI::IsMember({"f32", "f16"}));
-  sub.add_option("--weights", a->weights, "linear/embedding weight format: keep (checkpoint dtype), f32, f16, bf16, int8 (per-channel), int4 (q4_0)")->check(CLI::IsMember({"keep", "f32", "f16", "bf16", "int8", "int4"}));
+  sub.add_option("--weights", a->weights, "linear/embedding weight format: keep (checkpoint dtype), f32, f16, bf16, int8 (per-channel), int4 (q4_0 layers; embedding and LM head int8)")->check(CLI::IsMember({"keep", "f32", "f16", "bf16", "int8", "int4"}));
   sub.add_option("--logits", a->logits, "logits of the last valid row only, or of every row")
       ->check(CLI::IsMember({"last", "all"}));
   return [a] { return run_export(*a); };

@@ -92,9 +92,14 @@ int quantize(const Args& a) {
   else if (a.qtype == "q4_0") qp.ftype = LLAMA_FTYPE_MOSTLY_Q4_0;
   else if (a.qtype == "f16") qp.ftype = LLAMA_FTYPE_MOSTLY_F16;
   else return die("quantize: type " + a.qtype + " not supported (expected q8_0, q4_0 or f16)");
-  // pure: every matrix (embedding/output included) gets the requested type, so each row compares one
-  // storage format end to end instead of llama.cpp's default mix (Q6_K output under Q4_0).
+  // pure: every layer matrix gets the requested type (not llama.cpp's default per-tensor mix), and the
+  // token embedding / output tensor get Q8_0, the storage hfstatic's int8 and int4 exports give them
+  // (int8 per row), so each row compares the same precision per tensor.
   qp.pure = true;
+  if (a.qtype != "f16") {
+    qp.token_embedding_type = GGML_TYPE_Q8_0;
+    qp.output_tensor_type = GGML_TYPE_Q8_0;
+  }
   qp.nthread = a.threads;
   if (llama_model_quantize(a.model.c_str(), a.out.c_str(), &qp) != 0)
     return die("llama_model_quantize " + a.model + " -> " + a.out + " (" + a.qtype + ") failed");

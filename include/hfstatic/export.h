@@ -35,8 +35,8 @@ enum class WeightsMode : uint8_t {
   kF32,
   kF16,
   kBF16,
-  kInt8,  // linear weights int8 per output channel (+ f32 scale [N]); embedding table f16
-  kInt4,  // linear weights q4_0 (groups of 32; i8 where K % 32 != 0); embedding table f16
+  kInt8,  // every matrix int8 per output row (+ f32 scale [N]), the embedding table included
+  kInt4,  // layer weights q4_0 (groups of 32; i8 where K % 32 != 0); embedding table and LM head i8
 };
 Result<WeightsMode> weights_mode_from_name(std::string_view s);  // "keep" | "f32" | "f16" | "bf16" | "int8" | "int4"
 

@@ -11,7 +11,8 @@
 // Verification uses `infer` (never the kernel); backends look up `reference` for the portable path.
 //
 // Built-in ops (all activations f32; "w" dtypes f32|f16|bf16 unless said; T = tokens in the step):
-//   embedding      (table [V,H] w, ids [1,T] i32) -> [1,T,H]
+//   embedding      (table [V,H] w, ids [1,T] i32, scale? [V] f32) -> [1,T,H]; table f32|f16|bf16 or i8
+//                  (per-row: row v = scale[v] · q[v], scale required), the layout of an i8 linear weight
 //   rms_norm       (x [...,D], weight [D] f32; eps:float, unit_offset:bool=false) -> [...,D]
 //                  y = x / sqrt(mean(x²) + eps) * (unit_offset ? 1 + w : w); also used per head.
 //   linear         (x [...,K], weight [N,K], bias? [N] f32, scale? [N] f32) -> [...,N]; weight f32|f16|bf16,

@@ -323,7 +323,7 @@ std::vector<const WeightRef*> all_weights(const ModelSpec& s) {
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 // Checks one weight against the checkpoint and returns the dtype to store it in.
-Result<DType> check_weight(const WeightRef& w, const Checkpoint& ck, WeightsMode mode, bool is_embedding) {
+Result<DType> check_weight(const WeightRef& w, const Checkpoint& ck, WeightsMode mode, bool embedding_or_head) {
   const SafetensorInfo* t = ck.find(w.source);
   if (!t)
     return make_error(ErrorCode::kMissingTensor, ck.dir() + ": tensor '" + w.source + "' not found in the checkpoint");
@@ -342,10 +342,12 @@ Result<DType> check_weight(const WeightRef& w, const Checkpoint& ck, WeightsMode
     case WeightsMode::kF32: return DType::kF32;
     case WeightsMode::kF16: return DType::kF16;
     case WeightsMode::kBF16: return DType::kBF16;
-    // The embedding gather needs a float table; q4_0 needs whole blocks of 32 along K.
-    case WeightsMode::kInt8: return is_embedding ? DType::kF16 : DType::kI8;
+    // The embedding table (also the LM head when tied) and an untied LM head stay int8 under int4, as
+    // llama.cpp keeps its output tensor at Q6_K/Q8_0: 4-bit logits cost noticeably more accuracy than
+    // 4-bit layers. q4_0 needs whole blocks of 32 along K.
+    case WeightsMode::kInt8: return DType::kI8;
     case WeightsMode::kInt4:
-      return is_embedding ? DType::kF16 : (w.shape()[w.shape().rank() - 1] % 32 == 0 ? DType::kQ4_0 : DType::kI8);
+      return embedding_or_head ? DType::kI8 : (w.shape()[w.shape().rank() - 1] % 32 == 0 ? DType::kQ4_0 : DType::kI8);
   }
   return DType::kF32;
 }
@@ -478,8 +480,10 @@ class MethodBuilder {
     m_ = MethodDef{name, {}, {}, {}};
     T_ = T;
     declare_inputs();
-    // [1, T, H]
-    std::string h = node("embedding", {s_.embed.name, std::string(keys::kInputIds)}, {}, "embed");
+    std::vector<std::string> embed_in{s_.embed.name, std::string(keys::kInputIds)};
+    if (auto it = stored_.find(s_.embed.name); it != stored_.end() && it->second == DType::kI8)
+      embed_in.push_back(s_.embed.name + ".scale");  // per-row scale, shared with a tied LM head
+    std::string h = node("embedding", std::move(embed_in), {}, "embed");  // [1, T, H]
     if (s_.embed_scale != 0) h = node("scale", {h}, attrs({{"value", Value(s_.embed_scale)}}), "embed.scaled");
     for (size_t i = 0; i < s_.layers.size(); ++i) h = layer(static_cast<int>(i), h);
     if (!o_.logits_all)  // [1, T, H] -> [1, 1, H]: only the last valid row reaches the head
@@ -634,7 +638,7 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   std::map<std::string, DType> stored;
   DType main_dtype = DType::kF32;
   for (const WeightRef* w : all_weights(spec)) {
-    auto dt = check_weight(*w, *ck, opt.weights, w == &spec.embed);
+    auto dt = check_weight(*w, *ck, opt.weights, w == &spec.embed || w == &spec.lm_head);
     if (!dt) return dt.error();
     if (stored.count(w->name)) continue;
     stored[w->name] = *dt;

@@ -278,7 +278,8 @@ TEST_F(ExportPlanTest, LogitsAll) {
 }
 
 // int8: every linear weight i8 with a per-row f32 scale as linear's 4th operand (bias slot left empty);
-// int4: q4_0 where K is a multiple of 32; the embedding table stays float (f16) for the gather.
+// int4: q4_0 where K is a multiple of 32. The embedding table is i8 in both modes and its gather takes the
+// same per-row scale constant as operand 2.
 TEST_F(ExportPlanTest, QuantizedWeights) {
   write_model(llama_config());
   for (WeightsMode mode : {WeightsMode::kInt8, WeightsMode::kInt4}) {
@@ -292,7 +293,12 @@ TEST_F(ExportPlanTest, QuantizedWeights) {
     const int64_t K = q->type.shape[1];
     const DType want = mode == WeightsMode::kInt8 || K % 32 != 0 ? DType::kI8 : DType::kQ4_0;
     EXPECT_EQ(q->type.dtype, want);
-    EXPECT_EQ(constant(p, "embed_tokens.weight")->type.dtype, DType::kF16);
+    EXPECT_EQ(constant(p, "embed_tokens.weight")->type.dtype, DType::kI8);
+    const NodeDef* emb = producer(method(p, "decode"), "embed");
+    ASSERT_NE(emb, nullptr);
+    ASSERT_EQ(emb->inputs.size(), 3u);
+    EXPECT_EQ(emb->inputs[2], "embed_tokens.weight.scale");
+    ASSERT_NE(constant(p, "embed_tokens.weight.scale"), nullptr);
     const NodeDef* lin = producer(method(p, "decode"), "l0.q_proj");
     ASSERT_NE(lin, nullptr);
     if (want == DType::kI8) {

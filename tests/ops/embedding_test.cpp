@@ -1,4 +1,5 @@
-// embedding: hand-picked rows, f16/bf16 tables against an independent decode, out-of-range ids, rules.
+// embedding: hand-picked rows, f16/bf16 tables against an independent decode, i8 tables with per-row
+// scales (hand-computed), out-of-range ids, rules.
 #include <gtest/gtest.h>
 
 #include "ops/op_test_util.h"
@@ -58,6 +59,21 @@ TEST(Embedding, OutOfRangeIdIsAnError) {
   }
 }
 
+// i8 rows are scale[v] · q: row 1 = 0.5 · [-2, 4] = [-1, 2]; row 2 = 0.25 · [127, -128] = [31.75, -32].
+TEST(Embedding, I8TableUsesPerRowScale) {
+  const int8_t table[] = {1, 1, -2, 4, 127, -128};
+  const float scale[] = {9.0f, 0.5f, 0.25f};
+  int32_t ids[] = {2, 1};
+  float out[4];
+  ASSERT_TRUE(run("embedding", {},
+                  {TensorView(table, DType::kI8, {3, 2}), TensorView(ids, DType::kI32, {1, 2}),
+                   TensorView(scale, DType::kF32, {3})},
+                  {TensorView(out, DType::kF32, {1, 2, 2})})
+                  .ok());
+  const float want[] = {31.75f, -32.0f, -1.0f, 2.0f};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], want[i]) << i;
+}
+
 TEST(Embedding, Rule) {
   auto r = infer("embedding", {TensorType{DType::kBF16, {256, 64}}, TensorType{DType::kI32, {1, 7}}});
   ASSERT_TRUE(r.ok()) << r.error().to_string();
@@ -70,8 +86,19 @@ TEST(Embedding, Rule) {
                ErrorCode::kShapeMismatch, "operand 1 (ids): expected [1, T], got i32[2, 7]");
   expect_error(infer("embedding", {TensorType{DType::kF32, {256, 64, 1}}, TensorType{DType::kI32, {1, 7}}}),
                ErrorCode::kShapeMismatch, "operand 0 (table): expected [V, H], got f32[256, 64, 1]");
+  expect_error(infer("embedding", {TensorType{DType::kQ4_0, {256, 64}}, TensorType{DType::kI32, {1, 7}}}),
+               ErrorCode::kDTypeMismatch, "operand 0 (table): expected dtype f32|f16|bf16|i8, got q4_0[256, 64]");
   expect_error(infer("embedding", {TensorType{DType::kI8, {256, 64}}, TensorType{DType::kI32, {1, 7}}}),
-               ErrorCode::kDTypeMismatch, "operand 0 (table): expected dtype f32|f16|bf16, got i8[256, 64]");
+               ErrorCode::kInvalidArgument, "operand 2 (scale): required for an i8 table");
+  expect_error(infer("embedding", {TensorType{DType::kF16, {256, 64}}, TensorType{DType::kI32, {1, 7}},
+                                   TensorType{DType::kF32, {256}}}),
+               ErrorCode::kInvalidArgument, "operand 2 (scale): only allowed with an i8 table");
+  expect_error(infer("embedding", {TensorType{DType::kI8, {256, 64}}, TensorType{DType::kI32, {1, 7}},
+                                   TensorType{DType::kF32, {64}}}),
+               ErrorCode::kShapeMismatch, "operand 2 (scale): expected [V] with V = 256, got f32[64]");
+  auto q = infer("embedding", {TensorType{DType::kI8, {256, 64}}, TensorType{DType::kI32, {1, 7}}, TensorType{DType::kF32, {256}}});
+  ASSERT_TRUE(q.ok()) << q.error().to_string();
+  EXPECT_EQ((*q)[0], (TensorType{DType::kF32, {1, 7, 64}}));
   expect_error(infer("embedding", {TensorType{DType::kF32, {256, 64}}, TensorType{DType::kI32, {1, 7}}},
                      {{"padding_idx", Value(0)}}),
                ErrorCode::kUnknownAttribute, "unknown attribute 'padding_idx' (expected one of: none)");

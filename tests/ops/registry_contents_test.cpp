@@ -16,7 +16,7 @@ struct Expected {
 
 TEST(OpRegistry, AllBuiltInOpsAreRegistered) {
   const Expected ops[] = {
-      {"embedding", 2, 2, -1, false}, {"rms_norm", 2, 2, -1, false},  {"linear", 2, 4, -1, false},
+      {"embedding", 2, 3, -1, false}, {"rms_norm", 2, 2, -1, false},  {"linear", 2, 4, -1, false},
       {"add", 2, 2, -1, false},       {"mul", 2, 2, -1, false},       {"silu", 1, 1, -1, false},
       {"gelu_tanh", 1, 1, -1, false}, {"softcap", 1, 1, -1, false},   {"scale", 1, 1, -1, false},
       {"rope", 3, 3, -1, false},      {"kv_cache_write", 3, 3, 0, true}, {"attention", 4, 4, -1, false},

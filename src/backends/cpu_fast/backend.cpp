@@ -220,7 +220,8 @@ Status FastDelegate::run_step(const Step& s) {
           return make_error(ErrorCode::kExecution, "token id " + std::to_string(ids[i]) + " at position " +
                                                        std::to_string(i) + " is outside the vocabulary [0, " +
                                                        std::to_string(V) + ")");
-      embedding(in_p(0), table.dtype, ids, T, table.shape[1], y);
+      const float* scale = table.dtype == DType::kI8 ? static_cast<const float*>(in_p(2)) : nullptr;
+      embedding(in_p(0), table.dtype, scale, ids, T, table.shape[1], y);
       return Ok{};
     }
     case Op::kKvWrite: {
@@ -315,7 +316,9 @@ bool CpuFastBackend::supports(const NodeDef& node, std::span<const TensorType* c
       return is(0, DType::kF32) && in(1) && is_kv(in(1)->dtype) && is(2, in(1)->dtype) && is(3, DType::kF32) &&
              in(0)->shape.rank() == 4 && in(1)->shape.rank() == 4;
     case Op::kRope: return is(0, DType::kF32) && is(1, DType::kI32) && is(2, DType::kF32) && in(0)->shape.rank() == 4;
-    case Op::kEmbedding: return in(0) && is_float_weight(in(0)->dtype) && in(0)->shape.rank() == 2 && is(1, DType::kI32);
+    case Op::kEmbedding:
+      return in(0) && in(0)->shape.rank() == 2 && is(1, DType::kI32) &&
+             (is_float_weight(in(0)->dtype) ? in(2) == nullptr : in(0)->dtype == DType::kI8 && is(2, DType::kF32));
     case Op::kKvWrite:
       return in(0) && is_kv(in(0)->dtype) && in(0)->shape.rank() == 4 && is(1, DType::kF32) && is(2, DType::kI32);
     case Op::kReshape: return in(0) != nullptr;

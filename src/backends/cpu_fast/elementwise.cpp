@@ -70,7 +70,7 @@ void rope(const float* x, const int32_t* positions, const float* inv_freq, int64
   }
 }
 
-void embedding(const void* table, DType dtype, const int32_t* ids, int64_t t, int64_t h, float* y) {
+void embedding(const void* table, DType dtype, const float* scale, const int32_t* ids, int64_t t, int64_t h, float* y) {
   for (int64_t i = 0; i < t; ++i) {
     const int64_t row = ids[i];
     float* yr = y + i * h;
@@ -83,6 +83,12 @@ void embedding(const void* table, DType dtype, const int32_t* ids, int64_t t, in
       case DType::kBF16: {
         const uint16_t* src = static_cast<const uint16_t*>(table) + row * h;
         for (int64_t j = 0; j < h; ++j) yr[j] = bf16_to_f32(src[j]);
+        break;
+      }
+      case DType::kI8: {
+        const int8_t* src = static_cast<const int8_t*>(table) + row * h;
+        const float s = scale[row];
+        for (int64_t j = 0; j < h; ++j) yr[j] = s * static_cast<float>(src[j]);
         break;
       }
       default:

@@ -25,7 +25,8 @@ void softcap(const float* x, float cap, int64_t n, float* y);
 void rope(const float* x, const int32_t* positions, const float* inv_freq, int64_t t, int64_t h, int64_t d, int64_t r,
           float attention_scaling, float* y);
 // table [V, H] in f32/f16/bf16; ids [T] (checked by the caller against V) → y [T, H] f32.
-void embedding(const void* table, DType dtype, const int32_t* ids, int64_t t, int64_t h, float* y);
+// Rows ids[i] of table [V, h] (f32/f16/bf16, or i8 with per-row `scale` [V]) as f32; ids are checked by the caller.
+void embedding(const void* table, DType dtype, const float* scale, const int32_t* ids, int64_t t, int64_t h, float* y);
 // cache [Hkv, S, D] f32|f16, rows [T, Hkv, D] f32: row t → slot slots[t] (skipped when < 0 or ≥ S).
 void kv_cache_write(void* cache, DType dtype, const float* rows, const int32_t* slots, int64_t t, int64_t hkv, int64_t s,
                     int64_t d);
