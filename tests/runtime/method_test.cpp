@@ -363,7 +363,7 @@ TEST(Method, RandomAliasingGraphsMatchANaiveInterpreter) {
           if (g != group) others.push_back(v);
         if (others.empty()) continue;
         def.nodes.push_back(NodeDef{op, {a, others[rng() % others.size()]}, {name}, {}});
-        std::erase_if(pool, [&](const auto& e) { return e.second == group; });  // old versions are dead
+        std::erase_if(pool, [&, g = group](const auto& e) { return e.second == g; });  // old versions are dead
         pool.emplace_back(name, group);
         if (group == "s") state = name;
       } else if (op == "test_rt.view") {

@@ -4,8 +4,12 @@
 
 #include "backends/cpu_fast/attention_kernels.h"
 
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 namespace hfs::cpu_fast::detail {
 namespace {
@@ -58,4 +62,8 @@ void attn_accum_avx2(const float* p, int g, const void* v, bool f16, int64_t d, 
 
 }  // namespace hfs::cpu_fast::detail
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif

@@ -1,5 +1,9 @@
 #include "backends/cpu_fast/cpu_features.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <string_view>
@@ -7,13 +11,21 @@
 namespace hfs::cpu_fast {
 namespace {
 
+#if defined(__x86_64__) || defined(__i386__)
+// CPUID.1:ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c").
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+}
+#endif
+
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16"))
     return Isa::kAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
     return Isa::kAvx2;
 #endif
   return Isa::kScalar;

@@ -6,8 +6,12 @@
 
 #include "backends/cpu_fast/linear_kernels.h"
 
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 namespace hfs::cpu_fast::detail {
 namespace {
@@ -175,4 +179,8 @@ void linear_int_avx2(const PackedWeight& w, const QuantizedActs& a, int64_t m, c
 
 }  // namespace hfs::cpu_fast::detail
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif

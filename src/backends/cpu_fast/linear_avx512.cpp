@@ -8,11 +8,15 @@
 
 #include "backends/cpu_fast/linear_kernels.h"
 
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 // GCC 12 flags the deliberately undefined lanes of _mm512_undefined_* inside its own headers.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c")
+#endif
 
 namespace hfs::cpu_fast::detail {
 namespace {
@@ -278,4 +282,8 @@ void linear_int_avx512(const PackedWeight& w, const QuantizedActs& a, int64_t m,
 
 }  // namespace hfs::cpu_fast::detail
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
