@@ -10,6 +10,7 @@
 //   auto part = hfs::Partitioner::from_options(opts);
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -34,6 +35,11 @@ class ConstantStore {
   virtual const TensorView* find(std::string_view name) const = 0;
   // Adds an owned constant (copied). Fails if the name exists.
   [[nodiscard]] virtual Status add(const std::string& name, const TensorType& type, std::span<const std::byte> bytes) = 0;
+  // Hint from a backend that keeps its own copy of bytes [offset, offset + length) of constant `name`
+  // (e.g. pre-packed weights) and will not read them again soon: a store whose constants are file-mapped
+  // drops their resident pages, so the process does not hold both copies. The bytes stay valid and
+  // unchanged (a later read faults them back in from the page cache). Default: nothing.
+  virtual void release_pages(std::string_view /*name*/, uint64_t /*offset*/ = 0, uint64_t /*length*/ = UINT64_MAX) const {}
 };
 
 // A graph rewrite run at lowering time. Passes see the whole method and may add constants.

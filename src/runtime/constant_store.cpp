@@ -1,5 +1,10 @@
 // Constant stores: zero-copy views over a Program's tensor table, plus constants that passes add (owned).
 // std::map keeps element addresses stable, so find() pointers stay valid as constants are added.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
@@ -57,6 +62,21 @@ class ProgramStore final : public OwningStore {
   const TensorView* find(std::string_view name) const override {
     auto it = views_.find(name);
     return it != views_.end() ? &it->second : OwningStore::find(name);
+  }
+
+  // Only for a file mapping: MADV_DONTNEED on the read() path's heap copy would zero the constant.
+  void release_pages(std::string_view name, uint64_t offset, uint64_t length) const override {
+    if (!program_->is_mmapped()) return;
+    auto it = views_.find(name);
+    if (it == views_.end()) return;
+    const uint64_t size = it->second.nbytes();
+    if (offset >= size) return;
+    length = std::min(length, size - offset);
+    // Whole pages inside the range only: a page shared with a neighbouring constant may still be in use.
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(it->second.ptr) + offset;
+    const uintptr_t lo = (begin + page - 1) / page * page, hi = (begin + length) / page * page;
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
   }
 
   Status add(const std::string& name, const TensorType& type, std::span<const std::byte> bytes) override {

@@ -66,7 +66,7 @@ class FastDelegate : public Delegate {
   std::shared_ptr<ThreadPool> pool;
   std::vector<Val> vals;
   std::vector<Step> steps;
-  std::vector<PackedWeight> weights;
+  std::vector<std::shared_ptr<PackedWeight>> weights;  // integer formats shared process-wide (packed once)
   std::vector<int> weight_runtime_value;  // float weights that are not constants: value id, else -1
   Buffer arena;
   LinearScratch lin_scratch;
@@ -134,7 +134,7 @@ Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const
 
 size_t FastDelegate::scratch_bytes() const {
   size_t b = arena.size() + lin_scratch.bytes() + attn_scratch.scores.size() * 4;
-  for (const auto& w : weights) b += w.is_integer() ? w.weight_bytes() : 0;
+  for (const auto& w : weights) b += w->is_integer() ? w->weight_bytes() : 0;
   for (const auto& l : live_lists) b += l.size() * 4;
   return b;
 }
@@ -147,7 +147,7 @@ Status FastDelegate::run_step(const Step& s) {
   const int64_t n = ot.shape.numel();
   switch (s.op) {
     case Op::kLinear: {
-      PackedWeight& w = weights[static_cast<size_t>(s.weight)];
+      PackedWeight& w = *weights[static_cast<size_t>(s.weight)];
       if (weight_runtime_value[static_cast<size_t>(s.weight)] >= 0) w.raw = in_p(1);
       const int64_t m = in_t(0).shape.numel() / w.k;
       const float* x = static_cast<const float*>(in_p(0));
@@ -441,12 +441,29 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
         if (!is_const && !is_float_weight(wv.type.dtype))
           return make_error(ErrorCode::kUnsupported, "cpu_fast: " + where + ": " + std::string(dtype_name(wv.type.dtype)) +
                                                          " weight '" + wv.name + "' must be a constant (packed at load)");
-        // Runtime float weights get their pointer per execute; a placeholder keeps pack_weight happy.
-        static const float kPlaceholder = 0;
-        auto pw = pack_weight(wv.type.dtype, is_const ? wv.ptr : &kPlaceholder, n, k, scale);
-        if (!pw.ok()) return pw.error().with_context("cpu_fast: " + where);
+        std::shared_ptr<PackedWeight> packed;
+        if (is_float_weight(wv.type.dtype)) {
+          // Float weights are used in place. Runtime ones get their pointer per execute; a placeholder
+          // keeps pack_weight happy.
+          static const float kPlaceholder = 0;
+          auto pw = pack_weight(wv.type.dtype, is_const ? wv.ptr : &kPlaceholder, n, k, scale);
+          if (!pw.ok()) return pw.error().with_context("cpu_fast: " + where);
+          packed = std::make_shared<PackedWeight>(std::move(*pw));
+        } else {
+          // Only the packed copy is read from now on: a file-mapped program drops the original's pages as
+          // packing moves through it, so peak RSS holds one copy of the weights, not two.
+          const ConstantStore* store = sg.constants;
+          const std::string& cname = wv.name;
+          auto release = [store, &cname, released = uint64_t{0}](uint64_t bytes) mutable {
+            if (store != nullptr && bytes > released) store->release_pages(cname, released, bytes - released);
+            released = bytes;
+          };
+          auto pw = shared_packed_weight(wv.type.dtype, wv.ptr, n, k, scale, release);
+          if (!pw.ok()) return pw.error().with_context("cpu_fast: " + where);
+          packed = std::move(*pw);
+        }
         s.weight = static_cast<int>(d->weights.size());
-        d->weights.push_back(std::move(*pw));
+        d->weights.push_back(std::move(packed));
         d->weight_runtime_value.push_back(is_const ? -1 : s.in[1]);
         break;
       }
@@ -530,8 +547,8 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   int64_t kp = 0, rows = 0, attn = 0, attn_group = 0, attn_d = 0;
   bool mixed_attn = false;  // layers with different group sizes or D: no split scratch (decode never splits)
   for (const Step& s : d->steps) {
-    if (s.op == Op::kLinear && d->weights[static_cast<size_t>(s.weight)].is_integer()) {
-      const PackedWeight& w = d->weights[static_cast<size_t>(s.weight)];
+    if (s.op == Op::kLinear && d->weights[static_cast<size_t>(s.weight)]->is_integer()) {
+      const PackedWeight& w = *d->weights[static_cast<size_t>(s.weight)];
       kp = std::max(kp, w.k_padded);
       rows = std::max(rows, d->vals[static_cast<size_t>(s.in[0])].type.shape.numel() / w.k);
     }

@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 #include <string>
+#include <tuple>
 
 #include "backends/cpu_fast/cpu_features.h"
 #include "backends/cpu_fast/half.h"
@@ -16,12 +19,12 @@
 namespace hfs::cpu_fast {
 
 template <typename T>
-AlignedArray<T>::AlignedArray(size_t n) : n_(n) {
+AlignedArray<T>::AlignedArray(size_t n, Init init) : n_(n) {
   if (n == 0) return;
-  size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
+  const size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, bytes);
   if (p == nullptr) throw std::bad_alloc();  // load-time only; callers report kResourceExhausted
-  std::memset(p, 0, bytes);
+  if (init == Init::kZero) std::memset(p, 0, bytes);
   p_.reset(static_cast<T*>(p));
 }
 template <typename T>
@@ -53,7 +56,8 @@ size_t PackedWeight::weight_bytes() const {
   }
 }
 
-Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int64_t k, const float* channel_scale) {
+Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int64_t k, const float* channel_scale,
+                                 const std::function<void(uint64_t)>& done) {
   PackedWeight w;
   w.format = format;
   w.n = n;
@@ -84,11 +88,15 @@ Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int6
   w.k_padded = round_up(k, 64);
   const int64_t groups = w.k_padded / 64, grb = detail::group_row_bytes(format);
   try {
-    w.q = AlignedArray<uint8_t>(static_cast<size_t>(w.n_padded / 4 * detail::tile_bytes(w)));
+    // Not zeroed: the loop below writes every byte, padding included (q4_0 sets each byte's two
+    // nibbles in turn, the second keeping the first).
+    constexpr auto kNone = AlignedArray<uint8_t>::Init::kNone;
+    w.q = AlignedArray<uint8_t>(static_cast<size_t>(w.n_padded / 4 * detail::tile_bytes(w)), kNone);
     if (format == DType::kI8) {
-      w.channel_scales = AlignedArray<float>(static_cast<size_t>(w.n_padded));
+      w.channel_scales = AlignedArray<float>(static_cast<size_t>(w.n_padded), AlignedArray<float>::Init::kNone);
     } else {
-      w.block_scales = AlignedArray<uint16_t>(static_cast<size_t>(w.n_padded / 4 * groups * 8));
+      w.block_scales =
+          AlignedArray<uint16_t>(static_cast<size_t>(w.n_padded / 4 * groups * 8), AlignedArray<uint16_t>::Init::kNone);
     }
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate packed weight [" + std::to_string(n) +
@@ -135,8 +143,35 @@ Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int6
       }
     }
     if (format == DType::kI8) w.channel_scales.data()[row] = row < n ? channel_scale[row] : 0.0f;
+    // Report progress every 1024 source rows (rows are contiguous in every source format).
+    if (done && ((row + 1) % 1024 == 0 || row + 1 == w.n_padded)) {
+      const uint64_t row_bytes = format == DType::kI8     ? static_cast<uint64_t>(k)
+                                 : format == DType::kQ8_0 ? static_cast<uint64_t>(nb * kQ8Bytes)
+                                                          : static_cast<uint64_t>(nb * kQ4Bytes);
+      done(static_cast<uint64_t>(std::min(row + 1, n)) * row_bytes);
+    }
   }
   return w;
+}
+
+Result<std::shared_ptr<PackedWeight>> shared_packed_weight(DType format, const void* data, int64_t n, int64_t k,
+                                                          const float* channel_scale,
+                                                          const std::function<void(uint64_t)>& done) {
+  // Keyed by the source bytes' address and interpretation; an entry whose copy died (its program was
+  // unloaded, so the address may be reused) has expired and is simply replaced.
+  using Key = std::tuple<const void*, const float*, DType, int64_t, int64_t>;
+  static std::mutex mu;
+  static std::map<Key, std::weak_ptr<PackedWeight>> cache;
+  const Key key{data, channel_scale, format, n, k};
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(key); it != cache.end())
+    if (auto sp = it->second.lock()) return sp;
+  auto w = pack_weight(format, data, n, k, channel_scale, done);
+  if (!w) return w.error();
+  auto sp = std::make_shared<PackedWeight>(std::move(*w));
+  for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() ? cache.erase(it) : std::next(it);
+  cache[key] = sp;
+  return sp;
 }
 
 LinearScratch::LinearScratch(int64_t k_padded, int64_t max_rows) {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -32,8 +33,9 @@ class ThreadPool;
 template <typename T>
 class AlignedArray {
  public:
+  enum class Init { kZero, kNone };  // kNone: the caller writes every element before reading any
   AlignedArray() = default;
-  explicit AlignedArray(size_t n);
+  explicit AlignedArray(size_t n, Init init = Init::kZero);
   T* data() const { return p_.get(); }
   size_t size() const { return n_; }
 
@@ -61,8 +63,18 @@ struct PackedWeight {
 
 // `data` is [n, k] in `format`; `channel_scale` [n] f32 is required for i8 and ignored otherwise.
 // Errors: unsupported format, k not a multiple of 32 for q8_0/q4_0, missing scale.
+// `done(bytes)`, if given, is called as packing moves through the source: its first `bytes` bytes have been
+// read for the last time (lets the caller release them while a large weight is still being packed).
 [[nodiscard]] Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int64_t k,
-                                               const float* channel_scale);
+                                               const float* channel_scale,
+                                               const std::function<void(uint64_t)>& done = nullptr);
+
+// pack_weight for a constant, packed once per process: every delegate that packs the same bytes (the
+// prefill and decode methods of a program, several Runners sharing one Program) gets the same copy,
+// which lives while any of them holds it. Thread-safe.
+[[nodiscard]] Result<std::shared_ptr<PackedWeight>> shared_packed_weight(DType format, const void* data, int64_t n,
+                                                                         int64_t k, const float* channel_scale,
+                                                                         const std::function<void(uint64_t)>& done = nullptr);
 
 // Activation rows quantized per 32-block (owned scratch sized at load; `quantize` never allocates).
 struct QuantizedActs {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -134,6 +135,44 @@ TEST_P(CpuFastLinear, DecodeShapesSingleAndTwoThreads) {
 
 INSTANTIATE_TEST_SUITE_P(Isa, CpuFastLinear, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
+
+// Delegates that pack the same constant (a program's prefill and decode methods) share one copy; the
+// progress callback walks the source rows in order so the caller can release them; once every holder
+// is gone the next request packs afresh.
+TEST(CpuFastPack, SharedPackedWeightIsPackedOncePerSource) {
+  const int64_t n = 2500, k = 96;
+  std::vector<int8_t> q(static_cast<size_t>(n * k));
+  std::vector<float> scale(static_cast<size_t>(n)), other_scale(static_cast<size_t>(n));
+  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>(static_cast<int>(i % 255) - 127);
+  for (int64_t i = 0; i < n; ++i) scale[static_cast<size_t>(i)] = other_scale[static_cast<size_t>(i)] = 0.01f;
+  std::vector<uint64_t> progress;
+  auto a = shared_packed_weight(DType::kI8, q.data(), n, k, scale.data(), [&](uint64_t b) { progress.push_back(b); });
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  ASSERT_FALSE(progress.empty());
+  EXPECT_TRUE(std::is_sorted(progress.begin(), progress.end()));
+  EXPECT_EQ(progress.back(), static_cast<uint64_t>(n * k));
+  progress.clear();
+  auto b = shared_packed_weight(DType::kI8, q.data(), n, k, scale.data(), [&](uint64_t x) { progress.push_back(x); });
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->get(), b->get());
+  EXPECT_TRUE(progress.empty());  // nothing packed the second time
+  auto c = shared_packed_weight(DType::kI8, q.data(), n, k, other_scale.data());
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(a->get(), c->get());  // a different interpretation of the same bytes
+  a->reset();
+  b->reset();
+  auto d = shared_packed_weight(DType::kI8, q.data(), n, k, scale.data(), [&](uint64_t x) { progress.push_back(x); });
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(progress.empty());  // packed again
+  // The shared copy computes what a private one does.
+  auto own = pack_weight(DType::kI8, q.data(), n, k, scale.data());
+  ASSERT_TRUE(own.ok());
+  std::vector<float> x(static_cast<size_t>(k), 0.25f), y1(static_cast<size_t>(n)), y2(static_cast<size_t>(n));
+  LinearScratch s1(own->k_padded, 1), s2(own->k_padded, 1);
+  linear(**d, x.data(), 1, nullptr, y1.data(), s1, nullptr);
+  linear(*own, x.data(), 1, nullptr, y2.data(), s2, nullptr);
+  EXPECT_EQ(y1, y2);
+}
 
 TEST(CpuFastPack, RejectsBadInput) {
   std::vector<uint8_t> buf(1024);
