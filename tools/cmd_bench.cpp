@@ -106,7 +106,19 @@ int bench(const BenchArgs& a) {
   double roofline_tps = bytes > 0 ? bw * 1e9 / bytes : 0;
   double share = roofline_tps > 0 ? s.decode_tok_s() / roofline_tps : 0;
 
+  // The memory a run cannot do without: the weights (every constant) and the K/V caches (the decode
+  // method's state inputs). Peak RSS beyond this is the runtime's own overhead.
+  uint64_t cache_bytes = 0;
+  if (const Value* dm = (*prog)->meta(keys::kDecodeMethod))
+    if (const MethodDef* m = (*prog)->method(dm->as_string()))
+      for (const IOSpec& in : m->inputs)
+        if (in.role == IORole::kState) cache_bytes += in.type.nbytes();
+  const uint64_t weight_bytes = (*prog)->constant_bytes();
+
   nlohmann::json j = stats_json(s);
+  j["weight_bytes"] = weight_bytes;
+  j["cache_bytes"] = cache_bytes;
+  j["rss_overhead_mib"] = (static_cast<double>(s.peak_rss_bytes) - static_cast<double>(weight_bytes + cache_bytes)) / (1 << 20);
   j["model"] = a.model;
   j["backends"] = a.backends;
   j["prompt_tokens"] = prompt_n;
@@ -121,6 +133,9 @@ int bench(const BenchArgs& a) {
                 s.prefill_tok_s(), s.ttft_ms, gen_n, s.decode_tok_s(), static_cast<double>(s.peak_rss_bytes) / (1 << 20));
     std::printf("bandwidth %.1f GB/s (triad) | decode reads %.2f MB/token → roofline %.1f tok/s | share %.0f%%\n", bw,
                 bytes / 1e6, roofline_tps, share * 100);
+    std::printf("memory: weights %.1f MiB + caches %.1f MiB; peak RSS exceeds them by %.1f MiB\n",
+                static_cast<double>(weight_bytes) / (1 << 20), static_cast<double>(cache_bytes) / (1 << 20),
+                j["rss_overhead_mib"].get<double>());
   }
   return 0;
 }
