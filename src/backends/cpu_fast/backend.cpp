@@ -56,6 +56,8 @@ struct Step {
   bool flag = false;     // unit_offset
   int weight = -1;       // linear: index into packed weights
   int live = -1;         // attention: index into live-slot lists
+  std::vector<int> batch;  // linear: later linear steps that read the same input and run with this one
+  bool batched = false;    // linear: run by an earlier step's batch
 };
 
 class FastDelegate : public Delegate {
@@ -147,12 +149,31 @@ Status FastDelegate::run_step(const Step& s) {
   const int64_t n = ot.shape.numel();
   switch (s.op) {
     case Op::kLinear: {
+      if (s.batched) return Ok{};
       PackedWeight& w = *weights[static_cast<size_t>(s.weight)];
       if (weight_runtime_value[static_cast<size_t>(s.weight)] >= 0) w.raw = in_p(1);
       const int64_t m = in_t(0).shape.numel() / w.k;
       const float* x = static_cast<const float*>(in_p(0));
       const float* bias = s.in.size() > 2 ? static_cast<const float*>(in_p(2)) : nullptr;
-      if (!w.is_integer()) {
+      if (!s.batch.empty()) {
+        // q/k/v or gate/up: one pool job for all of them.
+        LinearJob jobs[8];
+        for (size_t j = 0; j <= s.batch.size(); ++j) {
+          const Step& member = j == 0 ? s : steps[static_cast<size_t>(s.batch[j - 1])];
+          jobs[j].w = weights[static_cast<size_t>(member.weight)].get();
+          jobs[j].bias = member.in.size() > 2 && member.in[2] >= 0 ? fp(ptr, member.in[2]) : nullptr;
+          jobs[j].y = fp(ptr, member.out);
+        }
+        QuantizedActs& a = lin_scratch.acts;
+        if (w.is_integer() && (acts_value != s.in[0] || acts_offset != act_offset(w.format) || acts_kp != w.k_padded)) {
+          a.k_padded = w.k_padded;
+          quantize_acts(x, m, w.k, act_offset(w.format), a);
+          acts_value = s.in[0];
+          acts_offset = act_offset(w.format);
+          acts_kp = w.k_padded;
+        }
+        linear_batch(std::span<const LinearJob>(jobs, s.batch.size() + 1), x, &a, m, pool.get());
+      } else if (!w.is_integer()) {
         linear(w, x, m, bias, y, lin_scratch, pool.get());
       } else {
         // Several linears read the same activation (q/k/v, gate/up): quantize it once per step. Values
@@ -470,6 +491,26 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
       default: break;
     }
     d->steps.push_back(std::move(s));
+  }
+
+  // Batches: linears with the same input and constant weights of one kind (all float, or all integer
+  // quantizing the activation the same way) run as one pool job, at the first one's place. Only
+  // reshapes (pure views, no work at execute) may sit between them, so moving the later linears up
+  // changes nothing else; steps are SSA, so no member reads another's output.
+  for (size_t i = 0; i < d->steps.size(); ++i) {
+    Step& lead = d->steps[i];
+    if (lead.op != Op::kLinear || lead.batched || d->weight_runtime_value[static_cast<size_t>(lead.weight)] >= 0) continue;
+    const PackedWeight& lw = *d->weights[static_cast<size_t>(lead.weight)];
+    for (size_t j = i + 1; j < d->steps.size() && lead.batch.size() < 7; ++j) {
+      const Step& s = d->steps[j];
+      if (s.op == Op::kReshape) continue;
+      if (s.op != Op::kLinear || s.in[0] != lead.in[0] || d->weight_runtime_value[static_cast<size_t>(s.weight)] >= 0) break;
+      const PackedWeight& w = *d->weights[static_cast<size_t>(s.weight)];
+      if (w.is_integer() != lw.is_integer() || w.k != lw.k) break;
+      if (w.is_integer() && (act_offset(w.format) != act_offset(lw.format) || w.k_padded != lw.k_padded)) break;
+      lead.batch.push_back(static_cast<int>(j));
+    }
+    for (int b : lead.batch) d->steps[static_cast<size_t>(b)].batched = true;
   }
 
   // Subgraph outputs.

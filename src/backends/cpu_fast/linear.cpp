@@ -256,4 +256,50 @@ void linear_quantized(const PackedWeight& w, const QuantizedActs& a, int64_t m, 
     body(0);
 }
 
+void linear_batch(std::span<const LinearJob> jobs, const float* x, const QuantizedActs* acts, int64_t m,
+                  ThreadPool* pool) {
+  constexpr size_t kMaxJobs = 8;
+  if (jobs.empty()) return;
+  if (jobs.size() > kMaxJobs) {
+    linear_batch(jobs.first(kMaxJobs), x, acts, m, pool);
+    linear_batch(jobs.subspan(kMaxJobs), x, acts, m, pool);
+    return;
+  }
+  const Isa isa = active_isa();
+  const bool integer = jobs[0].w->is_integer();
+  auto fkern = isa == Isa::kAvx512 ? detail::linear_float_avx512
+               : isa == Isa::kAvx2 ? detail::linear_float_avx2
+                                   : detail::linear_float_scalar;
+  auto ikern = isa == Isa::kAvx512 ? detail::linear_int_avx512
+               : isa == Isa::kAvx2 ? detail::linear_int_avx2
+                                   : detail::linear_int_scalar;
+  // Units: tiles of 4 rows (integer) or groups of 4 rows (float). The task budget (8 per thread) is
+  // shared out in proportion to each weight's units, at least one task each.
+  const int threads = pool != nullptr ? pool->size() : 1;
+  int64_t units[kMaxJobs] = {}, tasks[kMaxJobs] = {}, total_units = 0, total_tasks = 0;
+  const size_t nj = jobs.size();
+  for (size_t j = 0; j < nj; ++j) {
+    units[j] = integer ? jobs[j].w->n_padded / 4 : (jobs[j].w->n + 3) / 4;
+    total_units += units[j];
+  }
+  for (size_t j = 0; j < nj; ++j) {
+    tasks[j] = threads == 1 ? 1 : std::clamp<int64_t>(threads * 8 * units[j] / total_units, 1, units[j]);
+    total_tasks += tasks[j];
+  }
+  auto body = [&](int64_t t) {
+    size_t j = 0;
+    while (t >= tasks[j]) t -= tasks[j++];
+    const int64_t u0 = units[j] * t / tasks[j], u1 = units[j] * (t + 1) / tasks[j];
+    const LinearJob& job = jobs[j];
+    if (integer)
+      ikern(*job.w, *acts, m, job.bias, job.y, u0, u1);
+    else
+      fkern(*job.w, x, m, job.bias, job.y, u0 * 4, std::min(job.w->n, u1 * 4));
+  };
+  if (pool != nullptr && total_tasks > 1)
+    pool->run(total_tasks, body);
+  else
+    for (int64_t t = 0; t < total_tasks; ++t) body(t);
+}
+
 }  // namespace hfs::cpu_fast

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "hfstatic/dtype.h"
@@ -102,6 +103,20 @@ void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias,
 void linear_quantized(const PackedWeight& w, const QuantizedActs& acts, int64_t m, const float* bias, float* y,
                       ThreadPool* pool);
 inline int act_offset(DType format) { return format == DType::kQ4_0 ? 8 : 128; }
+
+// One output of a batch of linears that read the same activation (q/k/v, gate/up).
+struct LinearJob {
+  const PackedWeight* w = nullptr;
+  const float* bias = nullptr;  // [n] or nullptr
+  float* y = nullptr;           // [m, n]
+};
+
+// Runs the jobs as ONE thread-pool job (tasks split across the weights in proportion to their rows), so
+// small projections such as k and v do not each pay a dispatch and a barrier. Either every weight is
+// float (x is read) or every weight is integer with the same act_offset and k_padded (`acts` holds x
+// quantized for them). Does not allocate.
+void linear_batch(std::span<const LinearJob> jobs, const float* x, const QuantizedActs* acts, int64_t m,
+                  ThreadPool* pool);
 
 // Quantizes rows of x [m, k] (k ≤ acts.k_padded; the rest is zero) for weights stored with `offset`.
 void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& acts);
