@@ -106,6 +106,9 @@ class Runner {
 
   // Feeds tokens (any count that fits); afterwards logits() are those after the last token.
   // Over capacity → kCapacityExceeded, nothing run, state unchanged.
+  // A step that fails part-way (the backend's error, naming method and node) keeps position() at the
+  // last committed step, empties logits() and sets io().needs_reset(): from then on prefill, decode_step,
+  // generate, start and Generation::next fail with kNeedsReset, running nothing, until reset().
   [[nodiscard]] Status prefill(std::span<const int32_t> tokens);
   // Feeds one token; returns the logits after it ([vocab], valid until the next call).
   [[nodiscard]] Result<std::span<const float>> decode_step(int32_t token);

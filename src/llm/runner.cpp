@@ -67,6 +67,16 @@ struct Runner::Impl {
     return Ok{};
   }
 
+  // A failed step may have written part of the caches (needs_reset): refuse every request with
+  // kNeedsReset before anything else is checked, so the caller sees the real cause rather than a
+  // capacity or "nothing to continue from" error, and no step runs until reset().
+  Status check_usable() const {
+    if (io->needs_reset())
+      return make_error(ErrorCode::kNeedsReset, "runner: a previous step failed part-way and may have left partial "
+                                                "cache writes; call reset() before running again");
+    return Ok{};
+  }
+
   Error capacity_error(int64_t n) const {
     return make_error(ErrorCode::kCapacityExceeded,
                       std::to_string(n) + " tokens do not fit: position " + std::to_string(io->position()) + " + " +
@@ -75,6 +85,7 @@ struct Runner::Impl {
   }
 
   Status prefill(std::span<const int32_t> tokens) {
+    HFS_TRY(check_usable());
     const int64_t n = static_cast<int64_t>(tokens.size());
     if (n == 0) return Ok{};
     if (!io->can_accept(n)) return capacity_error(n);  // checked before any write
@@ -139,6 +150,7 @@ IOManager& Runner::io() { return *impl_->io; }
 Status Runner::prefill(std::span<const int32_t> tokens) { return impl_->prefill(tokens); }
 
 Result<std::span<const float>> Runner::decode_step(int32_t token) {
+  HFS_TRY(impl_->check_usable());
   if (!impl_->io->can_accept(1)) return impl_->capacity_error(1);
   auto t0 = Clock::now();
   HFS_TRY(impl_->run_decode(token));
@@ -194,6 +206,7 @@ Result<std::optional<int32_t>> Generation::next() {
   Impl& g = *impl_;
   Runner::Impl& m = *g.runner;
   if (g.done) return std::optional<int32_t>();
+  HFS_TRY(m.check_usable());  // a failed next() leaves the runner needing reset: never resume silently
   if (g.config.cancel && g.config.cancel->load(std::memory_order_relaxed)) return g.finish(GenerationResult::Stop::kCancelled);
   if (g.pending) {
     const int32_t last = *g.pending;
@@ -218,6 +231,7 @@ Result<std::optional<int32_t>> Generation::next() {
 
 Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> prompt, const GenerationConfig& config) {
   Impl& m = *impl_;
+  HFS_TRY(m.check_usable());
   if (prompt.empty() && m.io->last_logits().empty())
     return make_error(ErrorCode::kInvalidArgument, "generate: empty prompt and nothing to continue from");
   if (config.max_new_tokens < 0)

@@ -20,14 +20,14 @@ std::vector<int32_t> greedy(Runner& r, const std::vector<int32_t>& prompt, int n
 }
 
 // One Program, several Runners on different threads: each result equals the serial run of its prompt.
-TEST(RunnerConcurrency, SharedProgramAcrossThreadsMatchesSerial) {
+void expect_threads_match_serial(const RunnerOptions& options) {
   auto prog = Program::load(test::tiny_program({"mistral", 4, 48, 6}));
   ASSERT_TRUE(prog.ok());
   const int kThreads = 4;
   std::vector<std::vector<int32_t>> prompts, serial(kThreads), parallel(kThreads);
   for (int t = 0; t < kThreads; ++t) prompts.push_back(test::random_tokens(5 + 3 * t, 512, 100 + t));
   for (int t = 0; t < kThreads; ++t) {
-    auto r = Runner::create(*prog);
+    auto r = Runner::create(*prog, options);
     ASSERT_TRUE(r.ok());
     serial[t] = greedy(**r, prompts[t], 16);
   }
@@ -35,7 +35,7 @@ TEST(RunnerConcurrency, SharedProgramAcrossThreadsMatchesSerial) {
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       for (int rep = 0; rep < 3; ++rep) {  // repeat so the threads really overlap
-        auto r = Runner::create(*prog);
+        auto r = Runner::create(*prog, options);
         if (!r.ok()) return;
         parallel[t] = greedy(**r, prompts[t], 16);
         if (parallel[t] != serial[t]) return;
@@ -43,6 +43,18 @@ TEST(RunnerConcurrency, SharedProgramAcrossThreadsMatchesSerial) {
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(parallel[t], serial[t]) << "thread " << t;
+}
+
+TEST(RunnerConcurrency, SharedProgramAcrossThreadsMatchesSerial) { expect_threads_match_serial({}); }
+
+// The same on cpu_fast: every Runner also runs its own 2-thread pool, so pool workers, runner threads
+// and the shared read-only constants (mmap) all overlap.
+TEST(RunnerConcurrency, SharedProgramOnCpuFastAcrossThreadsMatchesSerial) {
+  RunnerOptions o;
+  o.io.method.backends.backends = {"cpu_fast"};
+  o.io.method.backends.settings["cpu_fast"] = Value::object();
+  o.io.method.backends.settings["cpu_fast"].set("threads", Value(2));
+  expect_threads_match_serial(o);
 }
 
 // A stop flag ends generation between steps; the position counts exactly the fed tokens, and the runner
@@ -77,6 +89,41 @@ TEST(RunnerConcurrency, CancelBetweenStepsLeavesAUsableRunner) {
   auto rest = (*r)->generate(std::vector<int32_t>{out->tokens.back()}, g);
   ASSERT_TRUE(rest.ok());
   EXPECT_EQ(rest->tokens, std::vector<int32_t>(expected.begin() + 5, expected.end()));
+}
+
+// The cancel flag written by another thread: once it is set (the callback waits until the other thread
+// has stored it), generation ends before the next step, with the same tokens and position as above.
+TEST(RunnerConcurrency, CancelFromAnotherThreadStopsBeforeTheNextStep) {
+  const std::string program = test::tiny_program({"llama", 4, 48});
+  const auto prompt = test::random_tokens(6, 512, 7);
+  auto full = test::open_runner(program);
+  ASSERT_TRUE(full.ok());
+  const auto expected = greedy(**full, prompt, 12);
+
+  auto r = test::open_runner(program);
+  ASSERT_TRUE(r.ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> seen{0};
+  std::atomic<bool> stored{false};
+  std::thread canceller([&] {
+    while (seen.load() < 3) std::this_thread::yield();
+    stop.store(true);
+    stored.store(true);
+  });
+  GenerationConfig g;
+  g.max_new_tokens = 12;
+  g.ignore_eos = true;
+  g.cancel = &stop;
+  auto out = (*r)->generate(prompt, g, [&](int32_t) {
+    if (seen.fetch_add(1) + 1 == 3)
+      while (!stored.load()) std::this_thread::yield();
+    return true;
+  });
+  canceller.join();
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->stop, GenerationResult::Stop::kCancelled);
+  EXPECT_EQ(out->tokens, std::vector<int32_t>(expected.begin(), expected.begin() + 3));
+  EXPECT_EQ((*r)->position(), static_cast<int64_t>(prompt.size()) + 2);
 }
 
 // A rejected step (bad token id) runs nothing: position and logits unchanged, the runner still works.

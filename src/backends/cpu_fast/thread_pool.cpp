@@ -67,12 +67,18 @@ void ThreadPool::work(uint32_t gen, int thread) {
   uint64_t cur = claim_.load(std::memory_order_acquire);
   for (;;) {
     if (static_cast<uint32_t>(cur >> 32) != gen) return;
-    const int64_t t = static_cast<int64_t>(cur & 0xffffffffu);
-    if (t >= n_tasks_) return;
-    if (!claim_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
-    fn_(ctx_, t, thread);
+    const auto left = static_cast<uint32_t>(cur);
+    if (left == 0) return;
+    // The CAS succeeds only while job `gen` still has this unclaimed task, so the job cannot have
+    // finished and the caller cannot be writing the next job's fn_/ctx_/n_tasks_. (Checking a task
+    // index against n_tasks_ *before* the claim, as this once did, read the next job's count and let a
+    // late worker claim in a finished generation: tasks ran twice, done_ overshot, the caller hung or
+    // returned while its tasks still ran.) Acquire: reads the caller's release store of this job.
+    if (!claim_.compare_exchange_weak(cur, cur - 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    const int64_t n = n_tasks_;  // stable until our done_ increment below completes the task
+    fn_(ctx_, n - left, thread);
     // seq_cst pairs with the caller's caller_sleeping_ store / done_ load (no lost wake-up).
-    if (done_.fetch_add(1) + 1 == static_cast<uint32_t>(n_tasks_) && caller_sleeping_.load() != 0) futex_wake_all(done_);
+    if (done_.fetch_add(1) + 1 == static_cast<uint32_t>(n) && caller_sleeping_.load() != 0) futex_wake_all(done_);
     cur = claim_.load(std::memory_order_acquire);
   }
 }
@@ -106,7 +112,7 @@ void ThreadPool::run_impl(int64_t n_tasks, TaskFn fn, void* ctx) {
   n_tasks_ = n_tasks;
   done_.store(0, std::memory_order_relaxed);
   const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
-  claim_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+  claim_.store(static_cast<uint64_t>(gen) << 32 | static_cast<uint32_t>(n_tasks), std::memory_order_release);
   generation_.store(gen);  // seq_cst: publishes the job
   if (sleepers_.load() != 0) futex_wake_all(generation_);
   work(gen, 0);

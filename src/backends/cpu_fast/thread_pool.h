@@ -30,6 +30,7 @@ class ThreadPool {
 
   // Calls fn(task) — or fn(task, thread) with thread in [0, size()), the caller being 0 — for every
   // task in [0, n_tasks) and returns when all are done. Calls from several threads are serialized.
+  // n_tasks < 2^32.
   // Does not allocate.
   template <typename Fn>
   void run(int64_t n_tasks, Fn&& fn) {
@@ -55,13 +56,15 @@ class ThreadPool {
 
   std::vector<std::thread> workers_;
   std::mutex run_mu_;
-  // Job description, written before the job's generation is published.
+  // Job description, written before the job's claim word is published (release) and read by workers
+  // only after a successful claim (acquire), so plain fields suffice.
   TaskFn fn_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_tasks_ = 0;
-  // (generation << 32) | next unclaimed task. Claims are CASes that check the generation, so a worker
-  // that wakes late can never claim a task of a job that finished, and the caller never waits for a
-  // worker that has not started: it only waits for tasks actually claimed (done_ counts them).
+  // (generation << 32) | tasks not yet claimed; task index = n_tasks_ - count. A claim is a CAS that
+  // checks the generation and a count > 0, so a worker that wakes late can never claim a task of a job
+  // that finished (nor read the job fields while the caller rewrites them), and the caller never waits
+  // for a worker that has not started: it only waits for tasks actually claimed (done_ counts them).
   alignas(64) std::atomic<uint64_t> claim_{0};
   alignas(64) std::atomic<uint32_t> generation_{0};  // futex word for sleeping workers
   std::atomic<int> sleepers_{0};

@@ -29,6 +29,54 @@ TEST(CpuFastThreadPool, EveryTaskRunsOnceWithValidThreadIndex) {
   }
 }
 
+// Regression (found by ThreadSanitizer): a worker finishing the last task of a job could read the *next*
+// job's larger task count while the caller was still publishing it, claim a task in the old generation
+// and run the new job's function with a stale context or index, ending that job early (caller's stack
+// reused: crash). Back-to-back jobs that grow in size maximize that window; every task checks that it
+// belongs to the job that is running.
+TEST(CpuFastThreadPool, BackToBackGrowingJobsNeverRunATaskOfAnotherJob) {
+  ThreadPool pool(3);
+  std::atomic<int> current{-1};
+  std::atomic<int> foreign{0}, out_of_range{0};
+  for (int job = 0; job < 20000; ++job) {
+    const int n = 2 + job % 24;  // 2, 3, ..., 25, 2, ...: mostly each job is larger than the last
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    current.store(job);
+    pool.run(n, [&, job](int64_t t) {
+      if (current.load() != job) foreign.fetch_add(1);
+      if (t < 0 || t >= n) {
+        out_of_range.fetch_add(1);
+        return;
+      }
+      hits[static_cast<size_t>(t)].fetch_add(1);
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "job " << job << " of " << n << " tasks";
+  }
+  EXPECT_EQ(foreign.load(), 0);
+  EXPECT_EQ(out_of_range.load(), 0);
+}
+
+// One pool shared by several calling threads (several Runners on one backend): run() serializes the
+// jobs, and every job still runs each of its tasks exactly once with its own function and context.
+TEST(CpuFastThreadPool, ConcurrentCallersEachGetTheirOwnJob) {
+  ThreadPool pool(3);
+  pool.set_spin_us(0);
+  constexpr int kCallers = 3, kJobs = 2000;
+  std::vector<std::thread> callers;
+  std::vector<int> failures(kCallers, 0);
+  for (int c = 0; c < kCallers; ++c)
+    callers.emplace_back([&, c] {
+      for (int job = 0; job < kJobs; ++job) {
+        const int n = 5 + (c * 7 + job) % 29;  // jobs of different sizes interleave
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        pool.run(n, [&](int64_t t) { hits[static_cast<size_t>(t)].fetch_add(c + 1); });
+        for (auto& h : hits) failures[static_cast<size_t>(c)] += h.load() != c + 1;
+      }
+    });
+  for (auto& t : callers) t.join();
+  for (int c = 0; c < kCallers; ++c) EXPECT_EQ(failures[static_cast<size_t>(c)], 0) << "caller " << c;
+}
+
 TEST(CpuFastThreadPool, SingleThreadPoolRunsInline) {
   ThreadPool pool(1);
   int sum = 0;

@@ -1,0 +1,74 @@
+#include "support/fault_backend.h"
+
+#include <atomic>
+
+#include "hfstatic/backend.h"
+
+namespace hfs::test {
+namespace {
+
+// Atomics: the runner may execute on any thread, the test arms from its own.
+std::atomic<int64_t> g_calls{0};
+std::atomic<int64_t> g_fail_at{-1};  // value of g_calls at which execute fails; -1: never
+
+class FaultDelegate final : public Delegate {
+ public:
+  FaultDelegate(std::unique_ptr<Delegate> inner, std::string label)
+      : inner_(std::move(inner)), label_(std::move(label)) {}
+  Status execute(std::span<const TensorView> inputs, std::span<const TensorView> outputs) override {
+    const int64_t call = g_calls.fetch_add(1) + 1;
+    if (call == g_fail_at.load())
+      return make_error(ErrorCode::kExecution,
+                        "test_fault: " + label_ + ": injected failure (call " + std::to_string(call) + ")");
+    return inner_->execute(inputs, outputs);
+  }
+  std::vector<int> output_order() const override { return inner_->output_order(); }
+
+ private:
+  std::unique_ptr<Delegate> inner_;
+  std::string label_;
+};
+
+class FaultBackend final : public Backend {
+ public:
+  FaultBackend(std::string node, std::shared_ptr<Backend> reference)
+      : node_(std::move(node)), ref_(std::move(reference)) {}
+  std::string_view name() const override { return kFaultBackend; }
+  bool supports(const NodeDef& node, std::span<const TensorType* const> types) const override {
+    return !node.outputs.empty() && node.outputs[0] == node_ && ref_->supports(node, types);
+  }
+  Result<std::unique_ptr<Delegate>> compile(const Subgraph& sg) override {
+    auto inner = ref_->compile(sg);
+    if (!inner) return inner.error();
+    const NodeDef& n = sg.nodes.front();  // the partitioner hands us exactly the claimed node
+    return std::unique_ptr<Delegate>(
+        std::make_unique<FaultDelegate>(std::move(*inner), "node '" + n.outputs[0] + "' (" + n.op + ")"));
+  }
+
+ private:
+  std::string node_;
+  std::shared_ptr<Backend> ref_;
+};
+
+const bool kRegistered = register_backend(kFaultBackend, [](const Value& s) -> Result<std::unique_ptr<Backend>> {
+  const Value* node = s.get("node");
+  if (!node || !node->is_string()) return make_error(ErrorCode::kInvalidArgument, "test_fault: needs {\"node\": name}");
+  // The reference backend (always last in a default partitioner) runs the claimed node.
+  auto part = Partitioner::from_options(BackendOptions{});
+  if (!part) return part.error();
+  return std::unique_ptr<Backend>(std::make_unique<FaultBackend>(node->as_string(), part->backends().back()));
+});
+
+}  // namespace
+
+void FaultSwitch::arm(int64_t n) { g_fail_at.store(g_calls.load() + n); }
+void FaultSwitch::disarm() { g_fail_at.store(-1); }
+int64_t FaultSwitch::calls() { return g_calls.load(); }
+
+Value fault_settings(const std::string& node_output) {
+  Value s = Value::object();
+  s.set("node", Value(node_output));
+  return s;
+}
+
+}  // namespace hfs::test
