@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "support/hf_static_fixture.h"
@@ -59,21 +60,36 @@ TEST(RunnerConcurrency, SharedProgramOnCpuFastAcrossThreadsMatchesSerial) {
 
 // A stop flag ends generation between steps; the position counts exactly the fed tokens, and the runner
 // continues as if never interrupted.
-TEST(RunnerConcurrency, CancelBetweenStepsLeavesAUsableRunner) {
-  const std::string program = test::tiny_program({"llama", 4, 48});
-  const auto prompt = test::random_tokens(6, 512, 7);
-  auto full = test::open_runner(program);
-  ASSERT_TRUE(full.ok());
-  const auto expected = greedy(**full, prompt, 12);
+// The cancellation tests' setup: a fresh runner, the prompt, the uninterrupted 12-token greedy result.
+struct CancelCase {
+  std::vector<int32_t> prompt = test::random_tokens(6, 512, 7);
+  std::vector<int32_t> expected;
+  std::unique_ptr<Runner> runner;
+  GenerationConfig config;
 
-  auto r = test::open_runner(program);
-  ASSERT_TRUE(r.ok());
+  explicit CancelCase(std::atomic<bool>* stop) {
+    const std::string program = test::tiny_program({"llama", 4, 48});
+    auto full = test::open_runner(program);
+    EXPECT_TRUE(full.ok());
+    if (full.ok()) expected = greedy(**full, prompt, 12);
+    auto r = test::open_runner(program);
+    EXPECT_TRUE(r.ok());
+    if (r.ok()) runner = std::move(*r);
+    config.max_new_tokens = 12;
+    config.ignore_eos = true;
+    config.cancel = stop;
+  }
+};
+
+TEST(RunnerConcurrency, CancelBetweenStepsLeavesAUsableRunner) {
   std::atomic<bool> stop{false};
-  GenerationConfig g;
-  g.max_new_tokens = 12;
-  g.ignore_eos = true;
-  g.cancel = &stop;
-  auto out = (*r)->generate(prompt, g, [&](int32_t) {
+  CancelCase c(&stop);
+  ASSERT_TRUE(c.runner != nullptr && c.expected.size() == 12u);
+  auto& r = c.runner;
+  const auto& prompt = c.prompt;
+  const auto& expected = c.expected;
+  GenerationConfig& g = c.config;
+  auto out = r->generate(prompt, g, [&](int32_t) {
     static int seen = 0;
     if (++seen == 5) stop = true;
     return true;
@@ -82,11 +98,11 @@ TEST(RunnerConcurrency, CancelBetweenStepsLeavesAUsableRunner) {
   EXPECT_EQ(out->stop, GenerationResult::Stop::kCancelled);
   ASSERT_EQ(out->tokens.size(), 5u);
   EXPECT_EQ(std::vector<int32_t>(expected.begin(), expected.begin() + 5), out->tokens);
-  EXPECT_EQ((*r)->position(), static_cast<int64_t>(prompt.size()) + 4);  // the 5th token was never fed
+  EXPECT_EQ(r->position(), static_cast<int64_t>(prompt.size()) + 4);  // the 5th token was never fed
   // Continue: feed the unfed token, get the rest of the uninterrupted sequence.
   g.cancel = nullptr;
   g.max_new_tokens = 7;
-  auto rest = (*r)->generate(std::vector<int32_t>{out->tokens.back()}, g);
+  auto rest = r->generate(std::vector<int32_t>{out->tokens.back()}, g);
   ASSERT_TRUE(rest.ok());
   EXPECT_EQ(rest->tokens, std::vector<int32_t>(expected.begin() + 5, expected.end()));
 }
@@ -94,15 +110,9 @@ TEST(RunnerConcurrency, CancelBetweenStepsLeavesAUsableRunner) {
 // The cancel flag written by another thread: once it is set (the callback waits until the other thread
 // has stored it), generation ends before the next step, with the same tokens and position as above.
 TEST(RunnerConcurrency, CancelFromAnotherThreadStopsBeforeTheNextStep) {
-  const std::string program = test::tiny_program({"llama", 4, 48});
-  const auto prompt = test::random_tokens(6, 512, 7);
-  auto full = test::open_runner(program);
-  ASSERT_TRUE(full.ok());
-  const auto expected = greedy(**full, prompt, 12);
-
-  auto r = test::open_runner(program);
-  ASSERT_TRUE(r.ok());
   std::atomic<bool> stop{false};
+  CancelCase c(&stop);
+  ASSERT_TRUE(c.runner != nullptr && c.expected.size() == 12u);
   std::atomic<int> seen{0};
   std::atomic<bool> stored{false};
   std::thread canceller([&] {
@@ -110,11 +120,7 @@ TEST(RunnerConcurrency, CancelFromAnotherThreadStopsBeforeTheNextStep) {
     stop.store(true);
     stored.store(true);
   });
-  GenerationConfig g;
-  g.max_new_tokens = 12;
-  g.ignore_eos = true;
-  g.cancel = &stop;
-  auto out = (*r)->generate(prompt, g, [&](int32_t) {
+  auto out = c.runner->generate(c.prompt, c.config, [&](int32_t) {
     if (seen.fetch_add(1) + 1 == 3)
       while (!stored.load()) std::this_thread::yield();
     return true;
@@ -122,8 +128,8 @@ TEST(RunnerConcurrency, CancelFromAnotherThreadStopsBeforeTheNextStep) {
   canceller.join();
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(out->stop, GenerationResult::Stop::kCancelled);
-  EXPECT_EQ(out->tokens, std::vector<int32_t>(expected.begin(), expected.begin() + 3));
-  EXPECT_EQ((*r)->position(), static_cast<int64_t>(prompt.size()) + 2);
+  EXPECT_EQ(out->tokens, std::vector<int32_t>(c.expected.begin(), c.expected.begin() + 3));
+  EXPECT_EQ(c.runner->position(), static_cast<int64_t>(c.prompt.size()) + 2);
 }
 
 // A rejected step (bad token id) runs nothing: position and logits unchanged, the runner still works.
