@@ -16,6 +16,8 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
 #endif
 
+#include "backends/cpu_fast/vec_exp_avx512.h"
+
 namespace hfs::cpu_fast::detail {
 namespace {
 
@@ -87,23 +89,11 @@ void accum_nd(const float* p, int g, const void* v, bool f16, const int32_t* slo
   }
 }
 
-// exp(x) for x ≤ 0 (scores minus their max): Cephes expf's range reduction and polynomial (≈ 1 ulp);
-// below -87.3 (where expf is denormal or 0) it returns 0, which is what a hidden slot must contribute.
+// exp(x) for x ≤ 0 (scores minus their max); below -87.3 (where expf is denormal or 0) it returns 0,
+// which is what a hidden slot must contribute.
 inline __m512 exp_nonpositive(__m512 x) {
   const __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
-  y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), _mm512_scalef_ps(y, n));
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), exp512(x));
 }
 
 }  // namespace

@@ -220,7 +220,22 @@ Status FastDelegate::run_step(const Step& s) {
       return Ok{};
     }
     case Op::kSilu: silu(static_cast<const float*>(in_p(0)), n, y); return Ok{};
-    case Op::kSiluMul: silu_mul(static_cast<const float*>(in_p(0)), static_cast<const float*>(in_p(1)), n, y); return Ok{};
+    case Op::kSiluMul: {
+      const auto* g = static_cast<const float*>(in_p(0));
+      const auto* u = static_cast<const float*>(in_p(1));
+      // Prefill's [T, I] is worth splitting across the pool; decode's single row is not.
+      constexpr int64_t kPerTask = 16384;
+      const int64_t tasks = pool && n >= 2 * kPerTask ? std::min<int64_t>(n / kPerTask, 4 * pool->size()) : 1;
+      if (tasks == 1) {
+        silu_mul(g, u, n, y);
+      } else {
+        pool->run(tasks, [&](int64_t t) {
+          const int64_t b = n * t / tasks / 16 * 16, e = t + 1 == tasks ? n : n * (t + 1) / tasks / 16 * 16;
+          silu_mul(g + b, u + b, e - b, y + b);
+        });
+      }
+      return Ok{};
+    }
     case Op::kGelu: gelu_tanh(static_cast<const float*>(in_p(0)), n, y); return Ok{};
     case Op::kMul: mul(static_cast<const float*>(in_p(0)), static_cast<const float*>(in_p(1)), n, y); return Ok{};
     case Op::kAdd: add(static_cast<const float*>(in_p(0)), static_cast<const float*>(in_p(1)), n, y); return Ok{};

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu_fast/cpu_features.h"
 #include "backends/cpu_fast/half.h"
 
 namespace hfs::cpu_fast {
@@ -25,6 +26,7 @@ void silu(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
 }
 void silu_mul(const float* gate, const float* up, int64_t n, float* y) {
+  if (active_isa() == Isa::kAvx512) return detail::silu_mul_avx512(gate, up, n, y);
   for (int64_t i = 0; i < n; ++i) y[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 void gelu_tanh(const float* x, int64_t n, float* y) {

@@ -15,7 +15,11 @@ namespace hfs::cpu_fast {
 // y[r] = x[r] / sqrt(mean(x[r]²) + eps) * (unit_offset ? 1 + w : w), rows of d.
 void rms_norm(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y);
 void silu(const float* x, int64_t n, float* y);
-void silu_mul(const float* gate, const float* up, int64_t n, float* y);  // silu(gate) · up
+void silu_mul(const float* gate, const float* up, int64_t n, float* y);  // silu(gate) · up (AVX-512 when available)
+
+namespace detail {
+void silu_mul_avx512(const float* gate, const float* up, int64_t n, float* y);
+}  // namespace detail
 void gelu_tanh(const float* x, int64_t n, float* y);
 void add(const float* a, const float* b, int64_t n, float* y);
 void mul(const float* a, const float* b, int64_t n, float* y);
