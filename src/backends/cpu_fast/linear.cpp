@@ -84,72 +84,64 @@ Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int6
       return make_error(ErrorCode::kUnsupported, "cpu_fast: no kernel for weight dtype " + std::string(dtype_name(format)) +
                                                      " (supported: f32, f16, bf16, i8, q8_0, q4_0)");
   }
-  w.n_padded = round_up(n, 4);
+  w.n_padded = round_up(n, w.tile_rows());
   w.k_padded = round_up(k, 64);
-  const int64_t groups = w.k_padded / 64, grb = detail::group_row_bytes(format);
+  const int64_t tiles = w.n_padded / w.tile_rows();
+  const int64_t blocks = w.k_padded / 32;  // per row, padding included
   try {
-    // Not zeroed: the loop below writes every byte, padding included (q4_0 sets each byte's two
-    // nibbles in turn, the second keeping the first).
+    // Not zeroed: the loops below write every byte, padding included.
     constexpr auto kNone = AlignedArray<uint8_t>::Init::kNone;
-    w.q = AlignedArray<uint8_t>(static_cast<size_t>(w.n_padded / 4 * detail::tile_bytes(w)), kNone);
-    if (format == DType::kI8) {
+    w.q = AlignedArray<uint8_t>(static_cast<size_t>(tiles * detail::tile_bytes(w)), kNone);
+    if (format == DType::kI8)
       w.channel_scales = AlignedArray<float>(static_cast<size_t>(w.n_padded), AlignedArray<float>::Init::kNone);
-    } else {
-      w.block_scales =
-          AlignedArray<uint16_t>(static_cast<size_t>(w.n_padded / 4 * groups * 8), AlignedArray<uint16_t>::Init::kNone);
-    }
+    else
+      w.block_scales = AlignedArray<uint16_t>(static_cast<size_t>(w.n_padded * blocks), AlignedArray<uint16_t>::Init::kNone);
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate packed weight [" + std::to_string(n) +
                                                          ", " + std::to_string(k) + "]");
   }
   const auto* src = static_cast<const uint8_t*>(data);
   const int64_t nb = k / kQBlock;
-  for (int64_t row = 0; row < w.n_padded; ++row) {
-    const int64_t t = row / 4, r = row % 4;
-    uint8_t* tile = w.q.data() + t * detail::tile_bytes(w);
-    for (int64_t g = 0; g < groups; ++g) {
-      uint8_t* dst = tile + (g * 4 + r) * grb;
-      for (int64_t e = 0; e < 64; ++e) {
-        const int64_t col = g * 64 + e;
-        int v = 0;  // signed value; pads are 0
-        if (row < n && col < k) {
-          if (format == DType::kI8) {
-            v = static_cast<int8_t>(src[row * k + col]);
-          } else if (format == DType::kQ8_0) {
-            v = static_cast<int8_t>(src[(row * nb + col / 32) * kQ8Bytes + 2 + col % 32]);
-          } else {
-            const uint8_t byte = src[(row * nb + col / 32) * kQ4Bytes + 2 + col % 16];
-            v = ((col % 32) < 16 ? (byte & 15) : (byte >> 4)) - 8;
-          }
-        }
-        if (format == DType::kQ4_0) {
-          const uint8_t nib = static_cast<uint8_t>(v + 8);
-          if (e < 32)
-            dst[e] = static_cast<uint8_t>((dst[e] & 0xf0) | nib);
-          else
-            dst[e - 32] = static_cast<uint8_t>((dst[e - 32] & 0x0f) | (nib << 4));
-        } else {
-          dst[e] = static_cast<uint8_t>(v + 128);
-        }
-      }
-      if (format != DType::kI8) {
-        for (int b = 0; b < 2; ++b) {
-          const int64_t blk = g * 2 + b;
-          uint16_t d = 0;
-          if (row < n && blk < nb)
-            std::memcpy(&d, src + (row * nb + blk) * (format == DType::kQ8_0 ? kQ8Bytes : kQ4Bytes), 2);
-          w.block_scales.data()[((t * groups + g) * 4 + r) * 2 + b] = d;
-        }
-      }
-    }
-    if (format == DType::kI8) w.channel_scales.data()[row] = row < n ? channel_scale[row] : 0.0f;
-    // Report progress every 1024 source rows (rows are contiguous in every source format).
-    if (done && ((row + 1) % 1024 == 0 || row + 1 == w.n_padded)) {
-      const uint64_t row_bytes = format == DType::kI8     ? static_cast<uint64_t>(k)
+  const uint64_t src_row_bytes = format == DType::kI8     ? static_cast<uint64_t>(k)
                                  : format == DType::kQ8_0 ? static_cast<uint64_t>(nb * kQ8Bytes)
                                                           : static_cast<uint64_t>(nb * kQ4Bytes);
-      done(static_cast<uint64_t>(std::min(row + 1, n)) * row_bytes);
+  // Signed value of element (row, col); pads are 0.
+  auto value = [&](int64_t row, int64_t col) -> int {
+    if (row >= n || col >= k) return 0;
+    if (format == DType::kI8) return static_cast<int8_t>(src[row * k + col]);
+    if (format == DType::kQ8_0) return static_cast<int8_t>(src[(row * nb + col / 32) * kQ8Bytes + 2 + col % 32]);
+    const uint8_t byte = src[(row * nb + col / 32) * kQ4Bytes + 2 + col % 16];
+    return ((col % 32) < 16 ? (byte & 15) : (byte >> 4)) - 8;
+  };
+  auto block_scale = [&](int64_t row, int64_t blk) -> uint16_t {
+    uint16_t d = 0;
+    if (row < n && blk < nb) std::memcpy(&d, src + (row * nb + blk) * (format == DType::kQ8_0 ? kQ8Bytes : kQ4Bytes), 2);
+    return d;
+  };
+  for (int64_t row = 0; row < w.n_padded; ++row) {
+    const int64_t t = row / w.tile_rows(), r = row % w.tile_rows();
+    uint8_t* tile = w.q.data() + t * detail::tile_bytes(w);
+    if (format == DType::kQ4_0) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t v = 0; v < 4; ++v)
+          for (int64_t j = 0; j < 4; ++j) {
+            const int lo = value(row, 32 * b + 4 * v + j) + 8, hi = value(row, 32 * b + 16 + 4 * v + j) + 8;
+            tile[b * 256 + v * 64 + 4 * r + j] = static_cast<uint8_t>(lo | (hi << 4));
+          }
+        w.block_scales.data()[(t * blocks + b) * 16 + r] = block_scale(row, b);
+      }
+    } else {
+      for (int64_t g = 0; g < blocks / 2; ++g) {
+        uint8_t* dst = tile + (g * 4 + r) * 64;
+        for (int64_t e = 0; e < 64; ++e) dst[e] = static_cast<uint8_t>(value(row, g * 64 + e) + 128);
+        if (format == DType::kQ8_0)
+          for (int b = 0; b < 2; ++b) w.block_scales.data()[((t * (blocks / 2) + g) * 4 + r) * 2 + b] = block_scale(row, g * 2 + b);
+      }
+      if (format == DType::kI8) w.channel_scales.data()[row] = row < n ? channel_scale[row] : 0.0f;
     }
+    // Report progress every 1024 source rows (rows are contiguous in every source format).
+    if (done && ((row + 1) % 1024 == 0 || row + 1 == w.n_padded))
+      done(static_cast<uint64_t>(std::min(row + 1, n)) * src_row_bytes);
   }
   return w;
 }
@@ -181,9 +173,12 @@ LinearScratch::LinearScratch(int64_t k_padded, int64_t max_rows) {
   acts.xq = AlignedArray<int8_t>(n);
   acts.lane_scale = AlignedArray<float>(n / 4);
   acts.lane_bias = AlignedArray<int32_t>(n / 4);
+  acts.block_bias = AlignedArray<int32_t>(n / 32);
 }
 
-size_t LinearScratch::bytes() const { return acts.xq.size() + acts.lane_scale.size() * 4 + acts.lane_bias.size() * 4; }
+size_t LinearScratch::bytes() const {
+  return acts.xq.size() + (acts.lane_scale.size() + acts.lane_bias.size() + acts.block_bias.size()) * 4;
+}
 
 void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a) {
   const int64_t kp = a.k_padded, lanes = kp / 4;
@@ -196,6 +191,7 @@ void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedAc
     int8_t* xq = a.xq.data() + i * kp;
     float* ls = a.lane_scale.data() + i * lanes;
     int32_t* lb = a.lane_bias.data() + i * lanes;
+    int32_t* bb = a.block_bias.data() + i * (kp / 32);
     const float* xr = x + i * k;
     for (int64_t b0 = 0; b0 < kp; b0 += 32) {
       const int64_t len = std::clamp<int64_t>(k - b0, 0, 32);
@@ -207,10 +203,12 @@ void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedAc
       constexpr float kMagic = 12582912.0f;
       for (int64_t e = 0; e < 32; ++e)
         xq[b0 + e] = e < len ? static_cast<int8_t>(static_cast<int32_t>((xr[b0 + e] * inv + kMagic) - kMagic)) : 0;
+      bb[b0 / 32] = 0;
       for (int64_t l = 0; l < 8; ++l) {
         const int8_t* q = xq + b0 + l * 4;
         ls[b0 / 4 + l] = s;
         lb[b0 / 4 + l] = -offset * (q[0] + q[1] + q[2] + q[3]);
+        bb[b0 / 32] += lb[b0 / 4 + l];
       }
     }
   }
@@ -247,7 +245,7 @@ void linear_quantized(const PackedWeight& w, const QuantizedActs& a, int64_t m, 
   auto kern = isa == Isa::kAvx512 ? detail::linear_int_avx512
               : isa == Isa::kAvx2 ? detail::linear_int_avx2
                                   : detail::linear_int_scalar;
-  const int64_t tiles = w.n_padded / 4;
+  const int64_t tiles = w.n_padded / w.tile_rows();
   const int64_t chunks = threads == 1 ? 1 : std::min<int64_t>(tiles, threads * 8);
   auto body = [&](int64_t c) { kern(w, a, m, bias, y, tiles * c / chunks, tiles * (c + 1) / chunks); };
   if (pool && chunks > 1)
@@ -273,13 +271,13 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
   auto ikern = isa == Isa::kAvx512 ? detail::linear_int_avx512
                : isa == Isa::kAvx2 ? detail::linear_int_avx2
                                    : detail::linear_int_scalar;
-  // Units: tiles of 4 rows (integer) or groups of 4 rows (float). The task budget (8 per thread) is
+  // Units: packed tiles (integer) or groups of 4 rows (float). The task budget (8 per thread) is
   // shared out in proportion to each weight's units, at least one task each.
   const int threads = pool != nullptr ? pool->size() : 1;
   int64_t units[kMaxJobs] = {}, tasks[kMaxJobs] = {}, total_units = 0, total_tasks = 0;
   const size_t nj = jobs.size();
   for (size_t j = 0; j < nj; ++j) {
-    units[j] = integer ? jobs[j].w->n_padded / 4 : (jobs[j].w->n + 3) / 4;
+    units[j] = integer ? jobs[j].w->n_padded / jobs[j].w->tile_rows() : (jobs[j].w->n + 3) / 4;
     total_units += units[j];
   }
   for (size_t j = 0; j < nj; ++j) {

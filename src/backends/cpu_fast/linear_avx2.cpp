@@ -96,7 +96,7 @@ void float_range(const PackedWeight& w, const float* x, int64_t m, const float* 
   for (; n < n1; ++n) float_rows<Fmt, 1>(w, x, m, bias, y, n);
 }
 
-enum class IntFmt { kI8, kQ8, kQ4 };
+enum class IntFmt { kI8, kQ8 };
 
 template <IntFmt F, int MR>
 inline void int_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int64_t t, float* y, int64_t ldy,
@@ -107,20 +107,14 @@ inline void int_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, 
   __m256 acc[MR][4];
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < 4; ++r) acc[i][r] = _mm256_setzero_ps();
-  const __m256i low4 = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8), flip = _mm256_set1_epi8(-128);
+  const __m256i flip = _mm256_set1_epi8(-128);
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t g = 0; g < groups; ++g) {
     for (int b = 0; b < 2; ++b) {
       __m256i wv[4];
       for (int r = 0; r < 4; ++r) {
-        if constexpr (F == IntFmt::kQ4) {
-          __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + (g * 4 + r) * 32));
-          if (b == 1) v = _mm256_srli_epi16(v, 4);
-          wv[r] = _mm256_sub_epi8(_mm256_and_si256(v, low4), eight);
-        } else {
-          __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + (g * 4 + r) * 64 + b * 32));
-          wv[r] = _mm256_xor_si256(v, flip);
-        }
+        __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + (g * 4 + r) * 64 + b * 32));
+        wv[r] = _mm256_xor_si256(v, flip);
       }
       for (int i = 0; i < MR; ++i) {
         const int64_t row = i0 + i;
@@ -144,6 +138,68 @@ inline void int_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, 
       if constexpr (F == IntFmt::kI8) v *= w.channel_scales.data()[n];
       y[i * ldy + n] = v + (bias ? bias[n] : 0.0f);
     }
+  }
+}
+
+// q4_0 (16 output rows along the lanes, linear.h): each 64-byte vector is two halves of 8 outputs.
+// vpmaddubsw takes the unsigned nibble (0..15) against the signed activation byte exactly (pair sums
+// ≤ 2·15·127), the low- and high-nibble products add in int16 (≤ 7620) and vpmaddwd widens to the
+// 4-K lane sum: vpdpbusd in three instructions. Offsets and scales as in the AVX-512 kernel.
+template <int MR>
+inline void q4_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int64_t t, float* y, int64_t ldy,
+                    const float* bias) {
+  const int64_t kp = w.k_padded, blocks = kp / 32, lanes = kp / 4;
+  const uint8_t* wq = w.q.data() + t * tile_bytes(w);
+  const uint16_t* sc = w.block_scales.data() + t * blocks * kQ4TileRows;
+  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  __m256 acc[MR][2];
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256i isum[MR][2];
+    for (int i = 0; i < MR; ++i) isum[i][0] = isum[i][1] = _mm256_set1_epi32(a.block_bias.data()[(i0 + i) * blocks + b]);
+    for (int v = 0; v < 4; ++v) {
+      __m256i lo[2], hi[2];
+      for (int h = 0; h < 2; ++h) {
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + b * 256 + v * 64 + h * 32));
+        lo[h] = _mm256_and_si256(raw, low4);
+        hi[h] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+      }
+      for (int i = 0; i < MR; ++i) {
+        const int8_t* xr = a.xq.data() + (i0 + i) * kp + 32 * b + 4 * v;
+        int32_t xl, xh;
+        __builtin_memcpy(&xl, xr, 4);
+        __builtin_memcpy(&xh, xr + 16, 4);
+        const __m256i bl = _mm256_set1_epi32(xl), bh = _mm256_set1_epi32(xh);
+        for (int h = 0; h < 2; ++h) {
+          const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], bl), _mm256_maddubs_epi16(hi[h], bh));
+          isum[i][h] = _mm256_add_epi32(isum[i][h], _mm256_madd_epi16(p, ones));
+        }
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + b * kQ4TileRows + h * 8)));
+      for (int i = 0; i < MR; ++i) {
+        const __m256 xs = _mm256_set1_ps(a.lane_scale.data()[(i0 + i) * lanes + b * 8]);
+        acc[i][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(isum[i][h]), ws), xs, acc[i][h]);
+      }
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    const int64_t n0 = t * kQ4TileRows + h * 8;
+    for (int i = 0; i < MR; ++i) {
+      alignas(32) float out[8];
+      _mm256_store_ps(out, acc[i][h]);
+      for (int c = 0; c < 8 && n0 + c < w.n; ++c) y[i * ldy + n0 + c] = out[c] + (bias ? bias[n0 + c] : 0.0f);
+    }
+  }
+}
+
+void q4_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y, int64_t t0,
+              int64_t t1) {
+  for (int64_t t = t0; t < t1; ++t) {
+    int64_t i = 0;
+    for (; i + 2 <= m; i += 2) q4_tile<2>(w, a, i, t, y + i * w.n, w.n, bias);
+    if (i < m) q4_tile<1>(w, a, i, t, y + i * w.n, w.n, bias);
   }
 }
 
@@ -173,7 +229,7 @@ void linear_int_avx2(const PackedWeight& w, const QuantizedActs& a, int64_t m, c
   switch (w.format) {
     case DType::kI8: int_range<IntFmt::kI8>(w, a, m, bias, y, t0, t1); break;
     case DType::kQ8_0: int_range<IntFmt::kQ8>(w, a, m, bias, y, t0, t1); break;
-    default: int_range<IntFmt::kQ4>(w, a, m, bias, y, t0, t1); break;
+    default: q4_range(w, a, m, bias, y, t0, t1); break;
   }
 }
 

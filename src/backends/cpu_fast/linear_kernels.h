@@ -1,7 +1,7 @@
 // cpu_fast/linear_kernels.h — per-ISA entry points behind linear() (internal).
 //
 // Each computes the output columns of one contiguous range for all m rows: float kernels take
-// [n0, n1) in output columns, integer kernels [t0, t1) in tiles of 4 columns (the packed layout's unit).
+// [n0, n1) in output columns, integer kernels [t0, t1) in packed tiles (w.tile_rows() columns each).
 #pragma once
 
 #include <cstdint>
@@ -25,8 +25,11 @@ void linear_int_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const
 
 void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a);
 
-// Packed-layout geometry shared by the packer and the kernels.
-inline int64_t group_row_bytes(DType f) { return f == DType::kQ4_0 ? 32 : 64; }  // per row per 64 K
-inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 64) * 4 * group_row_bytes(w.format); }
+// Packed-layout geometry shared by the packer and the kernels (see linear.h).
+inline int64_t tile_bytes(const PackedWeight& w) {
+  return w.format == DType::kQ4_0 ? (w.k_padded / 32) * 256   // [B][4][64]
+                                  : (w.k_padded / 64) * 256;  // [G][4][64]
+}
+inline constexpr int64_t kQ4TileRows = 16;
 
 }  // namespace hfs::cpu_fast::detail
