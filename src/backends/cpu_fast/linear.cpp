@@ -118,27 +118,22 @@ Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int6
     if (row < n && blk < nb) std::memcpy(&d, src + (row * nb + blk) * (format == DType::kQ8_0 ? kQ8Bytes : kQ4Bytes), 2);
     return d;
   };
+  const int64_t steps = detail::steps_per_block(format);
   for (int64_t row = 0; row < w.n_padded; ++row) {
-    const int64_t t = row / w.tile_rows(), r = row % w.tile_rows();
+    const int64_t t = row / detail::kTileRows, r = row % detail::kTileRows;
     uint8_t* tile = w.q.data() + t * detail::tile_bytes(w);
-    if (format == DType::kQ4_0) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        for (int64_t v = 0; v < 4; ++v)
-          for (int64_t j = 0; j < 4; ++j) {
-            const int lo = value(row, 32 * b + 4 * v + j) + 8, hi = value(row, 32 * b + 16 + 4 * v + j) + 8;
-            tile[b * 256 + v * 64 + 4 * r + j] = static_cast<uint8_t>(lo | (hi << 4));
-          }
-        w.block_scales.data()[(t * blocks + b) * 16 + r] = block_scale(row, b);
-      }
-    } else {
-      for (int64_t g = 0; g < blocks / 2; ++g) {
-        uint8_t* dst = tile + (g * 4 + r) * 64;
-        for (int64_t e = 0; e < 64; ++e) dst[e] = static_cast<uint8_t>(value(row, g * 64 + e) + 128);
-        if (format == DType::kQ8_0)
-          for (int b = 0; b < 2; ++b) w.block_scales.data()[((t * (blocks / 2) + g) * 4 + r) * 2 + b] = block_scale(row, g * 2 + b);
-      }
-      if (format == DType::kI8) w.channel_scales.data()[row] = row < n ? channel_scale[row] : 0.0f;
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int64_t v = 0; v < steps; ++v)
+        for (int64_t j = 0; j < 4; ++j) {
+          uint8_t& dst = tile[(b * steps + v) * 64 + 4 * r + j];
+          if (format == DType::kQ4_0)
+            dst = static_cast<uint8_t>((value(row, 32 * b + 4 * v + j) + 8) | ((value(row, 32 * b + 16 + 4 * v + j) + 8) << 4));
+          else
+            dst = static_cast<uint8_t>(value(row, 32 * b + 4 * v + j) + 128);
+        }
+      if (format != DType::kI8) w.block_scales.data()[(t * blocks + b) * detail::kTileRows + r] = block_scale(row, b);
     }
+    if (format == DType::kI8) w.channel_scales.data()[row] = row < n ? channel_scale[row] : 0.0f;
     // Report progress every 1024 source rows (rows are contiguous in every source format).
     if (done && ((row + 1) % 1024 == 0 || row + 1 == w.n_padded))
       done(static_cast<uint64_t>(std::min(row + 1, n)) * src_row_bytes);
@@ -171,17 +166,16 @@ LinearScratch::LinearScratch(int64_t k_padded, int64_t max_rows) {
   acts.rows = max_rows;
   const auto n = static_cast<size_t>(k_padded * max_rows);
   acts.xq = AlignedArray<int8_t>(n);
-  acts.lane_scale = AlignedArray<float>(n / 4);
-  acts.lane_bias = AlignedArray<int32_t>(n / 4);
+  acts.block_scale = AlignedArray<float>(n / 32);
   acts.block_bias = AlignedArray<int32_t>(n / 32);
 }
 
 size_t LinearScratch::bytes() const {
-  return acts.xq.size() + (acts.lane_scale.size() + acts.lane_bias.size() + acts.block_bias.size()) * 4;
+  return acts.xq.size() + (acts.block_scale.size() + acts.block_bias.size()) * 4;
 }
 
 void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a) {
-  const int64_t kp = a.k_padded, lanes = kp / 4;
+  const int64_t kp = a.k_padded;
   a.offset = offset;
   if (active_isa() == Isa::kAvx512) {
     detail::quantize_acts_avx512(x, m, k, offset, a);
@@ -189,8 +183,7 @@ void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedAc
   }
   for (int64_t i = 0; i < m; ++i) {
     int8_t* xq = a.xq.data() + i * kp;
-    float* ls = a.lane_scale.data() + i * lanes;
-    int32_t* lb = a.lane_bias.data() + i * lanes;
+    float* bs = a.block_scale.data() + i * (kp / 32);
     int32_t* bb = a.block_bias.data() + i * (kp / 32);
     const float* xr = x + i * k;
     for (int64_t b0 = 0; b0 < kp; b0 += 32) {
@@ -203,13 +196,10 @@ void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedAc
       constexpr float kMagic = 12582912.0f;
       for (int64_t e = 0; e < 32; ++e)
         xq[b0 + e] = e < len ? static_cast<int8_t>(static_cast<int32_t>((xr[b0 + e] * inv + kMagic) - kMagic)) : 0;
-      bb[b0 / 32] = 0;
-      for (int64_t l = 0; l < 8; ++l) {
-        const int8_t* q = xq + b0 + l * 4;
-        ls[b0 / 4 + l] = s;
-        lb[b0 / 4 + l] = -offset * (q[0] + q[1] + q[2] + q[3]);
-        bb[b0 / 32] += lb[b0 / 4 + l];
-      }
+      int32_t sum = 0;
+      for (int64_t e = 0; e < 32; ++e) sum += xq[b0 + e];
+      bs[b0 / 32] = s;
+      bb[b0 / 32] = -offset * sum;
     }
   }
 }

@@ -8,18 +8,18 @@
 //   hfs::cpu_fast::LinearScratch scratch(w->k_padded(), max_rows);                 // at load
 //   hfs::cpu_fast::linear(*w, x, M, bias, y, scratch, &pool);                     // per step
 //
-// Packed layouts (G = K_padded / 64, B = K_padded / 32):
-//   i8 / q8_0 : tiles of 4 rows (T = N_padded / 4), K along the vector lanes:
-//               u8 [T][G][4][64] = int8 weight + 128 (so vpdpbusd's unsigned operand is the weight);
-//               q8_0 block scales f16 [T][G][4][2] (blocks 2g and 2g+1 of each row); i8 scales f32 [N_padded]
-//   q4_0      : tiles of 16 rows (T = N_padded / 16), the 16 ROWS along the vector lanes, 4 K per lane:
-//               u8 [T][B][4][64]; in vector v of block b, byte 4c+j holds row 16t+c's element 32b+4v+j
-//               in its low nibble and element 32b+16+4v+j in its high nibble, each as stored in Q4_0
-//               (q + 8); block scales f16 [T][B][16].
-//               One vpdpbusd against 4 broadcast activation bytes advances 16 rows at once, so a whole
-//               block accumulates in int32 and needs one convert + scale per 16 outputs (not one per
-//               64 products as with K along the lanes): prefill is bound by vpdpbusd, not by float ops.
-// The +128 / +8 offsets are removed exactly by starting each int32 sum at -offset·Σx.
+// Packed layout of every integer format (B = K_padded / 32, T = N_padded / 16): tiles of 16 output
+// rows with the 16 ROWS along the vector lanes and 4 K per lane, so one vpdpbusd against 4 broadcast
+// activation bytes advances 16 outputs and each int32 lane sums its output's whole 32-block; a block
+// then needs one convert + scale per 16 outputs (K along the lanes needed one per 64 products, which
+// made prefill bound by float work instead of by vpdpbusd).
+//   i8 / q8_0 : u8 [T][B][8][64] = int8 weight + 128 (vpdpbusd's unsigned operand is the weight);
+//               in vector v of block b, byte 4c+j holds row 16t+c's element 32b+4v+j
+//   q4_0      : u8 [T][B][4][64]; in vector v of block b, byte 4c+j holds row 16t+c's element
+//               32b+4v+j in its low nibble and element 32b+16+4v+j in its high nibble, each as stored in
+//               Q4_0 (q + 8)
+//   block scales (q8_0, q4_0): f16 [T][B][16];  per-channel scales (i8): f32 [N_padded]
+// The +128 / +8 offsets are removed exactly by starting each block's int32 sum at -offset·Σx.
 #pragma once
 
 #include <cstdint>
@@ -65,7 +65,7 @@ struct PackedWeight {
 
   bool is_integer() const { return format == DType::kI8 || format == DType::kQ8_0 || format == DType::kQ4_0; }
   // Output rows per packed tile: the unit integer kernels and their thread split work in.
-  int64_t tile_rows() const { return format == DType::kQ4_0 ? 16 : 4; }
+  int64_t tile_rows() const { return is_integer() ? 16 : 4; }
   size_t weight_bytes() const;  // bytes streamed per full pass (what decode bandwidth is measured on)
 };
 
@@ -88,10 +88,9 @@ struct PackedWeight {
 struct QuantizedActs {
   int64_t k_padded = 0, rows = 0;
   AlignedArray<int8_t> xq;     // [rows][k_padded]
-  AlignedArray<float> lane_scale;  // [rows][k_padded/4]: scale of the block each 4-byte lane lies in
-  AlignedArray<int32_t> lane_bias; // [rows][k_padded/4]: -offset * Σ of the lane's 4 values
-  AlignedArray<int32_t> block_bias; // [rows][k_padded/32]: -offset * Σ of the 32-block's values
-  int offset = 0;              // the offset lane_bias was computed for (128 for i8/q8_0, 8 for q4_0)
+  AlignedArray<float> block_scale;   // [rows][k_padded/32]: the 32-block's scale
+  AlignedArray<int32_t> block_bias;  // [rows][k_padded/32]: -offset * Σ of the 32-block's values
+  int offset = 0;              // the offset block_bias was computed for (128 for i8/q8_0, 8 for q4_0)
 };
 
 struct LinearScratch {

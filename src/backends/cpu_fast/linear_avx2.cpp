@@ -96,73 +96,41 @@ void float_range(const PackedWeight& w, const float* x, int64_t m, const float* 
   for (; n < n1; ++n) float_rows<Fmt, 1>(w, x, m, bias, y, n);
 }
 
-enum class IntFmt { kI8, kQ8 };
+enum class IntFmt { kI8, kQ8, kQ4 };
 
+// Integer formats: 16 output rows along the lanes (linear.h); each 64-byte vector is two halves of 8
+// outputs. AVX2 has no vpdpbusd, so each 4-K lane sum is vpmaddubsw + vpmaddwd:
+//   q4_0: the unsigned nibble (0..15) against the signed activation byte, exact (pair sums ≤ 2·15·127);
+//         the low- and high-nibble products add in int16 (≤ 7620); offset removed via the block bias.
+//   i8/q8_0: |x| against sign(w, x) with w = stored ^ 0x80 (signed; exact since |x|, |w| ≤ 127), so no
+//         offset to remove.
 template <IntFmt F, int MR>
 inline void int_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int64_t t, float* y, int64_t ldy,
                      const float* bias) {
-  const int64_t kp = w.k_padded, groups = kp / 64, lanes = kp / 4;
+  const int64_t kp = w.k_padded, blocks = kp / 32;
+  constexpr int64_t kBlockBytes = F == IntFmt::kQ4 ? 256 : 512;
   const uint8_t* wq = w.q.data() + t * tile_bytes(w);
-  const uint16_t* sc = F == IntFmt::kI8 ? nullptr : w.block_scales.data() + t * groups * 8;
-  __m256 acc[MR][4];
-  for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < 4; ++r) acc[i][r] = _mm256_setzero_ps();
-  const __m256i flip = _mm256_set1_epi8(-128);
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t g = 0; g < groups; ++g) {
-    for (int b = 0; b < 2; ++b) {
-      __m256i wv[4];
-      for (int r = 0; r < 4; ++r) {
-        __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + (g * 4 + r) * 64 + b * 32));
-        wv[r] = _mm256_xor_si256(v, flip);
-      }
-      for (int i = 0; i < MR; ++i) {
-        const int64_t row = i0 + i;
-        const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xq.data() + row * kp + g * 64 + b * 32));
-        const __m256i ax = _mm256_abs_epi8(xb);
-        const float xs = a.lane_scale.data()[row * lanes + g * 16 + b * 8];
-        for (int r = 0; r < 4; ++r) {
-          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(wv[r], xb)), ones);
-          float s = xs;
-          if constexpr (F != IntFmt::kI8) s *= _cvtsh_ss(sc[g * 8 + r * 2 + b]);
-          acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc[i][r]);
-        }
-      }
-    }
-  }
-  for (int i = 0; i < MR; ++i) {
-    for (int r = 0; r < 4; ++r) {
-      const int64_t n = t * 4 + r;
-      if (n >= w.n) break;
-      float v = hsum(acc[i][r]);
-      if constexpr (F == IntFmt::kI8) v *= w.channel_scales.data()[n];
-      y[i * ldy + n] = v + (bias ? bias[n] : 0.0f);
-    }
-  }
-}
-
-// q4_0 (16 output rows along the lanes, linear.h): each 64-byte vector is two halves of 8 outputs.
-// vpmaddubsw takes the unsigned nibble (0..15) against the signed activation byte exactly (pair sums
-// ≤ 2·15·127), the low- and high-nibble products add in int16 (≤ 7620) and vpmaddwd widens to the
-// 4-K lane sum: vpdpbusd in three instructions. Offsets and scales as in the AVX-512 kernel.
-template <int MR>
-inline void q4_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int64_t t, float* y, int64_t ldy,
-                    const float* bias) {
-  const int64_t kp = w.k_padded, blocks = kp / 32, lanes = kp / 4;
-  const uint8_t* wq = w.q.data() + t * tile_bytes(w);
-  const uint16_t* sc = w.block_scales.data() + t * blocks * kQ4TileRows;
-  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const uint16_t* sc = F == IntFmt::kI8 ? nullptr : w.block_scales.data() + t * blocks * kTileRows;
+  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(-128);
   __m256 acc[MR][2];
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     __m256i isum[MR][2];
-    for (int i = 0; i < MR; ++i) isum[i][0] = isum[i][1] = _mm256_set1_epi32(a.block_bias.data()[(i0 + i) * blocks + b]);
+    for (int i = 0; i < MR; ++i)
+      isum[i][0] = isum[i][1] =
+          F == IntFmt::kQ4 ? _mm256_set1_epi32(a.block_bias.data()[(i0 + i) * blocks + b]) : _mm256_setzero_si256();
     for (int v = 0; v < 4; ++v) {
       __m256i lo[2], hi[2];
       for (int h = 0; h < 2; ++h) {
-        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq + b * 256 + v * 64 + h * 32));
-        lo[h] = _mm256_and_si256(raw, low4);
-        hi[h] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+        const uint8_t* p = wq + b * kBlockBytes + v * 64 + h * 32;
+        if constexpr (F == IntFmt::kQ4) {
+          const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+          lo[h] = _mm256_and_si256(raw, low4);
+          hi[h] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+        } else {
+          lo[h] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), flip);
+          hi[h] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * 64)), flip);
+        }
       }
       for (int i = 0; i < MR; ++i) {
         const int8_t* xr = a.xq.data() + (i0 + i) * kp + 32 * b + 4 * v;
@@ -171,35 +139,40 @@ inline void q4_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, i
         __builtin_memcpy(&xh, xr + 16, 4);
         const __m256i bl = _mm256_set1_epi32(xl), bh = _mm256_set1_epi32(xh);
         for (int h = 0; h < 2; ++h) {
-          const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], bl), _mm256_maddubs_epi16(hi[h], bh));
-          isum[i][h] = _mm256_add_epi32(isum[i][h], _mm256_madd_epi16(p, ones));
+          if constexpr (F == IntFmt::kQ4) {
+            const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], bl), _mm256_maddubs_epi16(hi[h], bh));
+            isum[i][h] = _mm256_add_epi32(isum[i][h], _mm256_madd_epi16(p, ones));
+          } else {
+            const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(bl), _mm256_sign_epi8(lo[h], bl)), ones);
+            const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(bh), _mm256_sign_epi8(hi[h], bh)), ones);
+            isum[i][h] = _mm256_add_epi32(isum[i][h], _mm256_add_epi32(pl, ph));
+          }
         }
       }
     }
     for (int h = 0; h < 2; ++h) {
-      const __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + b * kQ4TileRows + h * 8)));
+      __m256 ws = _mm256_set1_ps(1.0f);
+      if constexpr (F != IntFmt::kI8)
+        ws = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + b * kTileRows + h * 8)));
       for (int i = 0; i < MR; ++i) {
-        const __m256 xs = _mm256_set1_ps(a.lane_scale.data()[(i0 + i) * lanes + b * 8]);
-        acc[i][h] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(isum[i][h]), ws), xs, acc[i][h]);
+        const __m256 xs = _mm256_set1_ps(a.block_scale.data()[(i0 + i) * blocks + b]);
+        __m256 df = _mm256_cvtepi32_ps(isum[i][h]);
+        if constexpr (F != IntFmt::kI8) df = _mm256_mul_ps(df, ws);
+        acc[i][h] = _mm256_fmadd_ps(df, xs, acc[i][h]);
       }
     }
   }
   for (int h = 0; h < 2; ++h) {
-    const int64_t n0 = t * kQ4TileRows + h * 8;
+    const int64_t n0 = t * kTileRows + h * 8;
     for (int i = 0; i < MR; ++i) {
       alignas(32) float out[8];
       _mm256_store_ps(out, acc[i][h]);
-      for (int c = 0; c < 8 && n0 + c < w.n; ++c) y[i * ldy + n0 + c] = out[c] + (bias ? bias[n0 + c] : 0.0f);
+      for (int c = 0; c < 8 && n0 + c < w.n; ++c) {
+        float v = out[c];
+        if constexpr (F == IntFmt::kI8) v *= w.channel_scales.data()[n0 + c];
+        y[i * ldy + n0 + c] = v + (bias ? bias[n0 + c] : 0.0f);
+      }
     }
-  }
-}
-
-void q4_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y, int64_t t0,
-              int64_t t1) {
-  for (int64_t t = t0; t < t1; ++t) {
-    int64_t i = 0;
-    for (; i + 2 <= m; i += 2) q4_tile<2>(w, a, i, t, y + i * w.n, w.n, bias);
-    if (i < m) q4_tile<1>(w, a, i, t, y + i * w.n, w.n, bias);
   }
 }
 
@@ -229,7 +202,7 @@ void linear_int_avx2(const PackedWeight& w, const QuantizedActs& a, int64_t m, c
   switch (w.format) {
     case DType::kI8: int_range<IntFmt::kI8>(w, a, m, bias, y, t0, t1); break;
     case DType::kQ8_0: int_range<IntFmt::kQ8>(w, a, m, bias, y, t0, t1); break;
-    default: q4_range(w, a, m, bias, y, t0, t1); break;
+    default: int_range<IntFmt::kQ4>(w, a, m, bias, y, t0, t1); break;
   }
 }
 

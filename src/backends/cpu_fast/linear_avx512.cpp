@@ -143,90 +143,48 @@ void float_range(const PackedWeight& w, const float* x, int64_t m, const float* 
   }
 }
 
-// ---- integer weights --------------------------------------------------------------------------------
+// ---- integer weights: 16 output rows along the lanes (linear.h) -------------------------------------
 
-enum class IntFmt { kI8, kQ8 };
+enum class IntFmt { kI8, kQ8, kQ4 };
 
-// One tile of 4 output columns × MR activation rows. Per 64-element group and row: one 64-byte load,
-// one vpdpbusd started at the lane bias (removes the +128 storage offset exactly), one int→float
-// convert and one FMA with the per-lane scale.
-template <IntFmt F, int MR>
+// MR activation rows × NR tiles of 16 outputs. Per 32-block each int32 lane sums its output's whole
+// block — 8 vpdpbusd, each 4 K for 16 outputs against 4 broadcast activation bytes — started at the
+// row's -offset·Σx; then one convert, one multiply by the 16 block scales (q8_0/q4_0) and one FMA with
+// the activation scale. With MR·NR < 4 the low and high halves of the block get separate sums so the
+// vpdpbusd latency overlaps (decode).
+template <IntFmt F, int MR, int NR>
 inline void int_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int64_t t, float* y, int64_t ldy,
                      const float* bias) {
-  const int64_t kp = w.k_padded, groups = kp / 64, lanes = kp / 4;
-  const uint8_t* wq = w.q.data() + t * tile_bytes(w);
-  const uint16_t* sc = F == IntFmt::kI8 ? nullptr : w.block_scales.data() + t * groups * 8;
-  __m512 acc[MR][4];
-  for (int i = 0; i < MR; ++i)
-    for (int r = 0; r < 4; ++r) acc[i][r] = _mm512_setzero_ps();
-  __m512i sidx[4];
-  for (int r = 0; r < 4; ++r)
-    sidx[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * r)), _mm256_set1_epi32(2 * r + 1), 1);
-  for (int64_t g = 0; g < groups; ++g) {
-    __m512i wv[4];
-    for (int r = 0; r < 4; ++r) wv[r] = _mm512_loadu_si512(wq + (g * 4 + r) * 64);
-    __m512 bs[4];
-    if constexpr (F != IntFmt::kI8) {
-      const __m512 s8 = _mm512_castps256_ps512(
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + g * 8))));
-      for (int r = 0; r < 4; ++r) bs[r] = _mm512_permutexvar_ps(sidx[r], s8);
-    }
-    for (int i = 0; i < MR; ++i) {
-      const int64_t row = i0 + i;
-      const __m512i xq = _mm512_loadu_si512(a.xq.data() + row * kp + g * 64);
-      const __m512i lb = _mm512_loadu_si512(a.lane_bias.data() + row * lanes + g * 16);
-      const __m512 ls = _mm512_loadu_ps(a.lane_scale.data() + row * lanes + g * 16);
-      for (int r = 0; r < 4; ++r) {
-        const __m512 d = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(lb, wv[r], xq));
-        if constexpr (F == IntFmt::kI8)
-          acc[i][r] = _mm512_fmadd_ps(d, ls, acc[i][r]);
-        else
-          acc[i][r] = _mm512_fmadd_ps(d, _mm512_mul_ps(ls, bs[r]), acc[i][r]);
-      }
-    }
-  }
-  for (int i = 0; i < MR; ++i) {
-    for (int r = 0; r < 4; ++r) {
-      const int64_t n = t * 4 + r;
-      if (n >= w.n) break;
-      float v = _mm512_reduce_add_ps(acc[i][r]);
-      if constexpr (F == IntFmt::kI8) v *= w.channel_scales.data()[n];
-      y[i * ldy + n] = v + (bias ? bias[n] : 0.0f);
-    }
-  }
-}
-
-// ---- q4_0: 16 output rows along the lanes -----------------------------------------------------------
-
-// MR activation rows × NR tiles of 16 outputs. Per 32-block: each int32 lane sums its output's whole
-// block (8 vpdpbusd, each 4 K for 16 outputs against 4 broadcast activation bytes), started at the
-// row's -8·Σx; then one convert, one multiply by the 16 block scales and one FMA with the activation
-// scale. With MR·NR < 4 each lane keeps separate low/high-nibble sums so vpdpbusd latency overlaps.
-template <int MR, int NR>
-inline void q4_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int64_t t, float* y, int64_t ldy,
-                    const float* bias) {
   constexpr bool kSplit = MR * NR < 4;
-  constexpr int kParts = kSplit ? 2 : 1;
-  const int64_t kp = w.k_padded, blocks = kp / 32, lanes = kp / 4, tb = tile_bytes(w);
+  constexpr int kHi = kSplit ? 1 : 0;  // which sum the high half of the block goes to
+  const int64_t kp = w.k_padded, blocks = kp / 32, tb = tile_bytes(w);
+  constexpr int64_t kBlockBytes = F == IntFmt::kQ4 ? 256 : 512;
   const uint8_t* wq = w.q.data() + t * tb;
-  const uint16_t* sc = w.block_scales.data() + t * blocks * kQ4TileRows;
+  const uint16_t* sc = F == IntFmt::kI8 ? nullptr : w.block_scales.data() + t * blocks * kTileRows;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   __m512 acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < NR; ++r) acc[i][r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    __m512i isum[MR][NR][kParts];
+    __m512i isum[MR][NR][kHi + 1];
     for (int i = 0; i < MR; ++i)
       for (int r = 0; r < NR; ++r) {
         isum[i][r][0] = _mm512_set1_epi32(a.block_bias.data()[(i0 + i) * blocks + b]);
-        if constexpr (kSplit) isum[i][r][kParts - 1] = _mm512_setzero_si512();
+        if constexpr (kSplit) isum[i][r][kHi] = _mm512_setzero_si512();
       }
     for (int v = 0; v < 4; ++v) {
+      // Weights of K steps v (elements 32b+4v..) and v+4 (32b+16+4v..) for each tile.
       __m512i lo[NR], hi[NR];
       for (int r = 0; r < NR; ++r) {
-        const __m512i raw = _mm512_loadu_si512(wq + r * tb + b * 256 + v * 64);
-        lo[r] = _mm512_and_si512(raw, low4);
-        hi[r] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+        const uint8_t* p = wq + r * tb + b * kBlockBytes + v * 64;
+        if constexpr (F == IntFmt::kQ4) {
+          const __m512i raw = _mm512_loadu_si512(p);
+          lo[r] = _mm512_and_si512(raw, low4);
+          hi[r] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+        } else {
+          lo[r] = _mm512_loadu_si512(p);
+          hi[r] = _mm512_loadu_si512(p + 4 * 64);
+        }
       }
       for (int i = 0; i < MR; ++i) {
         const int8_t* xr = a.xq.data() + (i0 + i) * kp + 32 * b + 4 * v;
@@ -236,79 +194,69 @@ inline void q4_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, i
         const __m512i bl = _mm512_set1_epi32(xl), bh = _mm512_set1_epi32(xh);
         for (int r = 0; r < NR; ++r) {
           isum[i][r][0] = _mm512_dpbusd_epi32(isum[i][r][0], lo[r], bl);
-          isum[i][r][kParts - 1] = _mm512_dpbusd_epi32(isum[i][r][kParts - 1], hi[r], bh);
+          isum[i][r][kHi] = _mm512_dpbusd_epi32(isum[i][r][kHi], hi[r], bh);
         }
       }
     }
     for (int r = 0; r < NR; ++r) {
-      const __m512 ws =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + r * blocks * kQ4TileRows + b * kQ4TileRows)));
+      __m512 ws = _mm512_set1_ps(1.0f);
+      if constexpr (F != IntFmt::kI8)
+        ws = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + r * blocks * kTileRows + b * kTileRows)));
       for (int i = 0; i < MR; ++i) {
         __m512i d = isum[i][r][0];
-        if constexpr (kSplit) d = _mm512_add_epi32(d, isum[i][r][kParts - 1]);
-        const __m512 xs = _mm512_set1_ps(a.lane_scale.data()[(i0 + i) * lanes + b * 8]);
-        acc[i][r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(d), ws), xs, acc[i][r]);
+        if constexpr (kSplit) d = _mm512_add_epi32(d, isum[i][r][kHi]);
+        const __m512 xs = _mm512_set1_ps(a.block_scale.data()[(i0 + i) * blocks + b]);
+        __m512 df = _mm512_cvtepi32_ps(d);
+        if constexpr (F != IntFmt::kI8) df = _mm512_mul_ps(df, ws);
+        acc[i][r] = _mm512_fmadd_ps(df, xs, acc[i][r]);
       }
     }
   }
   for (int r = 0; r < NR; ++r) {
-    const int64_t n0 = (t + r) * kQ4TileRows;
+    const int64_t n0 = (t + r) * kTileRows;
     const int64_t left = w.n - n0;
-    const __mmask16 mk = left >= 16 ? 0xffff : static_cast<__mmask16>((1u << left) - 1);
+    const __mmask16 mk = left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
     const __m512 bv = bias ? _mm512_maskz_loadu_ps(mk, bias + n0) : _mm512_setzero_ps();
-    for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(y + i * ldy + n0, mk, _mm512_add_ps(acc[i][r], bv));
+    for (int i = 0; i < MR; ++i) {
+      __m512 out = acc[i][r];
+      if constexpr (F == IntFmt::kI8) out = _mm512_mul_ps(out, _mm512_loadu_ps(w.channel_scales.data() + n0));
+      _mm512_mask_storeu_ps(y + i * ldy + n0, mk, _mm512_add_ps(out, bv));
+    }
   }
 }
 
-template <int MR>
-inline void q4_rows(const PackedWeight& w, const QuantizedActs& a, int64_t i, int64_t t0, int64_t t1, float* y,
-                    const float* bias) {
+template <IntFmt F, int MR>
+inline void int_rows(const PackedWeight& w, const QuantizedActs& a, int64_t i, int64_t t0, int64_t t1, float* y,
+                     const float* bias) {
   int64_t t = t0;
   if constexpr (MR == 1) {
     // Decode: one tile at a time keeps the weight read a single sequential stream.
-    for (; t < t1; ++t) q4_tile<1, 1>(w, a, i, t, y + i * w.n, w.n, bias);
+    for (; t < t1; ++t) int_tile<F, 1, 1>(w, a, i, t, y + i * w.n, w.n, bias);
   } else {
-    for (; t + 2 <= t1; t += 2) q4_tile<MR, 2>(w, a, i, t, y + i * w.n, w.n, bias);
-    if (t < t1) q4_tile<MR, 1>(w, a, i, t, y + i * w.n, w.n, bias);
+    for (; t + 2 <= t1; t += 2) int_tile<F, MR, 2>(w, a, i, t, y + i * w.n, w.n, bias);
+    if (t < t1) int_tile<F, MR, 1>(w, a, i, t, y + i * w.n, w.n, bias);
   }
 }
 
-// Tiles in pairs, all activation rows per pair: the pair's weights (≤ 24 KiB for K = 1536) stay in L1
-// while the activation rows stream from L2.
-void q4_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y, int64_t t0,
-              int64_t t1) {
-  for (int64_t tp = t0; tp < t1; tp += 2) {
-    const int64_t te = std::min(t1, tp + 2);
-    if (m == 1) {
-      q4_rows<1>(w, a, 0, tp, te, y, bias);
-      continue;
-    }
-    int64_t i = 0;
-    for (; i + 4 <= m; i += 4) q4_rows<4>(w, a, i, tp, te, y, bias);
-    switch (m - i) {
-      case 3: q4_rows<3>(w, a, i, tp, te, y, bias); break;
-      case 2: q4_rows<2>(w, a, i, tp, te, y, bias); break;
-      case 1: q4_rows<1>(w, a, i, tp, te, y, bias); break;
-      default: break;
-    }
-  }
-}
-
+// Tiles in pairs, all activation rows per pair: the pair's weights (24 KiB of q4_0 or 48 KiB of int8
+// for K = 1536) stay in L1/L2 while the activation rows stream past them.
 template <IntFmt F>
 void int_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y, int64_t t0,
                int64_t t1) {
-  for (int64_t tb = t0; tb < t1; tb += kBlockRows / 4) {
-    const int64_t te = std::min(t1, tb + kBlockRows / 4);
+  for (int64_t tp = t0; tp < t1; tp += 2) {
+    const int64_t te = std::min(t1, tp + 2);
+    if (m == 1) {
+      int_rows<F, 1>(w, a, 0, tp, te, y, bias);
+      continue;
+    }
     int64_t i = 0;
-    for (; i + 4 <= m; i += 4)
-      for (int64_t t = tb; t < te; ++t) int_tile<F, 4>(w, a, i, t, y + i * w.n, w.n, bias);
-    for (int64_t t = tb; t < te; ++t) {
-      switch (m - i) {
-        case 3: int_tile<F, 3>(w, a, i, t, y + i * w.n, w.n, bias); break;
-        case 2: int_tile<F, 2>(w, a, i, t, y + i * w.n, w.n, bias); break;
-        case 1: int_tile<F, 1>(w, a, i, t, y + i * w.n, w.n, bias); break;
-        default: break;
-      }
+    for (; i + 4 <= m; i += 4) int_rows<F, 4>(w, a, i, tp, te, y, bias);
+    switch (m - i) {
+      case 3: int_rows<F, 3>(w, a, i, tp, te, y, bias); break;
+      case 2: int_rows<F, 2>(w, a, i, tp, te, y, bias); break;
+      case 1: int_rows<F, 1>(w, a, i, tp, te, y, bias); break;
+      default: break;
     }
   }
 }
@@ -316,41 +264,33 @@ void int_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const f
 }  // namespace
 
 void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a) {
-  const int64_t kp = a.k_padded, lanes = kp / 4;
+  const int64_t kp = a.k_padded, blocks = kp / 32;
   const __m512i off = _mm512_set1_epi8(static_cast<char>(offset));
   for (int64_t i = 0; i < m; ++i) {
     const float* xr = x + i * k;
     int8_t* xq = a.xq.data() + i * kp;
-    float* ls = a.lane_scale.data() + i * lanes;
-    int32_t* lb = a.lane_bias.data() + i * lanes;
-    int32_t* bb = a.block_bias.data() + i * (kp / 32);
-    for (int64_t g = 0; g < kp; g += 64) {
-      __m128i bytes[4];
-      float sc[2];
-      for (int b = 0; b < 2; ++b) {
-        __m512 v[2];
-        for (int h = 0; h < 2; ++h) {
-          const int64_t e = g + b * 32 + h * 16;
-          const int64_t left = k - e;
-          const __mmask16 mk = left >= 16 ? 0xffff : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
-          v[h] = _mm512_maskz_loadu_ps(mk, xr + e);
-        }
-        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1])));
-        const float s = amax / 127.0f, inv = s != 0 ? 1.0f / s : 0.0f;
-        sc[b] = s;
-        const __m512 iv = _mm512_set1_ps(inv);
-        // cvtps rounds to nearest even (default MXCSR), as nearbyint does in the scalar path.
-        for (int h = 0; h < 2; ++h) bytes[b * 2 + h] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v[h], iv)));
+    float* bs = a.block_scale.data() + i * blocks;
+    int32_t* bb = a.block_bias.data() + i * blocks;
+    for (int64_t b = 0; b < blocks; ++b) {
+      __m512 v[2];
+      for (int h = 0; h < 2; ++h) {
+        const int64_t e = b * 32 + h * 16;
+        const int64_t left = k - e;
+        const __mmask16 mk = left >= 16 ? 0xffff : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
+        v[h] = _mm512_maskz_loadu_ps(mk, xr + e);
       }
-      const __m512i q = _mm512_inserti64x4(
-          _mm512_castsi256_si512(_mm256_set_m128i(bytes[1], bytes[0])), _mm256_set_m128i(bytes[3], bytes[2]), 1);
-      _mm512_storeu_si512(xq + g, q);
-      const __m512i lbv = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, q));
-      _mm512_storeu_si512(lb + g / 4, lbv);
-      bb[g / 32] = _mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(0x00ff, lbv));
-      bb[g / 32 + 1] = _mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(0xff00, lbv));
-      _mm512_storeu_ps(ls + g / 4, _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castps_si512(_mm512_set1_ps(sc[0])),
-                                                                       _mm256_castps_si256(_mm256_set1_ps(sc[1])), 1)));
+      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1])));
+      const float s = amax / 127.0f, inv = s != 0 ? 1.0f / s : 0.0f;
+      const __m512 iv = _mm512_set1_ps(inv);
+      // cvtps rounds to nearest even (default MXCSR), as the scalar path does.
+      const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v[0], iv)));
+      const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v[1], iv)));
+      const __m256i q = _mm256_set_m128i(q1, q0);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq + b * 32), q);
+      bs[b] = s;
+      // Σ offset·x over the block: vpdpbusd of the offset bytes against the 32 values, then a lane sum.
+      const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, _mm512_zextsi256_si512(q));
+      bb[b] = -_mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(0x00ff, sums));
     }
   }
 }
@@ -369,7 +309,7 @@ void linear_int_avx512(const PackedWeight& w, const QuantizedActs& a, int64_t m,
   switch (w.format) {
     case DType::kI8: int_range<IntFmt::kI8>(w, a, m, bias, y, t0, t1); break;
     case DType::kQ8_0: int_range<IntFmt::kQ8>(w, a, m, bias, y, t0, t1); break;
-    default: q4_range(w, a, m, bias, y, t0, t1); break;
+    default: int_range<IntFmt::kQ4>(w, a, m, bias, y, t0, t1); break;
   }
 }
 

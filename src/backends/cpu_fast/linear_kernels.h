@@ -26,10 +26,8 @@ void linear_int_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const
 void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a);
 
 // Packed-layout geometry shared by the packer and the kernels (see linear.h).
-inline int64_t tile_bytes(const PackedWeight& w) {
-  return w.format == DType::kQ4_0 ? (w.k_padded / 32) * 256   // [B][4][64]
-                                  : (w.k_padded / 64) * 256;  // [G][4][64]
-}
-inline constexpr int64_t kQ4TileRows = 16;
+inline constexpr int64_t kTileRows = 16;
+inline int64_t steps_per_block(DType f) { return f == DType::kQ4_0 ? 4 : 8; }  // 64-byte vectors per block
+inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 32) * steps_per_block(w.format) * 64; }
 
 }  // namespace hfs::cpu_fast::detail

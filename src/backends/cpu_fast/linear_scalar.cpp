@@ -33,64 +33,33 @@ void linear_float_scalar(const PackedWeight& w, const float* x, int64_t m, const
   }
 }
 
-namespace {
-
-// q4_0: tiles of 16 rows with the rows along the lanes (linear.h).
-void q4_scalar(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y, int64_t t0,
-               int64_t t1) {
-  const int64_t kp = w.k_padded, blocks = kp / 32;
+// Tiles of 16 rows with the rows along the lanes (linear.h); weights are used as signed values.
+void linear_int_scalar(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y,
+                       int64_t t0, int64_t t1) {
+  const int64_t kp = w.k_padded, blocks = kp / 32, steps = steps_per_block(w.format);
+  const bool q4 = w.format == DType::kQ4_0;
   for (int64_t t = t0; t < t1; ++t) {
     const uint8_t* tile = w.q.data() + t * tile_bytes(w);
-    for (int r = 0; r < kQ4TileRows; ++r) {
-      const int64_t n = t * kQ4TileRows + r;
+    for (int r = 0; r < kTileRows; ++r) {
+      const int64_t n = t * kTileRows + r;
       if (n >= w.n) break;
       for (int64_t i = 0; i < m; ++i) {
         const int8_t* xq = a.xq.data() + i * kp;
         float acc = 0;
         for (int64_t b = 0; b < blocks; ++b) {
           int32_t dot = 0;
-          for (int v = 0; v < 4; ++v)
+          for (int64_t v = 0; v < steps; ++v)
             for (int j = 0; j < 4; ++j) {
-              const uint8_t byte = tile[b * 256 + v * 64 + 4 * r + j];
-              dot += ((byte & 15) - 8) * xq[32 * b + 4 * v + j] + ((byte >> 4) - 8) * xq[32 * b + 16 + 4 * v + j];
+              const uint8_t byte = tile[(b * steps + v) * 64 + 4 * r + j];
+              const int8_t* xb = xq + 32 * b + 4 * v + j;
+              if (q4)
+                dot += ((byte & 15) - 8) * xb[0] + ((byte >> 4) - 8) * xb[16];
+              else
+                dot += (static_cast<int>(byte) - 128) * xb[0];
             }
-          const float s = a.lane_scale.data()[i * (kp / 4) + b * 8] *
-                          f16_to_f32(w.block_scales.data()[(t * blocks + b) * kQ4TileRows + r]);
+          float s = a.block_scale.data()[i * blocks + b];
+          if (w.format != DType::kI8) s *= f16_to_f32(w.block_scales.data()[(t * blocks + b) * kTileRows + r]);
           acc += static_cast<float>(dot) * s;
-        }
-        y[i * w.n + n] = acc + (bias ? bias[n] : 0.0f);
-      }
-    }
-  }
-}
-
-}  // namespace
-
-void linear_int_scalar(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y,
-                       int64_t t0, int64_t t1) {
-  if (w.format == DType::kQ4_0) {
-    q4_scalar(w, a, m, bias, y, t0, t1);
-    return;
-  }
-  const int64_t kp = w.k_padded, groups = kp / 64;
-  for (int64_t t = t0; t < t1; ++t) {
-    const uint8_t* tile = w.q.data() + t * tile_bytes(w);
-    for (int r = 0; r < 4; ++r) {
-      const int64_t n = t * 4 + r;
-      if (n >= w.n) break;
-      for (int64_t i = 0; i < m; ++i) {
-        const int8_t* xq = a.xq.data() + i * kp;
-        const float* ls = a.lane_scale.data() + i * (kp / 4);
-        float acc = 0;
-        for (int64_t g = 0; g < groups; ++g) {
-          const uint8_t* wr = tile + (g * 4 + r) * 64;
-          for (int b = 0; b < 2; ++b) {
-            int32_t dot = 0;
-            for (int e = 0; e < 32; ++e) dot += (static_cast<int>(wr[b * 32 + e]) - 128) * xq[g * 64 + b * 32 + e];
-            float s = ls[g * 16 + b * 8];
-            if (w.format != DType::kI8) s *= f16_to_f32(w.block_scales.data()[((t * groups + g) * 4 + r) * 2 + b]);
-            acc += static_cast<float>(dot) * s;
-          }
         }
         if (w.format == DType::kI8) acc *= w.channel_scales.data()[n];
         y[i * w.n + n] = acc + (bias ? bias[n] : 0.0f);

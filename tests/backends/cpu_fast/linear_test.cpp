@@ -124,9 +124,11 @@ TEST_P(CpuFastLinear, IntegerFormatsMatchDequantizedReference) {
     for (int64_t m : {1, 2, 5, 9})
       for (auto nk : {std::pair<int64_t, int64_t>{13, 96}, {40, 256}, {5, 32}}) check(f, m, nk.first, nk.second, 2);
   check(DType::kI8, 3, 7, 50, 1);  // per-channel i8 needs no 32-multiple
-  // Several 16-row q4_0 tiles (an odd count, the last one partly padding) under every row-block tail.
-  for (int64_t m : {4, 7, 17}) check(DType::kQ4_0, m, 83, 160, 2);
-  check(DType::kQ4_0, 6, 83, 160, 1);
+  // Several 16-row tiles (an odd count, the last one partly padding) under every row-block tail.
+  for (DType f : {DType::kI8, DType::kQ8_0, DType::kQ4_0}) {
+    for (int64_t m : {4, 7, 17}) check(f, m, 83, 160, 2);
+    check(f, 6, 83, 160, 1);
+  }
 }
 
 TEST_P(CpuFastLinear, DecodeShapesSingleAndTwoThreads) {
