@@ -82,10 +82,34 @@ class FastDelegate : public Delegate {
   // Which activation lin_scratch holds (value id, storage offset, padded k); reset every execute.
   int acts_value = -1, acts_offset = -1;
   int64_t acts_kp = -1;
+  // RoPE angles [T, r] of the step (the same positions and inv_freq for the q and k of every layer:
+  // computed once per execute, keyed by the two value ids and the scaling; reset every execute).
+  std::vector<float> rope_cs;
+  int rope_pos_value = -1, rope_freq_value = -1;
+  float rope_scaling = 0;
 
  private:
   Status run_step(const Step& s);
+  // Runs fn(r0, r1) over [0, rows) on the pool when rows × row_elems is worth splitting (prefill's
+  // [T, H] activations), on the calling thread otherwise (decode's single row).
+  template <typename Fn>
+  void for_rows(int64_t rows, int64_t row_elems, const Fn& fn);
 };
+
+template <typename Fn>
+void FastDelegate::for_rows(int64_t rows, int64_t row_elems, const Fn& fn) {
+  // Below ~64 Ki elements per task a pool job costs more than it saves: SmolLM2's 32-row prefill
+  // chunk ([32, 576] adds, RoPE, cache writes) got slower when split in two.
+  constexpr int64_t kPerTask = 65536;
+  const int64_t total = rows * row_elems;
+  const int64_t tasks =
+      pool && pool->size() > 1 && total >= 2 * kPerTask ? std::min<int64_t>({total / kPerTask, 4 * pool->size(), rows}) : 1;
+  if (tasks <= 1) {
+    fn(int64_t{0}, rows);
+    return;
+  }
+  pool->run(tasks, [&](int64_t t) { fn(rows * t / tasks, rows * (t + 1) / tasks); });
+}
 
 float* fp(const std::vector<void*>& p, int id) { return id < 0 ? nullptr : static_cast<float*>(p[static_cast<size_t>(id)]); }
 
@@ -119,6 +143,7 @@ Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const
   }
   std::fill(live_count.begin(), live_count.end(), -1);
   acts_value = -1;
+  rope_pos_value = rope_freq_value = -1;
   for (const Step& s : steps) {
     Status st = run_step(s);
     if (!st.ok()) return st.error().with_context("cpu_fast: " + s.label);
@@ -216,35 +241,49 @@ Status FastDelegate::run_step(const Step& s) {
     }
     case Op::kRmsNorm: {
       const int64_t d = ot.shape[ot.shape.rank() - 1];
-      rms_norm(static_cast<const float*>(in_p(0)), static_cast<const float*>(in_p(1)), n / d, d, s.f0, s.flag, y);
+      const auto* x = static_cast<const float*>(in_p(0));
+      const auto* w = static_cast<const float*>(in_p(1));
+      for_rows(n / d, d, [&](int64_t r0, int64_t r1) { rms_norm(x + r0 * d, w, r1 - r0, d, s.f0, s.flag, y + r0 * d); });
       return Ok{};
     }
     case Op::kSilu: silu(static_cast<const float*>(in_p(0)), n, y); return Ok{};
     case Op::kSiluMul: {
       const auto* g = static_cast<const float*>(in_p(0));
       const auto* u = static_cast<const float*>(in_p(1));
-      // Prefill's [T, I] is worth splitting across the pool; decode's single row is not.
-      constexpr int64_t kPerTask = 16384;
-      const int64_t tasks = pool && n >= 2 * kPerTask ? std::min<int64_t>(n / kPerTask, 4 * pool->size()) : 1;
-      if (tasks == 1) {
-        silu_mul(g, u, n, y);
-      } else {
-        pool->run(tasks, [&](int64_t t) {
-          const int64_t b = n * t / tasks / 16 * 16, e = t + 1 == tasks ? n : n * (t + 1) / tasks / 16 * 16;
-          silu_mul(g + b, u + b, e - b, y + b);
-        });
-      }
+      constexpr int64_t kRow = 64;  // split in runs of 64 elements (whole vectors)
+      for_rows((n + kRow - 1) / kRow, kRow, [&](int64_t r0, int64_t r1) {
+        const int64_t e0 = r0 * kRow, e1 = std::min(n, r1 * kRow);
+        silu_mul(g + e0, u + e0, e1 - e0, y + e0);
+      });
       return Ok{};
     }
     case Op::kGelu: gelu_tanh(static_cast<const float*>(in_p(0)), n, y); return Ok{};
-    case Op::kMul: mul(static_cast<const float*>(in_p(0)), static_cast<const float*>(in_p(1)), n, y); return Ok{};
-    case Op::kAdd: add(static_cast<const float*>(in_p(0)), static_cast<const float*>(in_p(1)), n, y); return Ok{};
+    case Op::kMul:
+    case Op::kAdd: {
+      const auto* a = static_cast<const float*>(in_p(0));
+      const auto* b = static_cast<const float*>(in_p(1));
+      constexpr int64_t kRow = 64;  // split in runs of 64 elements
+      for_rows((n + kRow - 1) / kRow, kRow, [&](int64_t r0, int64_t r1) {
+        const int64_t e0 = r0 * kRow, e1 = std::min(n, r1 * kRow);
+        (s.op == Op::kAdd ? add : mul)(a + e0, b + e0, e1 - e0, y + e0);
+      });
+      return Ok{};
+    }
     case Op::kScale: scale(static_cast<const float*>(in_p(0)), s.f0, n, y); return Ok{};
     case Op::kSoftcap: softcap(static_cast<const float*>(in_p(0)), s.f0, n, y); return Ok{};
     case Op::kRope: {
       const TensorType& x = in_t(0);
-      rope(static_cast<const float*>(in_p(0)), static_cast<const int32_t*>(in_p(1)), static_cast<const float*>(in_p(2)),
-           x.shape[1], x.shape[2], x.shape[3], 2 * in_t(2).shape[0], s.f0, y);
+      const int64_t T = x.shape[1], H = x.shape[2], D = x.shape[3], r = 2 * in_t(2).shape[0];
+      if (rope_pos_value != s.in[1] || rope_freq_value != s.in[2] || rope_scaling != s.f0) {
+        rope_angles(static_cast<const int32_t*>(in_p(1)), static_cast<const float*>(in_p(2)), T, r, s.f0, rope_cs.data());
+        rope_pos_value = s.in[1];
+        rope_freq_value = s.in[2];
+        rope_scaling = s.f0;
+      }
+      const auto* xp = static_cast<const float*>(in_p(0));
+      for_rows(T, H * D, [&](int64_t t0, int64_t t1) {
+        rope_apply(xp + t0 * H * D, rope_cs.data() + t0 * r, t1 - t0, H, D, r, y + t0 * H * D);
+      });
       return Ok{};
     }
     case Op::kEmbedding: {
@@ -269,7 +308,21 @@ Status FastDelegate::run_step(const Step& s) {
           return make_error(ErrorCode::kExecution, "slot " + std::to_string(slots[i]) + " for row " + std::to_string(i) +
                                                        " is outside the cache (" + std::to_string(S) + " slots)");
       // The output aliases the cache: writing through it updates the caller's state buffer in place.
-      kv_cache_write(y, c.dtype, static_cast<const float*>(in_p(1)), slots, T, c.shape[1], S, c.shape[3]);
+      const auto* rows = static_cast<const float*>(in_p(1));
+      const int64_t H = c.shape[1], D = c.shape[3];
+      // Rows are written in parallel only when no slot repeats (then order cannot matter); the contract's
+      // slots always increase, anything else keeps the sequential last-write-wins order.
+      bool increasing = true;
+      for (int64_t i = 0, last = -1; i < T && increasing; ++i)
+        if (slots[i] >= 0) {
+          increasing = slots[i] > last;
+          last = slots[i];
+        }
+      auto write = [&](int64_t t0, int64_t t1) { kv_cache_write(y, c.dtype, rows + t0 * H * D, slots + t0, t1 - t0, H, S, D); };
+      if (increasing)
+        for_rows(T, H * D, write);
+      else
+        write(0, T);
       return Ok{};
     }
     case Op::kReshape: return Ok{};  // pure view
@@ -600,7 +653,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   d->arena = std::move(*arena);
 
   // Scratch sized for the largest integer linear and attention.
-  int64_t kp = 0, rows = 0, attn = 0, attn_group = 0, attn_d = 0;
+  int64_t kp = 0, rows = 0, attn = 0, attn_group = 0, attn_d = 0, rope = 0;
   bool mixed_attn = false;  // layers with different group sizes or D: no split scratch (decode never splits)
   for (const Step& s : d->steps) {
     if (s.op == Op::kLinear && d->weights[static_cast<size_t>(s.weight)]->is_integer()) {
@@ -608,6 +661,9 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
       kp = std::max(kp, w.k_padded);
       rows = std::max(rows, d->vals[static_cast<size_t>(s.in[0])].type.shape.numel() / w.k);
     }
+    if (s.op == Op::kRope)
+      rope = std::max(rope, d->vals[static_cast<size_t>(s.in[0])].type.shape[1] * 2 *
+                                d->vals[static_cast<size_t>(s.in[2])].type.shape[0]);
     if (s.op == Op::kAttention) {
       const TensorType& q = d->vals[static_cast<size_t>(s.in[0])].type;
       const TensorType& k = d->vals[static_cast<size_t>(s.in[1])].type;
@@ -622,6 +678,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   }
   try {
     if (kp > 0) d->lin_scratch = LinearScratch(kp, rows);
+    d->rope_cs.assign(static_cast<size_t>(rope), 0.0f);
     if (attn > 0) d->attn_scratch = AttentionScratch(pool_->size(), attn_group, (attn + attn_group - 1) / attn_group, mixed_attn ? 0 : attn_d);
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate kernel scratch");

@@ -9,6 +9,7 @@
 namespace hfs::cpu_fast {
 
 void rms_norm(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y) {
+  if (active_isa() == Isa::kAvx512) return detail::rms_norm_avx512(x, w, rows, d, eps, unit_offset, y);
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * d;
     float* yr = y + r * d;
@@ -49,27 +50,42 @@ void softcap(const float* x, float cap, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i] / cap) * cap;
 }
 
-void rope(const float* x, const int32_t* positions, const float* inv_freq, int64_t t, int64_t h, int64_t d, int64_t r,
-          float attention_scaling, float* y) {
+void rope_angles(const int32_t* positions, const float* inv_freq, int64_t t, int64_t r, float attention_scaling,
+                 float* cs) {
   const int64_t half = r / 2;
   for (int64_t ti = 0; ti < t; ++ti) {
     const float pos = static_cast<float>(positions[ti]);
     for (int64_t i = 0; i < half; ++i) {
       // f32 angle, as HF computes (inv_freq · position) in f32.
       const float ang = pos * inv_freq[i];
-      const float c = std::cos(ang) * attention_scaling, s = std::sin(ang) * attention_scaling;
-      for (int64_t hi = 0; hi < h; ++hi) {
-        const float* xr = x + (ti * h + hi) * d;
-        float* yr = y + (ti * h + hi) * d;
-        const float x1 = xr[i], x2 = xr[i + half];
-        yr[i] = x1 * c - x2 * s;
-        yr[i + half] = x2 * c + x1 * s;
-      }
+      cs[ti * r + i] = std::cos(ang) * attention_scaling;
+      cs[ti * r + half + i] = std::sin(ang) * attention_scaling;
     }
-    if (r < d)
-      for (int64_t hi = 0; hi < h; ++hi)
-        std::memmove(y + (ti * h + hi) * d + r, x + (ti * h + hi) * d + r, static_cast<size_t>(d - r) * sizeof(float));
   }
+}
+
+void rope_apply(const float* x, const float* cs, int64_t t, int64_t h, int64_t d, int64_t r, float* y) {
+  if (active_isa() == Isa::kAvx512) return detail::rope_apply_avx512(x, cs, t, h, d, r, y);
+  const int64_t half = r / 2;
+  for (int64_t ti = 0; ti < t; ++ti) {
+    const float* c = cs + ti * r;
+    const float* sn = c + half;
+    for (int64_t hi = 0; hi < h; ++hi) {
+      const float* xr = x + (ti * h + hi) * d;
+      float* yr = y + (ti * h + hi) * d;
+      for (int64_t i = 0; i < half; ++i) {
+        const float x1 = xr[i], x2 = xr[i + half];
+        yr[i] = x1 * c[i] - x2 * sn[i];
+        yr[i + half] = x2 * c[i] + x1 * sn[i];
+      }
+      if (r < d) std::memmove(yr + r, xr + r, static_cast<size_t>(d - r) * sizeof(float));
+    }
+  }
+}
+
+void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n) {
+  if (active_isa() == Isa::kAvx512) return detail::f32_to_f16_avx512(src, dst, n);
+  for (int64_t e = 0; e < n; ++e) dst[e] = f32_to_f16(src[e]);
 }
 
 void embedding(const void* table, DType dtype, const float* scale, const int32_t* ids, int64_t t, int64_t h, float* y) {
@@ -108,8 +124,7 @@ void kv_cache_write(void* cache, DType dtype, const float* rows, const int32_t* 
       const float* src = rows + (i * hkv + h) * d;
       const int64_t off = (h * s + slot) * d;
       if (dtype == DType::kF16) {
-        uint16_t* dst = static_cast<uint16_t*>(cache) + off;
-        for (int64_t e = 0; e < d; ++e) dst[e] = f32_to_f16(src[e]);
+        f32_to_f16_row(src, static_cast<uint16_t*>(cache) + off, d);
       } else {
         std::memcpy(static_cast<float*>(cache) + off, src, static_cast<size_t>(d) * sizeof(float));
       }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu_fast/cpu_features.h"
+#include "isa_fixture.h"
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/thread_pool.h"
 
@@ -100,14 +101,7 @@ std::vector<float> causal_mask(int64_t T, int64_t S, int64_t start) {
   return m;
 }
 
-class CpuFastAttention : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (static_cast<int>(GetParam()) > static_cast<int>(detected_isa())) GTEST_SKIP() << "CPU lacks this ISA";
-    set_isa_cap(GetParam());
-  }
-  void TearDown() override { set_isa_cap(Isa::kAvx512); }
-};
+class CpuFastAttention : public IsaTest {};
 
 TEST_P(CpuFastAttention, MatchesReferenceDefinition) {
   for (bool f16 : {false, true}) {
@@ -162,8 +156,7 @@ TEST_P(CpuFastAttention, LiveSlotsSkipHiddenCacheEntries) {
   run_case({1, 2, 1, S, 64, true, 0.0f, m}, 2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, CpuFastAttention, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Isa, CpuFastAttention, all_isas(), isa_test_name);
 
 }  // namespace
 }  // namespace hfs::cpu_fast

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/cpu_fast/cpu_features.h"
+#include "isa_fixture.h"
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/quantize.h"
 #include "backends/cpu_fast/thread_pool.h"
@@ -104,14 +105,7 @@ void check(DType f, int64_t m, int64_t n, int64_t k, int threads) {
   }
 }
 
-class CpuFastLinear : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (static_cast<int>(GetParam()) > static_cast<int>(detected_isa())) GTEST_SKIP() << "CPU lacks this ISA";
-    set_isa_cap(GetParam());
-  }
-  void TearDown() override { set_isa_cap(Isa::kAvx512); }
-};
+class CpuFastLinear : public IsaTest {};
 
 TEST_P(CpuFastLinear, FloatFormatsMatchDoubleReference) {
   for (DType f : {DType::kF32, DType::kF16, DType::kBF16})
@@ -138,8 +132,7 @@ TEST_P(CpuFastLinear, DecodeShapesSingleAndTwoThreads) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, CpuFastLinear, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Isa, CpuFastLinear, all_isas(), isa_test_name);
 
 // Delegates that pack the same constant (a program's prefill and decode methods) share one copy; the
 // progress callback walks the source rows in order so the caller can release them; once every holder
