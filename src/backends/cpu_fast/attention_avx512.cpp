@@ -40,25 +40,67 @@ inline __m512 load_row(const void* base, bool f16, int64_t i) {
 template <int ND>
 constexpr int heads_per_pass() { return ND <= 4 ? 4 : ND <= 8 ? 2 : 1; }
 
-// D = 16·ND: each K row is loaded once per pass and feeds every head of the pass from registers.
+// Sums of 8 vectors → one 8-float vector (lane i = Σ a[i]): a transposing add tree of 24 shuffles/adds,
+// 3 per sum, where _mm512_reduce_add_ps costs ~8 per sum.
+inline __m256 reduce8(const __m512 a[8]) {
+  __m512 b[4];
+  for (int k = 0; k < 4; ++k)  // per 128-bit lane: (x, y, x, y) partials of a[2k] and a[2k+1]
+    b[k] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * k], a[2 * k + 1]), _mm512_unpackhi_ps(a[2 * k], a[2 * k + 1]));
+  __m512 c[2];
+  for (int j = 0; j < 2; ++j) {  // per 128-bit lane: partials of a[4j..4j+3]
+    const __m512d lo = _mm512_unpacklo_pd(_mm512_castps_pd(b[2 * j]), _mm512_castps_pd(b[2 * j + 1]));
+    const __m512d hi = _mm512_unpackhi_pd(_mm512_castps_pd(b[2 * j]), _mm512_castps_pd(b[2 * j + 1]));
+    c[j] = _mm512_add_ps(_mm512_castpd_ps(lo), _mm512_castpd_ps(hi));  // moved as pairs, added as floats
+  }
+  // 128-bit lanes: [c0.L0+c0.L1, c0.L2+c0.L3, c1.L0+c1.L1, c1.L2+c1.L3], then the two halves of each.
+  const __m512 d = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 e = _mm512_add_ps(_mm512_shuffle_f32x4(d, d, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f32x4(d, d, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_castps512_ps256(e);
+}
+
+// HB heads × 8 slots: each K vector is loaded once for the HB heads, each head's q vector once for the 8
+// slots, and the 8·HB dot products are reduced by the add tree (HB·8 accumulators + 8 K vectors fit
+// the 32 registers for HB ≤ 2).
+template <int ND, int HB>
+inline void scores_block8(const float* q, const void* k, bool f16, const int32_t* slots, int64_t n, float* out) {
+  constexpr int64_t d = 16 * ND;
+  __m512 acc[HB][8];
+  for (int h = 0; h < HB; ++h)
+    for (int s = 0; s < 8; ++s) acc[h][s] = _mm512_setzero_ps();
+  for (int e = 0; e < ND; ++e) {
+    __m512 kv[8];
+    for (int s = 0; s < 8; ++s) kv[s] = load_row(k, f16, static_cast<int64_t>(slots[s]) * d + 16 * e);
+    for (int h = 0; h < HB; ++h) {
+      const __m512 qv = _mm512_loadu_ps(q + h * d + 16 * e);
+      for (int s = 0; s < 8; ++s) acc[h][s] = _mm512_fmadd_ps(qv, kv[s], acc[h][s]);
+    }
+  }
+  for (int h = 0; h < HB; ++h) _mm256_storeu_ps(out + h * n, reduce8(acc[h]));
+}
+
+// D = 16·ND: blocks of 8 slots for pairs of heads; the last < 8 slots one at a time.
 template <int ND>
 void scores_nd(const float* q, int g, const void* k, bool f16, const int32_t* slots, int64_t n, float* out) {
-  constexpr int HB = heads_per_pass<ND>();
   constexpr int64_t d = 16 * ND;
-  for (int j0 = 0; j0 < g; j0 += HB) {
-    const int hb = g - j0 < HB ? g - j0 : HB;
-    __m512 qv[HB][ND];
-    for (int h = 0; h < HB; ++h)
-      for (int e = 0; e < ND; ++e) qv[h][e] = h < hb ? _mm512_loadu_ps(q + (j0 + h) * d + 16 * e) : _mm512_setzero_ps();
-    for (int64_t i = 0; i < n; ++i) {
+  for (int j0 = 0; j0 < g; j0 += 2) {
+    const int hb = g - j0 < 2 ? 1 : 2;
+    const float* qj = q + j0 * d;
+    float* oj = out + j0 * n;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      if (hb == 2)
+        scores_block8<ND, 2>(qj, k, f16, slots + i, n, oj + i);
+      else
+        scores_block8<ND, 1>(qj, k, f16, slots + i, n, oj + i);
+    }
+    for (; i < n; ++i) {
       const int64_t base = static_cast<int64_t>(slots[i]) * d;
-      __m512 kv[ND];
-      for (int e = 0; e < ND; ++e) kv[e] = load_row(k, f16, base + 16 * e);
-      for (int h = 0; h < HB; ++h) {
-        if (h >= hb) break;
-        __m512 acc = _mm512_mul_ps(qv[h][0], kv[0]);
-        for (int e = 1; e < ND; ++e) acc = _mm512_fmadd_ps(qv[h][e], kv[e], acc);
-        out[(j0 + h) * n + i] = _mm512_reduce_add_ps(acc);
+      for (int h = 0; h < hb; ++h) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int e = 0; e < ND; ++e) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qj + h * d + 16 * e), load_row(k, f16, base + 16 * e), acc);
+        oj[h * n + i] = _mm512_reduce_add_ps(acc);
       }
     }
   }
@@ -143,10 +185,15 @@ void attn_accum_avx512(const float* p, int g, const void* v, bool f16, int64_t d
 float attn_softmax_avx512(float* s, int64_t n, const float* mask, const int32_t* slots, float scale, float* max) {
   const __m512 sc = _mm512_set1_ps(scale);
   __m512 m = _mm512_set1_ps(-INFINITY);
+  // Live slots are ascending and distinct, so first..last spanning n entries means a contiguous run
+  // (every prefill and most decode steps): plain loads instead of a gather.
+  const bool contiguous = n > 0 && slots[n - 1] - slots[0] == n - 1;
+  const float* mrun = n > 0 ? mask + slots[0] : mask;
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 mk = tail_mask(n - i);
-    const __m512i idx = _mm512_maskz_loadu_epi32(mk, slots + i);
-    const __m512 mv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, idx, mask, 4);
+    const __m512 mv = contiguous ? _mm512_maskz_loadu_ps(mk, mrun + i)
+                                 : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, _mm512_maskz_loadu_epi32(mk, slots + i),
+                                                            mask, 4);
     const __m512 v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, s + i), sc, mv);
     _mm512_mask_storeu_ps(s + i, mk, v);
     m = _mm512_mask_max_ps(m, mk, m, v);

@@ -108,6 +108,8 @@ TEST_P(CpuFastAttention, MatchesReferenceDefinition) {
     run_case({5, 6, 2, 32, 40, f16, 0.0f, causal_mask(5, 32, 3)}, 2);       // prefill chunk, D tail
     run_case({1, 4, 4, 64, 64, f16, 0.0f, causal_mask(1, 64, 20)}, 1);      // decode, MHA
     run_case({3, 4, 1, 48, 16, f16, 2.0f, causal_mask(3, 48, 7)}, 2);       // softcap, MQA
+    run_case({32, 9, 3, 300, 64, f16, 0.0f, causal_mask(32, 300, 200)}, 2);  // SmolLM2 prefill chunk
+    run_case({7, 14, 2, 90, 128, f16, 0.0f, causal_mask(7, 90, 60)}, 2);      // g = 7, D = 128
   }
 }
 
