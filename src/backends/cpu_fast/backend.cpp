@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -54,7 +55,7 @@ struct Step {
   int out = -1;
   float f0 = 0, f1 = 0;  // eps / scale / cap / attention_scaling ...
   bool flag = false;     // unit_offset
-  int weight = -1;       // linear: index into packed weights
+  int weight = -1;       // linear: index into packed weights; i8 embedding: its table's packed copy
   int live = -1;         // attention: index into live-slot lists
   std::vector<int> batch;  // linear: later linear steps that read the same input and run with this one
   bool batched = false;    // linear: run by an earlier step's batch
@@ -109,6 +110,14 @@ void FastDelegate::for_rows(int64_t rows, int64_t row_elems, const Fn& fn) {
     return;
   }
   pool->run(tasks, [&](int64_t t) { fn(rows * t / tasks, rows * (t + 1) / tasks); });
+}
+
+// Packing progress → ConstantStore::release_pages of the bytes packing has finished reading.
+std::function<void(uint64_t)> page_releaser(const ConstantStore* store, const std::string& name) {
+  return [store, name, released = uint64_t{0}](uint64_t bytes) mutable {
+    if (store != nullptr && bytes > released) store->release_pages(name, released, bytes - released);
+    released = bytes;
+  };
 }
 
 float* fp(const std::vector<void*>& p, int id) { return id < 0 ? nullptr : static_cast<float*>(p[static_cast<size_t>(id)]); }
@@ -295,6 +304,10 @@ Status FastDelegate::run_step(const Step& s) {
           return make_error(ErrorCode::kExecution, "token id " + std::to_string(ids[i]) + " at position " +
                                                        std::to_string(i) + " is outside the vocabulary [0, " +
                                                        std::to_string(V) + ")");
+      if (s.weight >= 0) {
+        gather_rows_i8(*weights[static_cast<size_t>(s.weight)], ids, T, y);
+        return Ok{};
+      }
       const float* scale = table.dtype == DType::kI8 ? static_cast<const float*>(in_p(2)) : nullptr;
       embedding(in_p(0), table.dtype, scale, ids, T, table.shape[1], y);
       return Ok{};
@@ -541,13 +554,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
         } else {
           // Only the packed copy is read from now on: a file-mapped program drops the original's pages as
           // packing moves through it, so peak RSS holds one copy of the weights, not two.
-          const ConstantStore* store = sg.constants;
-          const std::string& cname = wv.name;
-          auto release = [store, &cname, released = uint64_t{0}](uint64_t bytes) mutable {
-            if (store != nullptr && bytes > released) store->release_pages(cname, released, bytes - released);
-            released = bytes;
-          };
-          auto pw = shared_packed_weight(wv.type.dtype, wv.ptr, n, k, scale, release);
+          auto pw = shared_packed_weight(wv.type.dtype, wv.ptr, n, k, scale, page_releaser(sg.constants, wv.name));
           if (!pw.ok()) return pw.error().with_context("cpu_fast: " + where);
           packed = std::move(*pw);
         }
@@ -559,6 +566,25 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
       default: break;
     }
     d->steps.push_back(std::move(s));
+  }
+
+  // An i8 embedding gathers its rows from the table's packed copy — the one a tied LM head uses (packing
+  // is shared process-wide, whichever delegate comes first packs): packing releases the table's pages,
+  // and gathering from the original would fault them back in (~20 µs per new token's page, and RSS
+  // creeping toward a second copy of the table over a long session).
+  for (Step& s : d->steps) {
+    if (s.op != Op::kEmbedding || s.in.size() < 3 || s.in[2] < 0) continue;
+    const Val& table = d->vals[static_cast<size_t>(s.in[0])];
+    const Val& scale = d->vals[static_cast<size_t>(s.in[2])];
+    if (table.kind != Val::kConst || scale.kind != Val::kConst || table.type.dtype != DType::kI8 ||
+        scale.type.shape.numel() != table.type.shape[0])
+      continue;
+    auto pw = shared_packed_weight(DType::kI8, table.ptr, table.type.shape[0], table.type.shape[1],
+                                   static_cast<const float*>(scale.ptr), page_releaser(sg.constants, table.name));
+    if (!pw.ok()) return pw.error().with_context("cpu_fast: " + s.label);
+    s.weight = static_cast<int>(d->weights.size());
+    d->weights.push_back(std::move(*pw));
+    d->weight_runtime_value.push_back(-1);
   }
 
   // Batches: linears with the same input and constant weights of one kind (all float, or all integer

@@ -84,6 +84,8 @@ Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int6
       return make_error(ErrorCode::kUnsupported, "cpu_fast: no kernel for weight dtype " + std::string(dtype_name(format)) +
                                                      " (supported: f32, f16, bf16, i8, q8_0, q4_0)");
   }
+  w.source = data;
+  w.source_scale = channel_scale;
   w.n_padded = round_up(n, w.tile_rows());
   w.k_padded = round_up(k, 64);
   const int64_t tiles = w.n_padded / w.tile_rows();
@@ -159,6 +161,18 @@ Result<std::shared_ptr<PackedWeight>> shared_packed_weight(DType format, const v
   for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() ? cache.erase(it) : std::next(it);
   cache[key] = sp;
   return sp;
+}
+
+void gather_rows_i8(const PackedWeight& w, const int32_t* ids, int64_t t, float* y) {
+  const int64_t tb = detail::tile_bytes(w);
+  for (int64_t i = 0; i < t; ++i) {
+    const int64_t row = ids[i];
+    const uint8_t* tile = w.q.data() + row / detail::kTileRows * tb + 4 * (row % detail::kTileRows);
+    const float s = w.channel_scales.data()[row];
+    float* yr = y + i * w.k;
+    // Element k sits in 64-byte vector k/4 of the tile (8 per 32-block), at byte k%4 of the row's lane.
+    for (int64_t k = 0; k < w.k; ++k) yr[k] = s * static_cast<float>(static_cast<int>(tile[(k / 4) * 64 + k % 4]) - 128);
+  }
 }
 
 LinearScratch::LinearScratch(int64_t k_padded, int64_t max_rows) {

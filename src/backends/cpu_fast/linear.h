@@ -62,6 +62,8 @@ struct PackedWeight {
   AlignedArray<uint8_t> q;      // integer formats: packed values
   AlignedArray<uint16_t> block_scales;  // q8_0 / q4_0
   AlignedArray<float> channel_scales;   // i8
+  const void* source = nullptr;         // integer formats: the bytes packed (identifies a tied embedding)
+  const float* source_scale = nullptr;  // i8: the per-channel scale given to pack_weight
 
   bool is_integer() const { return format == DType::kI8 || format == DType::kQ8_0 || format == DType::kQ4_0; }
   // Output rows per packed tile: the unit integer kernels and their thread split work in.
@@ -83,6 +85,11 @@ struct PackedWeight {
 [[nodiscard]] Result<std::shared_ptr<PackedWeight>> shared_packed_weight(DType format, const void* data, int64_t n,
                                                                          int64_t k, const float* channel_scale,
                                                                          const std::function<void(uint64_t)>& done = nullptr);
+
+// Rows ids[i] of an i8 weight [n, k] as f32 (row · its channel scale), read from the packed copy: an
+// i8 embedding (tied to the LM head or not) gathers its rows there, so the original table's released
+// pages are never faulted back in. Bit-identical to dequantizing the original. ids must be in [0, n).
+void gather_rows_i8(const PackedWeight& w, const int32_t* ids, int64_t t, float* y);
 
 // Activation rows quantized per 32-block (owned scratch sized at load; `quantize` never allocates).
 struct QuantizedActs {

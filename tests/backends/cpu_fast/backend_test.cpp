@@ -91,7 +91,7 @@ struct Formats {
 
 // One Llama-style block: embedding → rms_norm → q/k/v → rope → cache write → attention → o → residual
 // → rms_norm → silu(gate)·up → down → residual.
-MethodDef block(int64_t T, bool i8_v) {
+MethodDef block(int64_t T, bool i8_v, bool i8_embed) {
   MethodDef m;
   m.name = "step";
   m.inputs = {{"ids", {DType::kI32, {1, T}}, IORole::kInput, ""},
@@ -104,7 +104,10 @@ MethodDef block(int64_t T, bool i8_v) {
     m.nodes.push_back({std::move(op), std::move(in), {std::move(out)}, std::move(a)});
   };
   Attrs eps{{"eps", Value(1e-5)}};
-  node("embedding", {"embed", "ids"}, "x");
+  if (i8_embed)
+    node("embedding", {"embed", "ids", "embed.scale"}, "x");  // gathered from the table's packed copy
+  else
+    node("embedding", {"embed", "ids"}, "x");
   node("rms_norm", {"x", "norm"}, "h", eps);
   node("linear", {"h", "wq", "bq"}, "q");
   node("linear", {"h", "wk"}, "k");
@@ -280,7 +283,7 @@ void run_block(const Formats& f, double tol, int threads) {
   for (int64_t T : {3, 1}) {
     SCOPED_TRACE("T=" + std::to_string(T));
     const bool i8 = f.v == DType::kI8;
-    MethodDef m = block(T, i8);
+    MethodDef m = block(T, i8, f.embed == DType::kI8);
     auto del = be.compile(subgraph_of(m, st));
     ASSERT_TRUE(del.ok()) << del.error().to_string();
     std::vector<int32_t> ids, pos, slots;
@@ -328,6 +331,11 @@ TEST(CpuFastBackend, QuantizedWeightBlockMatchesReference) {
     run_block({DType::kF16, DType::kQ4_0, DType::kQ8_0, DType::kI8, DType::kQ4_0, DType::kQ4_0, DType::kQ8_0,
                DType::kQ4_0},
               1e-3, threads);
+}
+
+TEST(CpuFastBackend, Int8EmbeddingBlockMatchesReference) {
+  run_block({DType::kI8, DType::kQ4_0, DType::kQ8_0, DType::kI8, DType::kQ4_0, DType::kQ4_0, DType::kQ8_0, DType::kQ4_0},
+            1e-3, 2);
 }
 
 TEST(CpuFastBackend, SupportsAndSettings) {

@@ -237,6 +237,29 @@ TEST(CpuFastLinearBatch, MatchesSeparateLinears) {
   }
 }
 
+// A tied embedding's rows come from the packed LM head: exactly the rows of the original, dequantized.
+TEST(CpuFastPack, GatherRowsI8FromPackedCopyEqualsOriginalRows) {
+  const int64_t n = 37, k = 100;  // a partial last tile and K padding
+  std::mt19937 rng(4);
+  std::vector<int8_t> q(static_cast<size_t>(n * k));
+  std::vector<float> scale(static_cast<size_t>(n));
+  for (auto& v : q) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  for (auto& v : scale) v = 0.001f * static_cast<float>(1 + rng() % 1000);
+  auto pw = pack_weight(DType::kI8, q.data(), n, k, scale.data());
+  ASSERT_TRUE(pw.ok()) << pw.error().to_string();
+  EXPECT_EQ(pw->source, q.data());
+  EXPECT_EQ(pw->source_scale, scale.data());
+  const std::vector<int32_t> ids = {0, 36, 15, 16, 0, 22};
+  std::vector<float> y(ids.size() * static_cast<size_t>(k), -1.0f);
+  gather_rows_i8(*pw, ids.data(), static_cast<int64_t>(ids.size()), y.data());
+  for (size_t i = 0; i < ids.size(); ++i)
+    for (int64_t e = 0; e < k; ++e) {
+      const size_t src = static_cast<size_t>(ids[i] * k + e);
+      ASSERT_EQ(y[i * static_cast<size_t>(k) + static_cast<size_t>(e)], scale[static_cast<size_t>(ids[i])] * static_cast<float>(q[src]))
+          << "id " << ids[i] << " elem " << e;
+    }
+}
+
 TEST(CpuFastPack, RejectsBadInput) {
   std::vector<uint8_t> buf(1024);
   auto r = pack_weight(DType::kQ4_0, buf.data(), 4, 40, nullptr);
