@@ -59,6 +59,8 @@ struct Step {
   int live = -1;         // attention: index into live-slot lists
   std::vector<int> batch;  // linear: later linear steps that read the same input and run with this one
   bool batched = false;    // linear: run by an earlier step's batch
+  int glu_out = -1;        // linear batch of gate + up: also writes silu(gate)·up to this value
+  bool glu_gate_first = true;  // the lead is the gate (else the up projection)
 };
 
 class FastDelegate : public Delegate {
@@ -206,7 +208,10 @@ Status FastDelegate::run_step(const Step& s) {
           acts_offset = act_offset(w.format);
           acts_kp = w.k_padded;
         }
-        linear_batch(std::span<const LinearJob>(jobs, s.batch.size() + 1), x, &a, m, pool.get());
+        if (s.glu_out >= 0)
+          linear_glu(jobs[s.glu_gate_first ? 0 : 1], jobs[s.glu_gate_first ? 1 : 0], x, &a, m, fp(ptr, s.glu_out), pool.get());
+        else
+          linear_batch(std::span<const LinearJob>(jobs, s.batch.size() + 1), x, &a, m, pool.get());
       } else if (!w.is_integer()) {
         linear(w, x, m, bias, y, lin_scratch, pool.get());
       } else {
@@ -626,6 +631,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
     for (int v : s.in)
       if (v >= 0) ++uses[static_cast<size_t>(v)];
   // Fuse silu(a) → b, mul(b, c) → y into silu_mul(a, c) → y when b has no other reader.
+  std::vector<bool> dead(d->steps.size(), false);  // steps fusion turned into no-ops
   for (size_t i = 0; i + 1 < d->steps.size(); ++i) {
     Step& a = d->steps[i];
     if (a.op != Op::kSilu) continue;
@@ -639,8 +645,41 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
       m.in = {a.in[0], other};
       a.op = Op::kReshape;  // now dead: a no-op
       a.in = {a.in[0]};
+      dead[i] = true;
       d->vals[static_cast<size_t>(b)].kind = Val::kAlias;
       d->vals[static_cast<size_t>(b)].root = a.in[0];
+      break;
+    }
+  }
+  // Fuse gate/up + silu·mul: when silu_mul reads exactly the two outputs of a two-linear batch (gate and
+  // up of one MLP, nobody else reading them), each task of the batch applies silu·up to the columns it
+  // just produced, while they are in its cache — no separate pass over [T, I], no pool job, and no reads
+  // of the other core's columns. The silu_mul step becomes a no-op; its output is born at the batch.
+  std::fill(uses.begin(), uses.end(), 0);
+  for (size_t i = 0; i < d->steps.size(); ++i)
+    if (!dead[i])
+      for (int v : d->steps[i].in)
+        if (v >= 0) ++uses[static_cast<size_t>(v)];
+  for (size_t i = 0; i < d->steps.size(); ++i) {
+    Step& lead = d->steps[i];
+    if (lead.op != Op::kLinear || lead.batch.size() != 1) continue;
+    const Step& member = d->steps[static_cast<size_t>(lead.batch[0])];
+    const PackedWeight& lw = *d->weights[static_cast<size_t>(lead.weight)];
+    const PackedWeight& mw = *d->weights[static_cast<size_t>(member.weight)];
+    if (lw.n != mw.n) continue;
+    for (size_t j = static_cast<size_t>(lead.batch[0]) + 1; j < d->steps.size(); ++j) {
+      Step& sm = d->steps[j];
+      if (sm.op != Op::kSiluMul) continue;
+      const bool gate_first = sm.in[0] == lead.out && sm.in[1] == member.out;
+      if (!gate_first && !(sm.in[0] == member.out && sm.in[1] == lead.out)) continue;
+      bool ok = true;
+      for (int v : {lead.out, member.out})
+        ok = ok && uses[static_cast<size_t>(v)] == 1 && d->vals[static_cast<size_t>(v)].output < 0;
+      if (!ok) break;
+      lead.glu_out = sm.out;
+      lead.glu_gate_first = gate_first;
+      sm.op = Op::kReshape;  // now a no-op; its inputs stay listed so gate/up live until here
+      d->vals[static_cast<size_t>(sm.out)].def = static_cast<int>(i);
       break;
     }
   }

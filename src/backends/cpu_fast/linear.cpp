@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "backends/cpu_fast/cpu_features.h"
+#include "backends/cpu_fast/elementwise.h"
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/linear_kernels.h"
 #include "backends/cpu_fast/quantize.h"
@@ -302,6 +303,38 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
     pool->run(total_tasks, body);
   else
     for (int64_t t = 0; t < total_tasks; ++t) body(t);
+}
+
+void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, const QuantizedActs* acts, int64_t m,
+                float* y, ThreadPool* pool) {
+  const Isa isa = active_isa();
+  const bool integer = gate.w->is_integer();
+  auto fkern = isa == Isa::kAvx512 ? detail::linear_float_avx512
+               : isa == Isa::kAvx2 ? detail::linear_float_avx2
+                                   : detail::linear_float_scalar;
+  auto ikern = isa == Isa::kAvx512 ? detail::linear_int_avx512
+               : isa == Isa::kAvx2 ? detail::linear_int_avx2
+                                   : detail::linear_int_scalar;
+  const int64_t n = gate.w->n;
+  const int64_t cols = integer ? gate.w->tile_rows() : 4;  // columns per unit
+  const int64_t units = (n + cols - 1) / cols;
+  const int threads = pool != nullptr ? pool->size() : 1;
+  const int64_t tasks = threads == 1 ? 1 : std::min<int64_t>(units, threads * 8);
+  auto body = [&](int64_t t) {
+    const int64_t u0 = units * t / tasks, u1 = units * (t + 1) / tasks;
+    for (const LinearJob* j : {&gate, &up}) {
+      if (integer)
+        ikern(*j->w, *acts, m, j->bias, j->y, u0, u1);
+      else
+        fkern(*j->w, x, m, j->bias, j->y, u0 * cols, std::min(n, u1 * cols));
+    }
+    const int64_t c0 = u0 * cols, c1 = std::min(n, u1 * cols);
+    for (int64_t i = 0; i < m; ++i) silu_mul(gate.y + i * n + c0, up.y + i * n + c0, c1 - c0, y + i * n + c0);
+  };
+  if (pool != nullptr && tasks > 1)
+    pool->run(tasks, body);
+  else
+    body(0);
 }
 
 }  // namespace hfs::cpu_fast

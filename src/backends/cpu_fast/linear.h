@@ -132,6 +132,13 @@ struct LinearJob {
 void linear_batch(std::span<const LinearJob> jobs, const float* x, const QuantizedActs* acts, int64_t m,
                   ThreadPool* pool);
 
+// The gate/up projections of a gated MLP fused with silu(gate)·up: gate.y and up.y [m, n] are written as
+// by linear_batch, and y [m, n] = silu(gate.y)·up.y, each task finishing the columns it produced while
+// they are in its cache. Both weights have the same n and are both float (x is read) or both integer
+// (acts as for linear_batch). Bit-identical to linear_batch followed by silu_mul. Does not allocate.
+void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, const QuantizedActs* acts, int64_t m,
+                float* y, ThreadPool* pool);
+
 // Quantizes rows of x [m, k] (k ≤ acts.k_padded; the rest is zero) for weights stored with `offset`.
 void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& acts);
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/cpu_fast/cpu_features.h"
+#include "backends/cpu_fast/elementwise.h"
 #include "isa_fixture.h"
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/quantize.h"
@@ -175,6 +176,7 @@ TEST(CpuFastPack, SharedPackedWeightIsPackedOncePerSource) {
 // A batch (q/k/v-like: one big and two small weights, with and without bias) gives bit-identical results
 // to running each linear alone, for float and integer formats, decode and prefill row counts, 1 and 2
 // threads; the task split across weights must not drop or double a row.
+// linear_batch and linear_glu give exactly what separate linear() calls (and silu_mul) give.
 TEST(CpuFastLinearBatch, MatchesSeparateLinears) {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -232,6 +234,14 @@ TEST(CpuFastLinearBatch, MatchesSeparateLinears) {
         for (size_t j = 0; j < 3; ++j) jobs[j] = {&ws[j], j == 1 ? nullptr : biases[j].data(), batched[j].data()};
         linear_batch(jobs, x.data(), &scratch.acts, m, &pool);
         for (size_t j = 0; j < 3; ++j) EXPECT_EQ(batched[j], alone[j]) << "weight " << j;
+        // Weights 1 and 2 (same n) as the gate and up of a gated MLP: linear_glu also writes silu(g)·u.
+        std::vector<float> g(alone[1].size(), -3.0f), u(g.size(), -3.0f), y(g.size(), -3.0f), want(g.size());
+        silu_mul(alone[1].data(), alone[2].data(), static_cast<int64_t>(g.size()), want.data());
+        linear_glu({&ws[1], nullptr, g.data()}, {&ws[2], biases[2].data(), u.data()}, x.data(), &scratch.acts, m,
+                   y.data(), &pool);
+        EXPECT_EQ(g, alone[1]);
+        EXPECT_EQ(u, alone[2]);
+        EXPECT_EQ(y, want);
       }
     }
   }
