@@ -42,6 +42,22 @@ namespace {
 
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+// The kernels of the ISA dispatch picked (per call: tests cap the ISA at run time).
+detail::FloatKernel float_kernel() {
+  switch (active_isa()) {
+    case Isa::kAvx512: return detail::linear_float_avx512;
+    case Isa::kAvx2: return detail::linear_float_avx2;
+    default: return detail::linear_float_scalar;
+  }
+}
+detail::IntKernel int_kernel() {
+  switch (active_isa()) {
+    case Isa::kAvx512: return detail::linear_int_avx512;
+    case Isa::kAvx2: return detail::linear_int_avx2;
+    default: return detail::linear_int_scalar;
+  }
+}
+
 // Pool tasks for a job streaming `bytes` of weights against m activation rows, at most `units`: up to 8
 // per thread, so a core another process takes holds back little work, but at least kTaskWork
 // weight-bytes × rows each. A decode GEMV over a small weight (SmolLM2-135M's 576×576 q4_0 is 186 KB)
@@ -235,12 +251,9 @@ void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedAc
 
 void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, LinearScratch& scratch,
             ThreadPool* pool) {
-  const Isa isa = active_isa();
   const int threads = pool ? pool->size() : 1;
   if (!w.is_integer()) {
-    auto kern = isa == Isa::kAvx512 ? detail::linear_float_avx512
-                : isa == Isa::kAvx2 ? detail::linear_float_avx2
-                                    : detail::linear_float_scalar;
+    const detail::FloatKernel kern = float_kernel();
     const int64_t units = (w.n + 3) / 4;
     const int64_t chunks = task_count(w.weight_bytes(), m, units, threads);
     auto body = [&](int64_t c) {
@@ -259,11 +272,8 @@ void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias,
 
 void linear_quantized(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y,
                       ThreadPool* pool) {
-  const Isa isa = active_isa();
   const int threads = pool ? pool->size() : 1;
-  auto kern = isa == Isa::kAvx512 ? detail::linear_int_avx512
-              : isa == Isa::kAvx2 ? detail::linear_int_avx2
-                                  : detail::linear_int_scalar;
+  const detail::IntKernel kern = int_kernel();
   const int64_t tiles = w.n_padded / w.tile_rows();
   const int64_t chunks = task_count(w.weight_bytes(), m, tiles, threads);
   auto body = [&](int64_t c) { kern(w, a, m, bias, y, tiles * c / chunks, tiles * (c + 1) / chunks); };
@@ -282,14 +292,9 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
     linear_batch(jobs.subspan(kMaxJobs), x, acts, m, pool);
     return;
   }
-  const Isa isa = active_isa();
   const bool integer = jobs[0].w->is_integer();
-  auto fkern = isa == Isa::kAvx512 ? detail::linear_float_avx512
-               : isa == Isa::kAvx2 ? detail::linear_float_avx2
-                                   : detail::linear_float_scalar;
-  auto ikern = isa == Isa::kAvx512 ? detail::linear_int_avx512
-               : isa == Isa::kAvx2 ? detail::linear_int_avx2
-                                   : detail::linear_int_scalar;
+  const detail::FloatKernel fkern = float_kernel();
+  const detail::IntKernel ikern = int_kernel();
   // Units: packed tiles (integer) or groups of 4 rows (float). The task budget (8 per thread) is
   // shared out in proportion to each weight's units, at least one task each.
   const int threads = pool != nullptr ? pool->size() : 1;
@@ -324,14 +329,9 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
 
 void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, const QuantizedActs* acts, int64_t m,
                 float* y, ThreadPool* pool) {
-  const Isa isa = active_isa();
   const bool integer = gate.w->is_integer();
-  auto fkern = isa == Isa::kAvx512 ? detail::linear_float_avx512
-               : isa == Isa::kAvx2 ? detail::linear_float_avx2
-                                   : detail::linear_float_scalar;
-  auto ikern = isa == Isa::kAvx512 ? detail::linear_int_avx512
-               : isa == Isa::kAvx2 ? detail::linear_int_avx2
-                                   : detail::linear_int_scalar;
+  const detail::FloatKernel fkern = float_kernel();
+  const detail::IntKernel ikern = int_kernel();
   const int64_t n = gate.w->n;
   const int64_t cols = integer ? gate.w->tile_rows() : 4;  // columns per unit
   const int64_t units = (n + cols - 1) / cols;
