@@ -4,7 +4,7 @@
 // decode step, not from L3. GB/s = bytes of weights (+ scales) read per GEMV / best-of time.
 // Build (from the repository root, one command line; no CMake target so it never slows the normal build):
 //   g++ -O3 -std=c++20 -Iinclude -Isrc bench/kernel_bench.cpp src/backends/cpu_fast/{quantize,linear,linear_scalar,
-//     linear_avx2,linear_avx512,thread_pool,cpu_features,attention,attention_scalar,attention_avx2,attention_avx512}.cpp
+//     linear_avx2,linear_avx512,thread_pool,cpu_features,attention,attention_scalar,attention_avx2,attention_avx512,elementwise,elementwise_avx512}.cpp
 //     src/core/{error,dtype}.cpp -lopenblas -lpthread -o /tmp/kernel_bench
 //   /tmp/kernel_bench            # all formats, 1 and 2 threads, weights from DRAM
 //   /tmp/kernel_bench hot        # same, weights cache-resident (kernel compute ceiling)
