@@ -16,6 +16,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
 #endif
 
+#include "backends/cpu_fast/avx512_mask.h"
 #include "backends/cpu_fast/vec_exp_avx512.h"
 
 namespace hfs::cpu_fast::detail {
@@ -25,7 +26,6 @@ inline __m512 load16(const void* base, bool f16, int64_t i, __mmask16 mk) {
   if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, static_cast<const uint16_t*>(base) + i));
   return _mm512_maskz_loadu_ps(mk, static_cast<const float*>(base) + i);
 }
-inline __mmask16 tail_mask(int64_t left) { return left >= 16 ? 0xffff : static_cast<__mmask16>((1u << left) - 1); }
 
 }  // namespace
 

@@ -97,6 +97,12 @@ class FastDelegate : public Delegate {
   // [T, H] activations), on the calling thread otherwise (decode's single row).
   template <typename Fn>
   void for_rows(int64_t rows, int64_t row_elems, const Fn& fn);
+  // for_rows over n elements of a flat tensor: fn(e0, e1), split in runs of whole 64-float blocks.
+  template <typename Fn>
+  void for_elements(int64_t n, const Fn& fn) {
+    constexpr int64_t kRun = 64;
+    for_rows((n + kRun - 1) / kRun, kRun, [&](int64_t r0, int64_t r1) { fn(r0 * kRun, std::min(n, r1 * kRun)); });
+  }
 };
 
 template <typename Fn>
@@ -171,7 +177,7 @@ Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const
 }
 
 size_t FastDelegate::scratch_bytes() const {
-  size_t b = arena.size() + lin_scratch.bytes() + attn_scratch.scores.size() * 4;
+  size_t b = arena.size() + lin_scratch.bytes() + attn_scratch.scores.size() * 4 + rope_cs.size() * 4;
   for (const auto& w : weights) b += w->is_integer() ? w->weight_bytes() : 0;
   for (const auto& l : live_lists) b += l.size() * 4;
   return b;
@@ -264,11 +270,7 @@ Status FastDelegate::run_step(const Step& s) {
     case Op::kSiluMul: {
       const auto* g = static_cast<const float*>(in_p(0));
       const auto* u = static_cast<const float*>(in_p(1));
-      constexpr int64_t kRow = 64;  // split in runs of 64 elements (whole vectors)
-      for_rows((n + kRow - 1) / kRow, kRow, [&](int64_t r0, int64_t r1) {
-        const int64_t e0 = r0 * kRow, e1 = std::min(n, r1 * kRow);
-        silu_mul(g + e0, u + e0, e1 - e0, y + e0);
-      });
+      for_elements(n, [&](int64_t e0, int64_t e1) { silu_mul(g + e0, u + e0, e1 - e0, y + e0); });
       return Ok{};
     }
     case Op::kGelu: gelu_tanh(static_cast<const float*>(in_p(0)), n, y); return Ok{};
@@ -276,11 +278,7 @@ Status FastDelegate::run_step(const Step& s) {
     case Op::kAdd: {
       const auto* a = static_cast<const float*>(in_p(0));
       const auto* b = static_cast<const float*>(in_p(1));
-      constexpr int64_t kRow = 64;  // split in runs of 64 elements
-      for_rows((n + kRow - 1) / kRow, kRow, [&](int64_t r0, int64_t r1) {
-        const int64_t e0 = r0 * kRow, e1 = std::min(n, r1 * kRow);
-        (s.op == Op::kAdd ? add : mul)(a + e0, b + e0, e1 - e0, y + e0);
-      });
+      for_elements(n, [&](int64_t e0, int64_t e1) { (s.op == Op::kAdd ? add : mul)(a + e0, b + e0, e1 - e0, y + e0); });
       return Ok{};
     }
     case Op::kScale: scale(static_cast<const float*>(in_p(0)), s.f0, n, y); return Ok{};

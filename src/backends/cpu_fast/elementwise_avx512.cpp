@@ -16,6 +16,7 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
 #endif
 
+#include "backends/cpu_fast/avx512_mask.h"
 #include "backends/cpu_fast/vec_exp_avx512.h"
 
 namespace hfs::cpu_fast::detail {
@@ -23,18 +24,12 @@ namespace hfs::cpu_fast::detail {
 void silu_mul_avx512(const float* gate, const float* up, int64_t n, float* y) {
   const __m512 one = _mm512_set1_ps(1.0f);
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 mk = n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __mmask16 mk = tail_mask(n - i);
     const __m512 g = _mm512_maskz_loadu_ps(mk, gate + i);
     const __m512 s = _mm512_div_ps(g, _mm512_add_ps(one, exp512(_mm512_sub_ps(_mm512_setzero_ps(), g))));
     _mm512_mask_storeu_ps(y + i, mk, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(mk, up + i)));
   }
 }
-
-namespace {
-inline __mmask16 tail_mask(int64_t left) {
-  return left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
-}
-}  // namespace
 
 void rms_norm_avx512(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y) {
   const __m512 one = _mm512_set1_ps(1.0f);

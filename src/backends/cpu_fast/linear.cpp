@@ -65,6 +65,15 @@ detail::IntKernel int_kernel() {
 // SmolLM2-135M int4 decode, 5 interleaved runs, medians 188 (16 tasks always) / 217 (this) / 231
 // (2 tasks always) tok/s; with a spinning process on one core all three gave 110-150. Qwen2.5-0.5B
 // decode and prefill (larger weights, so mostly 16 tasks either way) did not change.
+// body(t) for t in [0, tasks): on the pool when there is one and more than one task, else inline.
+template <typename Fn>
+void run_tasks(ThreadPool* pool, int64_t tasks, const Fn& body) {
+  if (pool != nullptr && tasks > 1)
+    pool->run(tasks, body);
+  else
+    for (int64_t t = 0; t < tasks; ++t) body(t);
+}
+
 int64_t task_count(size_t bytes, int64_t m, int64_t units, int threads) {
   constexpr int64_t kTaskWork = int64_t{256} << 10;
   if (threads <= 1) return 1;
@@ -117,9 +126,9 @@ Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int6
   }
   w.source = data;
   w.source_scale = channel_scale;
-  w.n_padded = round_up(n, w.tile_rows());
+  w.n_padded = round_up(n, detail::kTileRows);
   w.k_padded = round_up(k, 64);
-  const int64_t tiles = w.n_padded / w.tile_rows();
+  const int64_t tiles = w.n_padded / detail::kTileRows;
   const int64_t blocks = w.k_padded / 32;  // per row, padding included
   try {
     // Not zeroed: the loops below write every byte, padding included.
@@ -260,10 +269,7 @@ void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias,
       const int64_t u0 = units * c / chunks, u1 = units * (c + 1) / chunks;
       kern(w, x, m, bias, y, u0 * 4, std::min(w.n, u1 * 4));
     };
-    if (pool && chunks > 1)
-      pool->run(chunks, body);
-    else
-      body(0);
+    run_tasks(pool, chunks, body);
     return;
   }
   quantize_acts(x, m, w.k, act_offset(w.format), scratch.acts);
@@ -274,13 +280,10 @@ void linear_quantized(const PackedWeight& w, const QuantizedActs& a, int64_t m, 
                       ThreadPool* pool) {
   const int threads = pool ? pool->size() : 1;
   const detail::IntKernel kern = int_kernel();
-  const int64_t tiles = w.n_padded / w.tile_rows();
+  const int64_t tiles = w.n_padded / detail::kTileRows;
   const int64_t chunks = task_count(w.weight_bytes(), m, tiles, threads);
   auto body = [&](int64_t c) { kern(w, a, m, bias, y, tiles * c / chunks, tiles * (c + 1) / chunks); };
-  if (pool && chunks > 1)
-    pool->run(chunks, body);
-  else
-    body(0);
+  run_tasks(pool, chunks, body);
 }
 
 void linear_batch(std::span<const LinearJob> jobs, const float* x, const QuantizedActs* acts, int64_t m,
@@ -295,13 +298,13 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
   const bool integer = jobs[0].w->is_integer();
   const detail::FloatKernel fkern = float_kernel();
   const detail::IntKernel ikern = int_kernel();
-  // Units: packed tiles (integer) or groups of 4 rows (float). The task budget (8 per thread) is
-  // shared out in proportion to each weight's units, at least one task each.
+  // Units: packed tiles (integer) or groups of 4 rows (float). The task budget (task_count over all the
+  // weights' bytes) is shared out in proportion to each weight's units, at least one task each.
   const int threads = pool != nullptr ? pool->size() : 1;
   int64_t units[kMaxJobs] = {}, tasks[kMaxJobs] = {}, total_units = 0, total_tasks = 0;
   const size_t nj = jobs.size();
   for (size_t j = 0; j < nj; ++j) {
-    units[j] = integer ? jobs[j].w->n_padded / jobs[j].w->tile_rows() : (jobs[j].w->n + 3) / 4;
+    units[j] = integer ? jobs[j].w->n_padded / detail::kTileRows : (jobs[j].w->n + 3) / 4;
     total_units += units[j];
   }
   size_t total_bytes = 0;
@@ -321,10 +324,7 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
     else
       fkern(*job.w, x, m, job.bias, job.y, u0 * 4, std::min(job.w->n, u1 * 4));
   };
-  if (pool != nullptr && total_tasks > 1)
-    pool->run(total_tasks, body);
-  else
-    for (int64_t t = 0; t < total_tasks; ++t) body(t);
+  run_tasks(pool, total_tasks, body);
 }
 
 void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, const QuantizedActs* acts, int64_t m,
@@ -333,7 +333,7 @@ void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, cons
   const detail::FloatKernel fkern = float_kernel();
   const detail::IntKernel ikern = int_kernel();
   const int64_t n = gate.w->n;
-  const int64_t cols = integer ? gate.w->tile_rows() : 4;  // columns per unit
+  const int64_t cols = integer ? detail::kTileRows : 4;  // columns per unit
   const int64_t units = (n + cols - 1) / cols;
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t tasks = task_count(gate.w->weight_bytes() + up.w->weight_bytes(), m, units, threads);
@@ -348,10 +348,7 @@ void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, cons
     const int64_t c0 = u0 * cols, c1 = std::min(n, u1 * cols);
     for (int64_t i = 0; i < m; ++i) silu_mul(gate.y + i * n + c0, up.y + i * n + c0, c1 - c0, y + i * n + c0);
   };
-  if (pool != nullptr && tasks > 1)
-    pool->run(tasks, body);
-  else
-    body(0);
+  run_tasks(pool, tasks, body);
 }
 
 }  // namespace hfs::cpu_fast

@@ -56,7 +56,7 @@ class AlignedArray {
 struct PackedWeight {
   DType format = DType::kF32;   // f32, f16, bf16 (unpacked), i8 (per-channel), q8_0, q4_0
   int64_t n = 0, k = 0;         // logical shape [n, k]
-  int64_t n_padded = 0;         // multiple of tile_rows() (integer formats) or n
+  int64_t n_padded = 0;         // multiple of 16, the packed tile's rows (integer formats), or n
   int64_t k_padded = 0;         // multiple of 64 (integer formats) or k
   const void* raw = nullptr;    // float formats: the caller's [n, k] data (not owned)
   AlignedArray<uint8_t> q;      // integer formats: packed values
@@ -66,8 +66,6 @@ struct PackedWeight {
   const float* source_scale = nullptr;  // i8: the per-channel scale given to pack_weight
 
   bool is_integer() const { return format == DType::kI8 || format == DType::kQ8_0 || format == DType::kQ4_0; }
-  // Output rows per packed tile: the unit integer kernels and their thread split work in.
-  int64_t tile_rows() const { return is_integer() ? 16 : 4; }
   size_t weight_bytes() const;  // bytes streamed per full pass (what decode bandwidth is measured on)
 };
 

@@ -18,6 +18,8 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c")
 #endif
 
+#include "backends/cpu_fast/avx512_mask.h"
+
 namespace hfs::cpu_fast::detail {
 namespace {
 
@@ -69,7 +71,7 @@ inline void float_tile(const void* w, int64_t k, const float* x, int64_t ldx, fl
     }
   }
   if (j < k) {
-    const __mmask16 mk = static_cast<__mmask16>((1u << (k - j)) - 1);
+    const __mmask16 mk = tail_mask(k - j);
     __m512 wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = wload_mask(Fmt{}, wb + r * k * es, j, mk);
     for (int i = 0; i < MR; ++i) {
@@ -107,7 +109,7 @@ template <typename Fmt>
 void float_gemv(const PackedWeight& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t k = w.k, es = elem_size(Fmt{});
   const char* base = static_cast<const char*>(w.raw);
-  const __mmask16 tail = static_cast<__mmask16>((1u << (k % 16)) - 1);
+  const __mmask16 tail = tail_mask(k % 16);
   for (int64_t n = n0; n < n1; ++n) {
     const char* wr = base + n * k * es;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -216,7 +218,7 @@ inline void int_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, 
   for (int r = 0; r < NR; ++r) {
     const int64_t n0 = (t + r) * kTileRows;
     const int64_t left = w.n - n0;
-    const __mmask16 mk = left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
+    const __mmask16 mk = tail_mask(left);
     const __m512 bv = bias ? _mm512_maskz_loadu_ps(mk, bias + n0) : _mm512_setzero_ps();
     for (int i = 0; i < MR; ++i) {
       __m512 out = acc[i][r];
@@ -276,7 +278,7 @@ void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, Quan
       for (int h = 0; h < 2; ++h) {
         const int64_t e = b * 32 + h * 16;
         const int64_t left = k - e;
-        const __mmask16 mk = left >= 16 ? 0xffff : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
+        const __mmask16 mk = tail_mask(left);
         v[h] = _mm512_maskz_loadu_ps(mk, xr + e);
       }
       const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1])));

@@ -1,7 +1,7 @@
 // cpu_fast/linear_kernels.h — per-ISA entry points behind linear() (internal).
 //
 // Each computes the output columns of one contiguous range for all m rows: float kernels take
-// [n0, n1) in output columns, integer kernels [t0, t1) in packed tiles (w.tile_rows() columns each).
+// [n0, n1) in output columns, integer kernels [t0, t1) in packed tiles (kTileRows columns each).
 #pragma once
 
 #include <cstdint>
