@@ -26,6 +26,7 @@ struct Kernels {
 
 Kernels kernels_for(Isa isa) {
   switch (isa) {
+    case Isa::kAmx:
     case Isa::kAvx512: return {detail::attn_scores_avx512, detail::attn_accum_avx512, detail::attn_softmax_avx512};
     case Isa::kAvx2: return {detail::attn_scores_avx2, detail::attn_accum_avx2, detail::attn_softmax_scalar};
     default: return {detail::attn_scores_scalar, detail::attn_accum_scalar, detail::attn_softmax_scalar};
@@ -87,18 +88,80 @@ void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q
   if (any) kn.accum(sc, g, vb, f16, a.d, live, n, acc);
 }
 
+// Prefill: units of (block of 16/g rows, kv head). A block visits the live slots up to the last one any
+// of its rows sees (a causal chunk's first rows skip the chunk's later slots); rows that see nothing
+// get the reference's uniform average.
+void block_attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, AttentionScratch& scratch,
+                     ThreadPool* pool) {
+  const int g = static_cast<int>(a.hq / a.hkv);
+  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s;
+  const int rows_per_block = 16 / g;
+  const int64_t blocks = (a.t + rows_per_block - 1) / rows_per_block;
+  const int64_t units = blocks * a.hkv;
+  auto body = [&](int64_t unit, int thread) {
+    const int64_t h = unit % a.hkv, r0 = unit / a.hkv * rows_per_block;
+    const int rows = static_cast<int>(std::min<int64_t>(rows_per_block, a.t - r0));
+    const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
+    int64_t n = 0;
+    for (int r = 0; r < rows; ++r) {
+      const float* mrow = a.mask + (r0 + r) * S;
+      int64_t i = n_live;
+      while (i > n && mrow[live[i - 1]] <= kHiddenThreshold) --i;
+      n = i;
+    }
+    if (n > 0) {
+      detail::AttnBlock b;
+      b.q = a.q + (r0 * a.hq + h * g) * d;
+      b.q_stride = a.hq * d;
+      b.out = a.out + (r0 * a.hq + h * g) * d;
+      b.out_stride = a.hq * d;
+      b.rows = rows;
+      b.g = g;
+      b.d = d;
+      b.k = static_cast<const char*>(a.k) + h * S * d * es;
+      b.v = vb;
+      b.f16 = a.kv_dtype == DType::kF16;
+      b.mask = a.mask + r0 * S;
+      b.mask_stride = S;
+      b.slots = live;
+      b.n = n;
+      b.scale = a.scale;
+      b.scratch = scratch.block.data() + thread * scratch.block_per_thread;
+      detail::attn_block_avx512(b);
+    }
+    for (int r = 0; r < rows; ++r)
+      if (!row_sees_a_slot(a.mask + (r0 + r) * S, live, n)) uniform_average(a, vb, g, a.out + ((r0 + r) * a.hq + h * g) * d);
+  };
+  if (pool == nullptr || units == 1) {
+    for (int64_t u = 0; u < units; ++u) body(u, 0);
+    return;
+  }
+  const int threads = pool->size();
+  const int64_t per = std::max<int64_t>(1, units / (4 * threads));
+  pool->run((units + per - 1) / per, [&](int64_t task, int thread) {
+    for (int64_t u = task * per; u < std::min(units, (task + 1) * per); ++u) body(u, thread);
+  });
+}
+
 }  // namespace
 
-AttentionScratch::AttentionScratch(int threads_, int64_t group_, int64_t s, int64_t d_)
+AttentionScratch::AttentionScratch(int threads_, int64_t group_, int64_t s, int64_t d_, int64_t block_d_)
     : scores(static_cast<size_t>(threads_ * group_ * s)),
       partial(static_cast<size_t>(max_split_tasks(threads_) * group_ * (d_ + 2))),
       per_thread(group_ * s),
       group(group_),
       d(d_),
-      threads(threads_) {}
+      threads(threads_) {
+  if (block_d_ > 0) {
+    // Rounded to 16 floats so every thread's buffer stays 64-byte aligned.
+    block_per_thread = (detail::attn_block_scratch_floats(s, block_d_) + 15) / 16 * 16;
+    block_d = block_d_;
+    block = AlignedArray<float>(static_cast<size_t>(threads_ * block_per_thread), AlignedArray<float>::Init::kNone);
+  }
+}
 
 int64_t live_slots(const float* mask, int64_t t, int64_t s, int32_t* slots) {
-  return active_isa() == Isa::kAvx512 ? detail::live_slots_avx512(mask, t, s, slots)
+  return active_isa() >= Isa::kAvx512 ? detail::live_slots_avx512(mask, t, s, slots)
                                       : detail::live_slots_scalar(mask, t, s, slots);
 }
 
@@ -116,6 +179,13 @@ void attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, Atte
     vb = static_cast<const char*>(a.v) + h * S * d * es;
     mrow = a.mask + r * S;
   };
+
+  // Prefill on AVX-512: blocks of rows × the group's heads along the vector lanes (attn_block_avx512).
+  if (a.t > 1 && a.softcap == 0 && active_isa() >= Isa::kAvx512 && d % 16 == 0 && d <= scratch.block_d &&
+      (d / 16 <= 8 || d / 16 == 12 || d / 16 == 16) && g <= 16) {
+    block_attention(a, live, n_live, scratch, pool);
+    return;
+  }
 
   int64_t parts = 1;
   if (threads > 1 && units < 2 * threads && scratch.group == g && scratch.d == d) {

@@ -40,12 +40,15 @@ struct AttentionArgs {
 
 // Buffers sized at load (execute never allocates): per-thread scores, threads × (Hq/Hkv) × S floats,
 // and the partial results of a decode step split over slot ranges (see attention()).
+// `block_d` > 0 (the largest head dim of a method with prefill chunks) also sizes the per-thread buffer of
+// the blocked prefill kernel (16 lanes × S scores plus the transposed queries).
 struct AttentionScratch {
   AttentionScratch() = default;
-  AttentionScratch(int threads, int64_t group, int64_t s, int64_t d);
+  AttentionScratch(int threads, int64_t group, int64_t s, int64_t d, int64_t block_d = 0);
   AlignedArray<float> scores;
   AlignedArray<float> partial;  // [kMaxSplitTasks(threads)][group × (d + 2)]: Σ p·v, max, Σ p per head
-  int64_t per_thread = 0, group = 0, d = 0;
+  AlignedArray<float> block;    // [threads][block_per_thread]
+  int64_t per_thread = 0, group = 0, d = 0, block_per_thread = 0, block_d = 0;
   int threads = 0;
 };
 

@@ -212,6 +212,118 @@ float attn_softmax_avx512(float* s, int64_t n, const float* mask, const int32_t*
   return _mm512_reduce_add_ps(sum);
 }
 
+namespace {
+
+// V rows of `n` slots accumulated into HB lanes' outputs at once: acc[h] (ND vectors = one head's D)
+// += p[slot][lane] · V[slot]; each V row is loaded and widened once per pass of HB lanes.
+template <int ND, int HB>
+void block_accum(const AttnBlock& b, const float* p, int l0, int hb, const float* inv) {
+  constexpr int64_t d = 16 * ND;
+  __m512 acc[HB][ND];
+  for (int h = 0; h < HB; ++h)
+    for (int e = 0; e < ND; ++e) acc[h][e] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < b.n; ++i) {
+    const int64_t base = static_cast<int64_t>(b.slots[i]) * d;
+    __m512 vv[ND];
+    for (int e = 0; e < ND; ++e) vv[e] = load_row(b.v, b.f16, base + 16 * e);
+    const float* pi = p + i * 16 + l0;
+    for (int h = 0; h < HB; ++h) {
+      if (h >= hb) break;
+      const __m512 w = _mm512_set1_ps(pi[h]);
+      for (int e = 0; e < ND; ++e) acc[h][e] = _mm512_fmadd_ps(w, vv[e], acc[h][e]);
+    }
+  }
+  for (int h = 0; h < hb; ++h) {
+    const int l = l0 + h, r = l / b.g, j = l % b.g;
+    float* o = b.out + r * b.out_stride + j * d;
+    const __m512 s = _mm512_set1_ps(inv[l]);
+    for (int e = 0; e < ND; ++e) _mm512_storeu_ps(o + 16 * e, _mm512_mul_ps(acc[h][e], s));
+  }
+}
+
+template <int ND>
+void attn_block_nd(const AttnBlock& b) {
+  constexpr int64_t d = 16 * ND;
+  const int lanes = b.rows * b.g;
+  float* sc = b.scratch;             // [n][16]: scores, then probabilities, of every lane per slot
+  float* qt = sc + 16 * b.n;         // [d][16]: the lanes' query vectors, transposed
+  float* kbuf = qt + 16 * d;         // [8][d]: f16 K rows widened
+  alignas(64) int32_t lane_row[16];
+  for (int l = 0; l < 16; ++l) lane_row[l] = l < lanes ? l / b.g : 0;
+  for (int64_t e = 0; e < d; ++e)
+    for (int l = 0; l < 16; ++l)
+      qt[e * 16 + l] = l < lanes ? b.q[(l / b.g) * b.q_stride + (l % b.g) * d + e] : 0.0f;
+  // Mask of slot s for every lane: mask[row(lane)][s], one gather per slot.
+  const __m512i mask_idx = _mm512_mullo_epi32(_mm512_load_si512(lane_row), _mm512_set1_epi32(static_cast<int32_t>(b.mask_stride)));
+  const __m512 scale = _mm512_set1_ps(b.scale);
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  auto finish = [&](int64_t i, __m512 acc) {
+    const __m512 m = _mm512_i32gather_ps(mask_idx, b.mask + b.slots[i], 4);
+    const __m512 s = _mm512_fmadd_ps(acc, scale, m);
+    _mm512_store_ps(sc + i * 16, s);
+    vmax = _mm512_max_ps(vmax, s);
+  };
+  int64_t i = 0;
+  for (; i + 8 <= b.n; i += 8) {
+    const float* kr[8];
+    for (int s = 0; s < 8; ++s) {
+      const int64_t base = static_cast<int64_t>(b.slots[i + s]) * d;
+      if (b.f16) {
+        for (int e = 0; e < ND; ++e) _mm512_store_ps(kbuf + s * d + 16 * e, load_row(b.k, true, base + 16 * e));
+        kr[s] = kbuf + s * d;
+      } else {
+        kr[s] = static_cast<const float*>(b.k) + base;
+      }
+    }
+    __m512 acc[8];
+    for (int s = 0; s < 8; ++s) acc[s] = _mm512_setzero_ps();
+    for (int64_t e = 0; e < d; ++e) {
+      const __m512 qv = _mm512_load_ps(qt + e * 16);
+      for (int s = 0; s < 8; ++s) acc[s] = _mm512_fmadd_ps(_mm512_set1_ps(kr[s][e]), qv, acc[s]);
+    }
+    for (int s = 0; s < 8; ++s) finish(i + s, acc[s]);
+  }
+  for (; i < b.n; ++i) {
+    const int64_t base = static_cast<int64_t>(b.slots[i]) * d;
+    for (int e = 0; e < ND; ++e) _mm512_store_ps(kbuf + 16 * e, load_row(b.k, b.f16, base + 16 * e));
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t e = 0; e < d; ++e) acc = _mm512_fmadd_ps(_mm512_set1_ps(kbuf[e]), _mm512_load_ps(qt + e * 16), acc);
+    finish(i, acc);
+  }
+  // A lane whose row sees nothing here keeps max ≤ the hidden threshold: use 0 so its exps are 0, not 1
+  // (the caller replaces that row's output).
+  const __mmask16 seen = _mm512_cmp_ps_mask(vmax, _mm512_set1_ps(kHiddenThreshold), _CMP_GT_OQ);
+  vmax = _mm512_maskz_mov_ps(seen, vmax);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < b.n; ++j) {
+    const __m512 p = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(sc + j * 16), vmax));
+    _mm512_store_ps(sc + j * 16, p);
+    vsum = _mm512_add_ps(vsum, p);
+  }
+  alignas(64) float inv[16];
+  _mm512_store_ps(inv, _mm512_maskz_div_ps(seen, _mm512_set1_ps(1.0f), vsum));
+  constexpr int HB = ND <= 4 ? 24 / ND : ND <= 6 ? 3 : ND <= 8 ? 2 : 1;  // HB·ND + ND registers ≤ 32
+  for (int l0 = 0; l0 < lanes; l0 += HB) block_accum<ND, HB>(b, sc, l0, std::min(HB, lanes - l0), inv);
+}
+
+}  // namespace
+
+void attn_block_avx512(const AttnBlock& b) {
+  switch (b.d / 16) {
+    case 1: return attn_block_nd<1>(b);
+    case 2: return attn_block_nd<2>(b);
+    case 3: return attn_block_nd<3>(b);
+    case 4: return attn_block_nd<4>(b);
+    case 5: return attn_block_nd<5>(b);
+    case 6: return attn_block_nd<6>(b);
+    case 7: return attn_block_nd<7>(b);
+    case 8: return attn_block_nd<8>(b);
+    case 12: return attn_block_nd<12>(b);
+    case 16: return attn_block_nd<16>(b);
+    default: break;  // attention() only calls with the widths above
+  }
+}
+
 int64_t live_slots_avx512(const float* mask, int64_t t, int64_t s, int32_t* slots) {
   int64_t n = 0;
   const __m512 thr = _mm512_set1_ps(kHiddenThreshold);

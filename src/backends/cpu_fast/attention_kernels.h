@@ -19,6 +19,31 @@ using SoftmaxFn = float (*)(float* s, int64_t n, const float* mask, const int32_
 // Live-slot scan (see attention.h).
 using LiveFn = int64_t (*)(const float* mask, int64_t t, int64_t s, int32_t* slots);
 
+// Prefill attention of `rows` consecutive query rows × the g heads of one kv head at once, rows·g ≤ 16:
+// the (row, head) pairs lie along the 16 vector lanes, so a score for all of them is one FMA chain over D
+// with each K element broadcast (no horizontal sums), the softmax runs on 16 heads per instruction, and
+// every K/V row is loaded (and widened from f16) once for all rows·g heads instead of once per row.
+// Writes out for every row that sees a slot among slots[0, n); the caller handles rows that see none.
+struct AttnBlock {
+  const float* q = nullptr;     // row r0's first head of the group; row r at q + r·q_stride, head j at + j·d
+  int64_t q_stride = 0;
+  float* out = nullptr;         // same layout as q
+  int64_t out_stride = 0;
+  int rows = 0, g = 0;
+  int64_t d = 0;                // multiple of 16, ≤ 256
+  const void* k = nullptr;      // this kv head's [S, d] rows
+  const void* v = nullptr;
+  bool f16 = false;
+  const float* mask = nullptr;  // row r0's mask row; row r at mask + r·mask_stride
+  int64_t mask_stride = 0;
+  const int32_t* slots = nullptr;
+  int64_t n = 0;
+  float scale = 1.0f;
+  float* scratch = nullptr;     // attn_block_scratch_floats(n, d), 64-byte aligned
+};
+inline int64_t attn_block_scratch_floats(int64_t n, int64_t d) { return 16 * n + 16 * d + 8 * d; }
+void attn_block_avx512(const AttnBlock& b);
+
 void attn_scores_scalar(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
 void attn_scores_avx2(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
 void attn_scores_avx512(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);

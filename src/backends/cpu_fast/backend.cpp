@@ -1,6 +1,8 @@
 #include "backends/cpu_fast/backend.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -10,6 +12,7 @@
 #include "backends/cpu_fast/attention.h"
 #include "backends/cpu_fast/elementwise.h"
 #include "backends/cpu_fast/linear.h"
+#include "backends/cpu_fast/step_profile.h"
 #include "backends/cpu_fast/thread_pool.h"
 #include "hfstatic/method.h"
 #include "hfstatic/ops.h"
@@ -65,6 +68,7 @@ struct Step {
 
 class FastDelegate : public Delegate {
  public:
+  ~FastDelegate() override { profile.report(stderr); }
   Status execute(std::span<const TensorView> inputs, std::span<const TensorView> outputs) override;
   size_t scratch_bytes() const override;
 
@@ -82,6 +86,7 @@ class FastDelegate : public Delegate {
   std::vector<void*> ptr;  // per value, filled per execute
   size_t n_inputs = 0, n_outputs = 0;
   std::vector<std::pair<int, int>> output_copies;  // (value, output index) copied at the end
+  StepProfile profile;  // HFS_PROFILE: per-kind step times, printed when the delegate goes
   // Which activation lin_scratch holds (value id, storage offset, padded k); reset every execute.
   int acts_value = -1, acts_offset = -1;
   int64_t acts_kp = -1;
@@ -161,8 +166,12 @@ Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const
   std::fill(live_count.begin(), live_count.end(), -1);
   acts_value = -1;
   rope_pos_value = rope_freq_value = -1;
-  for (const Step& s : steps) {
+  if (profile.on()) profile.count_execute();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    const auto t0 = profile.on() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     Status st = run_step(s);
+    if (profile.on()) profile.add(i, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (!st.ok()) return st.error().with_context("cpu_fast: " + s.label);
   }
   for (auto [v, o] : output_copies) {
@@ -716,7 +725,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   d->arena = std::move(*arena);
 
   // Scratch sized for the largest integer linear and attention.
-  int64_t kp = 0, rows = 0, attn = 0, attn_group = 0, attn_d = 0, rope = 0;
+  int64_t kp = 0, rows = 0, attn = 0, attn_group = 0, attn_d = 0, rope = 0, block_d = 0;
   bool mixed_attn = false;  // layers with different group sizes or D: no split scratch (decode never splits)
   for (const Step& s : d->steps) {
     if (s.op == Op::kLinear && d->weights[static_cast<size_t>(s.weight)]->is_integer()) {
@@ -737,17 +746,29 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
       attn_group = std::max(attn_group, q.shape[2] / k.shape[1]);
       attn_d = std::max(attn_d, q.shape[3]);
       attn = std::max(attn, q.shape[2] / k.shape[1] * k.shape[2]);
+      if (q.shape[1] > 1) block_d = std::max(block_d, q.shape[3]);  // prefill rows: the blocked kernel's buffer
     }
   }
   try {
     if (kp > 0) d->lin_scratch = LinearScratch(kp, rows);
     d->rope_cs.assign(static_cast<size_t>(rope), 0.0f);
-    if (attn > 0) d->attn_scratch = AttentionScratch(pool_->size(), attn_group, (attn + attn_group - 1) / attn_group, mixed_attn ? 0 : attn_d);
+    if (attn > 0) d->attn_scratch = AttentionScratch(pool_->size(), attn_group, (attn + attn_group - 1) / attn_group, mixed_attn ? 0 : attn_d, block_d);
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate kernel scratch");
   }
   d->live_count.assign(d->live_lists.size(), -1);
   d->ptr.assign(d->vals.size(), nullptr);
+  if (StepProfile::requested()) {
+    std::vector<std::string> kinds;
+    for (const Step& s : d->steps) {
+      std::string k = s.op == Op::kSiluMul ? "silu_mul" : s.label.substr(s.label.find('(') + 1);
+      k = k.substr(0, k.find(' '));
+      if (s.op == Op::kLinear) k += s.batched ? "_batched" : s.glu_out >= 0 ? "_glu" : !s.batch.empty() ? "_batch" : "";
+      if (s.op == Op::kReshape) k = s.label.find("(reshape") != std::string::npos ? "reshape" : "fused_away";
+      kinds.push_back(std::move(k));
+    }
+    d->profile.enable(std::move(kinds));
+  }
   return std::unique_ptr<Delegate>(std::move(d));
 }
 

@@ -4,6 +4,11 @@
 #include <cpuid.h>
 #endif
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <string_view>
@@ -19,12 +24,36 @@ bool has_f16c() {
 }
 #endif
 
+#if defined(__x86_64__)
+// AMX-TILE and AMX-INT8 (CPUID.(7,0):EDX bits 24, 25), the tile state enabled in XCR0 (bits 17, 18),
+// and Linux's per-process permission for the 8 KiB tile data state, without which the first tile
+// instruction raises SIGILL.
+bool amx_usable() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0 || (d & (3u << 24)) != (3u << 24)) return false;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & (1u << 27)) == 0) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return false;
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+#endif
+
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16"))
+      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16")) {
+#if defined(__x86_64__)
+    if (amx_usable()) return Isa::kAmx;
+#endif
     return Isa::kAvx512;
+  }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
     return Isa::kAvx2;
 #endif
@@ -33,11 +62,12 @@ Isa detect() {
 
 Isa env_cap() {
   const char* s = std::getenv("HFS_CPU_FAST_ISA");
-  if (s == nullptr) return Isa::kAvx512;
+  if (s == nullptr) return Isa::kAmx;
   std::string_view v(s);
   if (v == "scalar") return Isa::kScalar;
   if (v == "avx2") return Isa::kAvx2;
-  return Isa::kAvx512;
+  if (v == "avx512") return Isa::kAvx512;
+  return Isa::kAmx;
 }
 
 std::atomic<int> g_cap{-1};
@@ -63,6 +93,7 @@ void set_isa_cap(Isa cap) { g_cap.store(static_cast<int>(cap), std::memory_order
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
+    case Isa::kAmx: return "amx";
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx2: return "avx2";
     default: return "scalar";

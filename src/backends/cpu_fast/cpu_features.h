@@ -2,19 +2,23 @@
 //
 // Kernels are compiled three times (AVX-512 with VNNI+BF16, AVX2+FMA+F16C, portable scalar) with
 // per-function target attributes, never -march=native, so one binary runs on any x86-64 CPU and picks
-// the best path at start-up. HFS_CPU_FAST_ISA=scalar|avx2|avx512 caps the choice (tests use it to run
-// every path on a machine that has them all).
+// the best path at start-up; CPUs with AMX-INT8 tiles (Sapphire Rapids and later) add a fourth level,
+// AVX-512 everywhere plus AMX for the integer prefill GEMMs. HFS_CPU_FAST_ISA=scalar|avx2|avx512|amx
+// caps the choice (tests use it to run every path on a machine that has them all).
 //
-//   hfs::cpu_fast::Isa isa = hfs::cpu_fast::active_isa();   // kAvx512 on a Zen 4
+//   hfs::cpu_fast::Isa isa = hfs::cpu_fast::active_isa();   // kAvx512 on a Zen 4, kAmx on a Xeon 4th gen+
 #pragma once
 
 #include <string_view>
 
 namespace hfs::cpu_fast {
 
-enum class Isa : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+// Ordered: each level includes the kernels of the ones below it (kAmx runs every AVX-512 kernel).
+enum class Isa : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kAmx = 3 };
 
-// Best path this CPU supports (cpuid via __builtin_cpu_supports), ignoring the environment cap.
+// Best path this CPU supports (cpuid via __builtin_cpu_supports), ignoring the environment cap. kAmx
+// also needs the OS to enable the tile state (XCR0) and, on Linux, grant it to this process
+// (arch_prctl ARCH_REQ_XCOMP_PERM, asked once here); if it refuses, the answer is kAvx512.
 Isa detected_isa();
 // detected_isa() capped by HFS_CPU_FAST_ISA, or by set_isa_cap().
 Isa active_isa();

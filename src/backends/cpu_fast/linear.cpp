@@ -45,13 +45,16 @@ inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // The kernels of the ISA dispatch picked (per call: tests cap the ISA at run time).
 detail::FloatKernel float_kernel() {
   switch (active_isa()) {
+    case Isa::kAmx:
     case Isa::kAvx512: return detail::linear_float_avx512;
     case Isa::kAvx2: return detail::linear_float_avx2;
     default: return detail::linear_float_scalar;
   }
 }
-detail::IntKernel int_kernel() {
+// AMX pays a tile configuration per task and works on 16 rows at once: prefill only.
+detail::IntKernel int_kernel(int64_t m) {
   switch (active_isa()) {
+    case Isa::kAmx: return m >= detail::kAmxMinRows ? detail::linear_int_amx : detail::linear_int_avx512;
     case Isa::kAvx512: return detail::linear_int_avx512;
     case Isa::kAvx2: return detail::linear_int_avx2;
     default: return detail::linear_int_scalar;
@@ -231,7 +234,7 @@ size_t LinearScratch::bytes() const {
 void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a) {
   const int64_t kp = a.k_padded;
   a.offset = offset;
-  if (active_isa() == Isa::kAvx512) {
+  if (active_isa() >= Isa::kAvx512) {
     detail::quantize_acts_avx512(x, m, k, offset, a);
     return;
   }
@@ -279,7 +282,7 @@ void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias,
 void linear_quantized(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y,
                       ThreadPool* pool) {
   const int threads = pool ? pool->size() : 1;
-  const detail::IntKernel kern = int_kernel();
+  const detail::IntKernel kern = int_kernel(m);
   const int64_t tiles = w.n_padded / detail::kTileRows;
   const int64_t chunks = task_count(w.weight_bytes(), m, tiles, threads);
   auto body = [&](int64_t c) { kern(w, a, m, bias, y, tiles * c / chunks, tiles * (c + 1) / chunks); };
@@ -297,7 +300,7 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
   }
   const bool integer = jobs[0].w->is_integer();
   const detail::FloatKernel fkern = float_kernel();
-  const detail::IntKernel ikern = int_kernel();
+  const detail::IntKernel ikern = int_kernel(m);
   // Units: packed tiles (integer) or groups of 4 rows (float). The task budget (task_count over all the
   // weights' bytes) is shared out in proportion to each weight's units, at least one task each.
   const int threads = pool != nullptr ? pool->size() : 1;
@@ -331,7 +334,7 @@ void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, cons
                 float* y, ThreadPool* pool) {
   const bool integer = gate.w->is_integer();
   const detail::FloatKernel fkern = float_kernel();
-  const detail::IntKernel ikern = int_kernel();
+  const detail::IntKernel ikern = int_kernel(m);
   const int64_t n = gate.w->n;
   const int64_t cols = integer ? detail::kTileRows : 4;  // columns per unit
   const int64_t units = (n + cols - 1) / cols;

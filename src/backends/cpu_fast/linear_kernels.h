@@ -22,6 +22,9 @@ void linear_float_avx512(const PackedWeight&, const float*, int64_t, const float
 void linear_int_scalar(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 void linear_int_avx2(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 void linear_int_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+// AMX tiles, for m ≥ 16 (prefill); bit-identical to linear_int_avx512 (linear_amx.cpp).
+void linear_int_amx(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+inline constexpr int64_t kAmxMinRows = 16;
 
 void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a);
 

@@ -73,7 +73,7 @@ void run_case(const Case& c, int threads) {
   std::vector<int32_t> slots(static_cast<size_t>(c.S));
   const int64_t n = live_slots(c.mask.data(), c.T, c.S, slots.data());
   ThreadPool pool(threads);
-  AttentionScratch scratch(pool.size(), c.hq / c.hkv, c.S, c.D);
+  AttentionScratch scratch(pool.size(), c.hq / c.hkv, c.S, c.D, c.D);  // block_d: the prefill kernel may run
   std::vector<float> out(q.size(), 99.0f);
   AttentionArgs a;
   a.q = q.data();
@@ -132,6 +132,31 @@ TEST_P(CpuFastAttention, DecodeSplitOverSlotRangesMatchesReference) {
               return m;
             }()},
            2);
+}
+
+// Prefill chunks on AVX-512 run blocks of 16/g rows × the g heads of a kv head along the vector lanes:
+// every group size from 1 (16 rows per block, a partial last block) to 16 (one row), each head dim the
+// kernel has a width for, causal trimming of a block's slots, scattered non-contiguous live slots seen
+// by different rows, and the paths it leaves to the per-row kernel (g > 16, D not a multiple of 16).
+TEST_P(CpuFastAttention, PrefillBlocksOfRowsAndHeadsMatchReference) {
+  for (bool f16 : {false, true}) {
+    run_case({37, 4, 4, 80, 64, f16, 0.0f, causal_mask(37, 80, 20)}, 2);    // g = 1: 16 rows, tail of 5
+    run_case({9, 16, 1, 70, 32, f16, 0.0f, causal_mask(9, 70, 40)}, 1);     // g = 16: one row per block
+    run_case({11, 10, 2, 50, 80, f16, 0.0f, causal_mask(11, 50, 30)}, 2);   // g = 5, D = 80
+    run_case({6, 8, 2, 40, 256, f16, 0.0f, causal_mask(6, 40, 10)}, 2);     // g = 4, D = 256
+    run_case({5, 6, 1, 30, 192, f16, 0.0f, causal_mask(5, 30, 20)}, 1);     // D = 192
+    run_case({16, 9, 3, 40, 112, f16, 0.0f, causal_mask(16, 40, 0)}, 2);    // first chunk: rows see 1..16 slots
+    run_case({4, 34, 2, 30, 64, f16, 0.0f, causal_mask(4, 30, 10)}, 2);     // g = 17: per-row kernel
+  }
+  // Ring-buffer-like mask: every row sees a different scattered subset (gathered mask, no contiguous run),
+  // one row sees a single slot, one sees nothing.
+  const int64_t T = 6, S = 90;
+  std::vector<float> m(static_cast<size_t>(T * S), kHidden);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t s = 0; s < S; ++s)
+      if ((s * 7 + t * 3) % 5 < 2 && t != 4) m[t * S + s] = (s % 4 == 1) ? -0.5f : 0.0f;
+  for (int64_t s = 0; s < S; ++s) m[2 * S + s] = s == 77 ? 0.25f : kHidden;
+  run_case({T, 6, 2, S, 64, true, 0.0f, m}, 2);
 }
 
 TEST_P(CpuFastAttention, RowWithNothingVisibleAveragesAllSlots) {

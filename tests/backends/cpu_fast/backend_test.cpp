@@ -3,13 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <map>
 #include <random>
 #include <vector>
 
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/quantize.h"
+#include "backends/cpu_fast/step_profile.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -336,6 +339,51 @@ TEST(CpuFastBackend, QuantizedWeightBlockMatchesReference) {
 TEST(CpuFastBackend, Int8EmbeddingBlockMatchesReference) {
   run_block({DType::kI8, DType::kQ4_0, DType::kQ8_0, DType::kI8, DType::kQ4_0, DType::kQ4_0, DType::kQ8_0, DType::kQ4_0},
             1e-3, 2);
+}
+
+// HFS_PROFILE: each delegate prints its per-kind step times when destroyed (prefill and decode here),
+// naming the fused kinds; without the variable nothing is printed.
+TEST(CpuFastBackend, ProfileReportsStepTimesByKindOnlyWhenAsked) {
+  const Formats f{DType::kF32, DType::kF32, DType::kF32, DType::kF32, DType::kF32, DType::kF32, DType::kF32, DType::kF32};
+  testing::internal::CaptureStderr();
+  run_block(f, 2e-4, 2);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  setenv("HFS_PROFILE", "1", 1);
+  testing::internal::CaptureStderr();
+  run_block(f, 2e-4, 2);
+  const std::string err = testing::internal::GetCapturedStderr();
+  unsetenv("HFS_PROFILE");
+  size_t reports = 0;
+  for (size_t at = err.find("cpu_fast profile: "); at != std::string::npos; at = err.find("cpu_fast profile: ", at + 1))
+    ++reports;
+  EXPECT_EQ(reports, 2u) << err;
+  EXPECT_NE(err.find(" 1 executes"), std::string::npos) << err;
+  for (const char* kind : {"linear_glu", "linear_batch", "linear_batched", "attention", "rms_norm", "rope", "embedding",
+                           "kv_cache_write"})
+    EXPECT_NE(err.find(std::string("  ") + kind + " "), std::string::npos) << kind << " missing in\n" << err;
+}
+
+TEST(CpuFastStepProfile, SumsStepsOfOneKindAndListsTheLargestFirst) {
+  StepProfile p;
+  EXPECT_FALSE(p.on());
+  p.enable({"linear", "attention", "linear"});
+  p.count_execute();
+  p.add(0, 0.001);
+  p.add(1, 0.004);
+  p.add(2, 0.002);
+  p.add(2, 0.0005);
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  p.report(f);
+  std::rewind(f);
+  char buf[512] = {};
+  const size_t got = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const std::string out(buf, got);
+  EXPECT_EQ(out,
+            "cpu_fast profile: 3 steps, 1 executes, 7.5 ms in steps\n"
+            "  attention                 4.00 ms  53.3%      1 calls\n"
+            "  linear                    3.50 ms  46.7%      3 calls\n");
 }
 
 TEST(CpuFastBackend, SupportsAndSettings) {
