@@ -4,17 +4,23 @@
 // decode step, not from L3. GB/s = bytes of weights (+ scales) read per GEMV / best-of time.
 // Build (from the repository root, one command line; no CMake target so it never slows the normal build):
 //   g++ -O3 -std=c++20 -Iinclude -Isrc bench/kernel_bench.cpp src/backends/cpu_fast/{quantize,linear,linear_scalar,
-//     linear_avx2,linear_avx512,thread_pool,cpu_features,attention,attention_scalar,attention_avx2,attention_avx512,elementwise,elementwise_avx512}.cpp
+//     linear_avx2,linear_avx512,linear_amx,thread_pool,cpu_features,attention,attention_scalar,attention_avx2,attention_avx512,
+//     elementwise,elementwise_avx512}.cpp
 //     src/core/{error,dtype}.cpp -lopenblas -lpthread -o /tmp/kernel_bench
 //   /tmp/kernel_bench            # all formats, 1 and 2 threads, weights from DRAM
 //   /tmp/kernel_bench hot        # same, weights cache-resident (kernel compute ceiling)
 //   /tmp/kernel_bench extra      # prefill GEMM vs OpenBLAS, live-slot attention, busy-core decode
+//   /tmp/kernel_bench attention  # prefill attention only: blocked vs per-row kernel
+//   /tmp/kernel_bench gemm       # integer prefill GEMMs: AVX-512 VNNI vs AMX tiles, AMX block costs
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
+#include <tuple>
+#include <utility>
+#include <immintrin.h>
 #include <vector>
 
 #include <cblas.h>
@@ -71,6 +77,135 @@ double seconds_best(int reps, const std::function<void()>& f) {
   return best;
 }
 
+// Prefill attention: the last chunk of a 512-token prompt (rows see 480 + r slots), f16 cache, D = 64,
+// SmolLM2-135M (9/3 heads, chunk 32) and Qwen2.5-0.5B (14/2, chunk 64) heads; the blocked kernel
+// (rows × heads along the lanes) against the per-row one (scratch without block_d).
+void prefill_attention(ThreadPool& pool) {
+  for (auto [hq, hkv, T] : {std::tuple<int64_t, int64_t, int64_t>{9, 3, 32}, {14, 2, 64}}) {
+    const int64_t S = 512, d = 64, start = S - T;
+    std::mt19937 arng(7);
+    std::normal_distribution<float> and_(0.0f, 1.0f);
+    std::vector<float> q(T * hq * d), out(T * hq * d), mask(T * S, -1e30f);
+    for (auto& v : q) v = and_(arng);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j <= start + t; ++j) mask[t * S + j] = 0.0f;
+    std::vector<uint16_t> kc(hkv * S * d), vc(hkv * S * d);
+    for (auto& v : kc) v = f32_to_f16(and_(arng));
+    for (auto& v : vc) v = f32_to_f16(and_(arng));
+    std::vector<int32_t> slots(S);
+    const int64_t nl = live_slots(mask.data(), T, S, slots.data());
+    AttentionArgs a;
+    a.q = q.data(); a.k = kc.data(); a.v = vc.data(); a.kv_dtype = DType::kF16; a.mask = mask.data(); a.out = out.data();
+    a.t = T; a.hq = hq; a.hkv = hkv; a.s = S; a.d = d; a.scale = 0.125f;
+    AttentionScratch per_row(2, hq / hkv, S, d), blocked(2, hq / hkv, S, d, d);
+    const double r1 = seconds_best(200, [&] { attention(a, slots.data(), nl, per_row, nullptr); });
+    const double r2 = seconds_best(200, [&] { attention(a, slots.data(), nl, per_row, &pool); });
+    const double b1 = seconds_best(200, [&] { attention(a, slots.data(), nl, blocked, nullptr); });
+    const double b2 = seconds_best(200, [&] { attention(a, slots.data(), nl, blocked, &pool); });
+    std::printf("attention prefill T=%lld %lld/%lld heads S=%lld D=64 f16: per-row %.0f / %.0f us, blocked %.0f / %.0f us "
+                "(1 / 2 threads)\n", static_cast<long long>(T), static_cast<long long>(hq), static_cast<long long>(hkv),
+                static_cast<long long>(S), r1 * 1e6, r2 * 1e6, b1 * 1e6, b2 * 1e6);
+  }
+}
+
+// What one 16×16×32 block costs in the AMX kernel's structure (16 rows × K = 1536, all in L1/L2): the tile
+// loads + TDPBSUD alone, + storing the C tile, + reading it back into vector registers, + the float
+// epilogue the per-block scales need (what linear_amx.cpp does per block).
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,amx-tile,amx-int8")
+void amx_block_costs() {
+  struct alignas(64) Cfg {
+    uint8_t palette = 1, start = 0, reserved[14] = {};
+    uint16_t colsb[16] = {};
+    uint8_t rows[16] = {};
+  } cfg;
+  for (int t = 0; t < 2; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  for (int t = 4; t < 6; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 32, cfg.rows[t + 2] = 8, cfg.colsb[t + 2] = 64;
+  constexpr int64_t kBlocks = 48, kp = 1536;
+  static int8_t A[16 * kp] __attribute__((aligned(64)));
+  static uint8_t B[kBlocks * 512] __attribute__((aligned(64)));
+  static int32_t cb[2][256] __attribute__((aligned(64)));
+  static int32_t xb[16 * kBlocks];
+  static float xs[16 * kBlocks];
+  std::fill(xs, xs + 16 * kBlocks, 1e-3f);
+  _tile_loadconfig(&cfg);
+  std::printf("AMX 16x16x32 block, ns:");
+  const char* names[] = {"multiply", "+store", "+reload", "+epilogue"};
+  for (int mode = 0; mode < 4; ++mode) {
+    __m512 acc[16];
+    const double t = seconds_best(20, [&] {
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        ((acc[I] = _mm512_setzero_ps()), ...);
+        for (int rep = 0; rep < 100; ++rep)
+          for (int64_t b = 0; b < kBlocks; b += 2) {
+            _tile_zero(0);
+            _tile_loadd(4, A + 32 * b, kp);
+            _tile_loadd(6, B + 512 * b, 64);
+            _tile_dpbsud(0, 4, 6);
+            _tile_zero(1);
+            _tile_loadd(5, A + 32 * (b + 1), kp);
+            _tile_loadd(7, B + 512 * (b + 1), 64);
+            _tile_dpbsud(1, 5, 7);
+            if (mode >= 1) {
+              _tile_stored(0, cb[0], 64);
+              _tile_stored(1, cb[1], 64);
+            }
+            for (int p = 0; p < 2 && mode >= 2; ++p) {
+              const int32_t* c = cb[p];
+              if (mode == 2)
+                ((acc[I] = _mm512_add_ps(acc[I], _mm512_castsi512_ps(_mm512_load_si512(c + I * 16)))), ...);
+              else
+                ((acc[I] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_load_si512(c + I * 16),
+                                                                               _mm512_set1_epi32(xb[I * kBlocks + b]))),
+                                           _mm512_set1_ps(xs[I * kBlocks + b]), acc[I])),
+                 ...);
+            }
+          }
+      }(std::make_index_sequence<16>{});
+    });
+    float sum = 0;
+    for (auto& v : acc) sum += _mm512_reduce_add_ps(v);
+    std::printf("  %s %.1f", names[mode], t / (100.0 * kBlocks) * 1e9 + sum * 0);
+  }
+  std::printf("\n");
+  _tile_release();
+}
+#pragma GCC pop_options
+
+// Integer prefill GEMMs, AVX-512 VNNI against AMX tiles (where the CPU has them) in the same process:
+// Qwen2.5-0.5B's gate/up [4864, 896] and SmolLM2-135M's down [576, 1536], M = 16..128, 1 and 2 threads.
+void prefill_int_gemm() {
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{4864, 896}, {576, 1536}})
+      for (DType f : {DType::kI8, DType::kQ8_0, DType::kQ4_0}) {
+        std::vector<float> wf(n * k), scale(n, 0.001f);
+        std::mt19937 rng(2);
+        std::normal_distribution<float> nd(0.0f, 0.02f);
+        for (auto& v : wf) v = nd(rng);
+        std::vector<uint8_t> q(f == DType::kQ4_0 ? q4_0_bytes(n, k) : f == DType::kQ8_0 ? q8_0_bytes(n, k) : n * k);
+        if (f == DType::kQ4_0) (void)quantize_q4_0(wf.data(), n, k, q.data());
+        if (f == DType::kQ8_0) (void)quantize_q8_0(wf.data(), n, k, q.data());
+        auto pq = pack_weight(f, q.data(), n, k, scale.data()).value();
+        std::printf("prefill %-4s N=%-4lld K=%-4lld %d thr  GOP/s avx512 / amx:", std::string(dtype_name(f)).c_str(),
+                    static_cast<long long>(n), static_cast<long long>(k), threads);
+        for (int64_t m : {16, 32, 64, 128}) {
+          std::vector<float> x(m * k, 0.5f), y(m * n);
+          LinearScratch qs(pq.k_padded, m);
+          const double fl = 2.0 * m * n * k;
+          set_isa_cap(Isa::kAvx512);
+          const double tv = seconds_best(20, [&] { linear(pq, x.data(), m, nullptr, y.data(), qs, &pool); });
+          set_isa_cap(Isa::kAmx);
+          const double ta = seconds_best(20, [&] { linear(pq, x.data(), m, nullptr, y.data(), qs, &pool); });
+          std::printf("  M=%lld %.0f / %.0f", static_cast<long long>(m), fl / tv / 1e9,
+                      active_isa() == Isa::kAmx ? fl / ta / 1e9 : 0.0);
+        }
+        std::printf("\n");
+      }
+  }
+  if (detected_isa() >= Isa::kAmx) amx_block_costs();  // detection also asked Linux for the tile state
+}
+
 void extra() {
   ThreadPool pool(2);
   // Prefill: M rows through one f32 [4864, 896] weight, ours vs OpenBLAS sgemm (2 threads each).
@@ -121,6 +256,7 @@ void extra() {
                 "(1 thread) %.2f us (2 threads); 24-layer step %.1f us\n",
                 static_cast<long long>(S), scan * 1e6, t1 * 1e6, t2 * 1e6, (scan + 24 * t1) * 1e6);
   }
+  prefill_attention(pool);
   // Decode with another process spinning on CPU 1: q4_0 [4864, 896] × 64 copies (DRAM-resident).
   {
     const int64_t n = 4864, k = 896;
@@ -150,6 +286,15 @@ void extra() {
 }
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "gemm") == 0) {
+    prefill_int_gemm();
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "attention") == 0) {
+    ThreadPool pool(2);
+    prefill_attention(pool);
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "extra") == 0) {
     extra();
     return 0;
