@@ -137,34 +137,37 @@ INSTANTIATE_TEST_SUITE_P(Isa, CpuFastLinear, all_isas(), isa_test_name);
 
 // The AMX kernel forms the same int32 block sums as VNNI and scales them in the same order, so prefill
 // through AMX tiles must equal the AVX-512 kernel bit for bit: full and partial 16-row tiles, padded
-// output tiles, an odd block count (the alternating C tiles end on either parity), bias, 1 and 2 threads.
+// output tiles, 2/4/6/48 blocks (K is padded to 64, so the ring of four C tiles ends full or half-way),
+// bias, 1 and 2 threads.
 TEST(CpuFastAmx, PrefillIsBitIdenticalToAvx512) {
   if (detected_isa() < Isa::kAmx) GTEST_SKIP() << "CPU (or OS) without AMX-INT8";
+  ThreadPool pools[2] = {ThreadPool(1), ThreadPool(2)};
   for (DType f : {DType::kI8, DType::kQ8_0, DType::kQ4_0})
-    for (int64_t m : {16, 19, 32, 47, 64})
-      for (auto nk : {std::pair<int64_t, int64_t>{83, 160}, {48, 96}, {576, 1536}, {40, 32}})
-        for (int threads : {1, 2}) {
-          const int64_t n = nk.first, k = nk.second;
-          SCOPED_TRACE(std::string(dtype_name(f)) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
-                       " k=" + std::to_string(k) + " threads=" + std::to_string(threads));
-          Weight w = make_weight(f, n, k, static_cast<uint32_t>(n + k));
-          std::mt19937 rng(static_cast<uint32_t>(m));
-          std::normal_distribution<float> d(0.0f, 1.0f);
-          std::vector<float> x(static_cast<size_t>(m * k)), bias(static_cast<size_t>(n));
-          for (auto& v : x) v = d(rng);
-          for (auto& v : bias) v = d(rng);
-          auto pw = pack_weight(f, w.bytes.data(), n, k, w.scale.empty() ? nullptr : w.scale.data());
-          ASSERT_TRUE(pw.ok()) << pw.error().to_string();
-          LinearScratch scratch(pw->k_padded, m);
-          ThreadPool pool(threads);
-          std::vector<float> y_amx(static_cast<size_t>(m * n), -7.0f), y_vnni(y_amx);
-          set_isa_cap(Isa::kAmx);
-          linear(*pw, x.data(), m, bias.data(), y_amx.data(), scratch, &pool);
-          set_isa_cap(Isa::kAvx512);
-          linear(*pw, x.data(), m, bias.data(), y_vnni.data(), scratch, &pool);
-          set_isa_cap(Isa::kAmx);
-          ASSERT_EQ(0, std::memcmp(y_amx.data(), y_vnni.data(), y_amx.size() * sizeof(float)));
-        }
+    for (auto nk : {std::pair<int64_t, int64_t>{83, 160}, {48, 96}, {576, 1536}, {40, 32}}) {
+      const int64_t n = nk.first, k = nk.second;
+      Weight w = make_weight(f, n, k, static_cast<uint32_t>(n + k));
+      auto pw = pack_weight(f, w.bytes.data(), n, k, w.scale.empty() ? nullptr : w.scale.data());
+      ASSERT_TRUE(pw.ok()) << pw.error().to_string();
+      std::vector<float> bias(static_cast<size_t>(n));
+      std::mt19937 rng(static_cast<uint32_t>(n));
+      std::normal_distribution<float> d(0.0f, 1.0f);
+      for (auto& v : bias) v = d(rng);
+      for (int64_t m : {16, 19, 32, 47, 64}) {
+        std::vector<float> x(static_cast<size_t>(m * k));
+        for (auto& v : x) v = d(rng);
+        LinearScratch scratch(pw->k_padded, m);
+        ThreadPool& pool = pools[m % 2];  // 1 and 2 threads across the row counts
+        SCOPED_TRACE(std::string(dtype_name(f)) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                     " k=" + std::to_string(k) + " threads=" + std::to_string(pool.size()));
+        std::vector<float> y_amx(static_cast<size_t>(m * n), -7.0f), y_vnni(y_amx);
+        set_isa_cap(Isa::kAmx);
+        linear(*pw, x.data(), m, bias.data(), y_amx.data(), scratch, &pool);
+        set_isa_cap(Isa::kAvx512);
+        linear(*pw, x.data(), m, bias.data(), y_vnni.data(), scratch, &pool);
+        set_isa_cap(Isa::kAmx);
+        ASSERT_EQ(0, std::memcmp(y_amx.data(), y_vnni.data(), y_amx.size() * sizeof(float)));
+      }
+    }
 }
 
 // Delegates that pack the same constant (a program's prefill and decode methods) share one copy; the
