@@ -36,6 +36,18 @@ inline __m512 load_row(const void* base, bool f16, int64_t i) {
   return _mm512_loadu_ps(static_cast<const float*>(base) + i);
 }
 
+// Decode streams a kv head's K and V rows once per step; like the weight GEMVs (linear_avx512.cpp) a core
+// keeps more of that stream in flight when it prefetches the rows this many slots ahead.
+constexpr int64_t kSlotsAhead = 32;
+template <int ND>
+inline void prefetch_rows(const void* base, bool f16, const int32_t* slots, int count) {
+  const int64_t row_bytes = 16 * ND * (f16 ? 2 : 4);
+  for (int s = 0; s < count; ++s) {
+    const char* row = static_cast<const char*>(base) + static_cast<int64_t>(slots[s]) * row_bytes;
+    for (int64_t off = 0; off < row_bytes; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
+  }
+}
+
 // Heads per pass so that HB·ND query (or accumulator) vectors plus ND K/V vectors fit the 32 registers.
 template <int ND>
 constexpr int heads_per_pass() { return ND <= 4 ? 4 : ND <= 8 ? 2 : 1; }
@@ -90,6 +102,7 @@ void scores_nd(const float* q, int g, const void* k, bool f16, const int32_t* sl
     float* oj = out + j0 * n;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
+      if (i + kSlotsAhead + 8 <= n) prefetch_rows<ND>(k, f16, slots + i + kSlotsAhead, 8);
       if (hb == 2)
         scores_block8<ND, 2>(qj, k, f16, slots + i, n, oj + i);
       else
@@ -117,6 +130,7 @@ void accum_nd(const float* p, int g, const void* v, bool f16, const int32_t* slo
     for (int h = 0; h < HB; ++h)
       for (int e = 0; e < ND; ++e) acc[h][e] = h < hb ? _mm512_loadu_ps(out + (j0 + h) * d + 16 * e) : _mm512_setzero_ps();
     for (int64_t i = 0; i < n; ++i) {
+      if (i + kSlotsAhead < n) prefetch_rows<ND>(v, f16, slots + i + kSlotsAhead, 1);
       const int64_t base = static_cast<int64_t>(slots[i]) * d;
       __m512 vv[ND];
       for (int e = 0; e < ND; ++e) vv[e] = load_row(v, f16, base + 16 * e);
