@@ -52,7 +52,7 @@ hfs::cli::RunFn setup_export(CLI::App& sub) {
   sub.add_flag("-v,--verbose", a->verbose, "print each quantized tensor's relative RMS error");
   sub.add_option("model_dir", a->model_dir, "HuggingFace checkpoint directory (config.json + safetensors)")->required();
   sub.add_option("-o,--output", a->out, "output program file (.hfs)")->required();
-  sub.add_option("--prefill-chunk", a->chunk, "tokens per prefill call C (default by model size: 32/64/128)")
+  sub.add_option("--prefill-chunk", a->chunk, "tokens per prefill call C (default 64, 128 above 1B parameters)")
       ->check(CLI::PositiveNumber);
   sub.add_option("--context", a->context, "context capacity (default min(max_position_embeddings, 4096))")
       ->check(CLI::PositiveNumber);

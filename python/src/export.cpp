@@ -49,7 +49,7 @@ void bind_export(py::module_& m) {
       py::arg("cache_dtype") = py::none(), py::arg("weights") = py::none(), py::arg("logits_all") = false,
       R"(Exports a HuggingFace checkpoint directory to a program file; returns `out` as a str.
 
-prefill_chunk: tokens per prefill call (None: 32/64/128 by model size); context: capacity in tokens (None:
+prefill_chunk: tokens per prefill call (None: 64, or 128 above 1B parameters); context: capacity in tokens (None:
 min(max_position_embeddings, 4096)); cache_dtype: "f32" | "f16"; weights: "keep" | "f32" | "f16" | "bf16".
 The GIL is released while exporting. Errors: hfstatic.Error ("unsupported_model", "missing_tensor", ...).)");
 }

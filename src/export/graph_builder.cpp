@@ -616,9 +616,11 @@ std::string base_name(const std::string& dir) {
 
 }  // namespace
 
-int64_t default_prefill_chunk(int64_t n_params) {
-  return n_params < 200'000'000 ? 32 : n_params <= 1'000'000'000 ? 64 : 128;
-}
+// 64 rows feed the prefill kernels well enough from the smallest models on: on the Xeon the SmolLM2-135M
+// shape prefilled 512 tokens 1.1-1.5x faster with C = 64 than with the 32 it used to get (f16, int8, int4;
+// 3 interleaved runs each), and a short prompt's partial chunk still goes to decode when that is cheaper
+// (the runner's tail policy).
+int64_t default_prefill_chunk(int64_t n_params) { return n_params <= 1'000'000'000 ? 64 : 128; }
 
 Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std::shared_ptr<const Checkpoint> ck,
                                  const ExportOptions& opt) {

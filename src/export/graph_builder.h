@@ -117,7 +117,7 @@ WeightRef weight_ref(const std::string& prefix, const std::string& name, Shape s
 // "silu" / "swish" → "silu"; "gelu_pytorch_tanh" / "gelu_tanh" / "gelu" (gemma's) → "gelu_tanh"; else unsupported.
 [[nodiscard]] Result<std::string> activation_from_config(const HfConfig& cfg, std::string_view key, const std::string& value);
 
-// Default prefill chunk by parameter count: 32 below 200M, 64 up to 1B, 128 above.
+// Default prefill chunk by parameter count: 64 up to 1B, 128 above.
 int64_t default_prefill_chunk(int64_t n_params);
 
 // --- plan assembly -----------------------------------------------------------------------------------

@@ -231,7 +231,7 @@ TEST_F(ExportPlanTest, LlamaMetadata) {
   EXPECT_EQ(meta_int(p, keys::kContractVersion), 1);
   EXPECT_EQ(p.metadata.at(std::string(keys::kPrefillMethod)).as_string(), "prefill");
   EXPECT_EQ(p.metadata.at(std::string(keys::kDecodeMethod)).as_string(), "decode");
-  EXPECT_EQ(meta_int(p, keys::kPrefillTokens), 32);  // tiny model default
+  EXPECT_EQ(meta_int(p, keys::kPrefillTokens), 64);  // default (and = the 64-token context)
   EXPECT_EQ(meta_int(p, keys::kDecodeTokens), 1);
   EXPECT_EQ(meta_int(p, keys::kContextLength), 64);  // min(max_position_embeddings, 4096)
   EXPECT_EQ(meta_int(p, keys::kNumLayers), 2);
@@ -474,8 +474,8 @@ TEST_F(ExportPlanTest, IntegerWeightsUnsupported) {
 }
 
 TEST(ExportDefaults, PrefillChunkBySize) {
-  EXPECT_EQ(default_prefill_chunk(260'000), 32);
-  EXPECT_EQ(default_prefill_chunk(199'999'999), 32);
+  EXPECT_EQ(default_prefill_chunk(260'000), 64);
+  EXPECT_EQ(default_prefill_chunk(199'999'999), 64);
   EXPECT_EQ(default_prefill_chunk(200'000'000), 64);
   EXPECT_EQ(default_prefill_chunk(1'000'000'000), 64);
   EXPECT_EQ(default_prefill_chunk(1'000'000'001), 128);
@@ -729,7 +729,7 @@ TEST(ExportStories, RealCheckpointPlan) {
   EXPECT_EQ(meta_int(*p, keys::kHeadDim), 8);
   EXPECT_EQ(meta_int(*p, keys::kVocabSize), 512);
   EXPECT_EQ(meta_int(*p, keys::kContextLength), 512);
-  EXPECT_EQ(meta_int(*p, keys::kPrefillTokens), 32);
+  EXPECT_EQ(meta_int(*p, keys::kPrefillTokens), 64);
   EXPECT_EQ(meta_int(*p, keys::kBosTokenId), 1);
   EXPECT_EQ(meta_ints(*p, keys::kEosTokenIds), (std::vector<int64_t>{2}));
   EXPECT_EQ(meta_strings(*p, keys::kLayerKinds), (std::vector<std::string>(5, "global")));
