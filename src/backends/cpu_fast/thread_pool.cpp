@@ -1,11 +1,14 @@
 #include "backends/cpu_fast/thread_pool.h"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 namespace hfs::cpu_fast {
 namespace {
@@ -37,6 +40,30 @@ bool spin_until(Pred pred, int us) {
   }
 }
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The contention check (see thread_pool.h): sample spacing, the share of a window spent waiting for a
+// CPU that benches a worker, and the hold's range.
+constexpr int64_t kSampleNs = 4'000'000;
+constexpr int64_t kContendedPermille = 250;
+constexpr int64_t kMinHoldNs = 200'000'000, kMaxHoldNs = 1'600'000'000;
+
+// run_delay (ns spent runnable but not running), the second field of a schedstat file; -1 if unreadable.
+int64_t read_run_delay(int fd) {
+  char buf[96];
+  const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char* end = nullptr;
+  std::strtoll(buf, &end, 10);  // time on a CPU
+  if (end == buf) return -1;
+  const char* second = end;
+  const long long delay = std::strtoll(second, &end, 10);
+  return end == second ? -1 : delay;
+}
+
 }  // namespace
 
 int ThreadPool::default_threads() {
@@ -51,6 +78,8 @@ int ThreadPool::default_threads() {
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = default_threads();
+  contention_ = std::make_unique<Contention[]>(static_cast<size_t>(threads));
+  for (int i = 0; i < threads; ++i) contention_[static_cast<size_t>(i)].hold_ns = kMinHoldNs;
   workers_.reserve(static_cast<size_t>(threads - 1));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_main(i); });
 }
@@ -60,7 +89,55 @@ ThreadPool::~ThreadPool() {
   claim_.store(0);
   generation_.fetch_add(1);
   futex_wake_all(generation_);
+  bench_gen_.fetch_add(1);
+  futex_wake_all(bench_gen_);
   for (auto& t : workers_) t.join();
+  for (size_t i = 0; i < workers_.size(); ++i)
+    if (const int fd = contention_[i].schedstat_fd.load(); fd >= 0) close(fd);
+}
+
+int ThreadPool::benched_workers() const {
+  int n = 0;
+  for (size_t i = 0; i < workers_.size(); ++i) n += contention_[i].benched.load(std::memory_order_relaxed);
+  return n;
+}
+
+void ThreadPool::check_contention() {
+  const int64_t now = now_ns();
+  const int64_t window = now - last_sample_ns_;
+  if (window < kSampleNs) return;
+  last_sample_ns_ = now;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    Contention& c = contention_[i];
+    if (c.benched.load(std::memory_order_relaxed)) {
+      if (now < c.bench_until_ns) continue;
+      // Let it back in to look again: a fresh baseline, and a decision after two full windows of work.
+      c.last_delay_ns = -1;
+      c.strikes = 0;
+      probes_.fetch_add(1, std::memory_order_relaxed);
+      c.benched.store(false);
+      bench_gen_.fetch_add(1);
+      futex_wake_all(bench_gen_);
+      continue;
+    }
+    const int fd = c.schedstat_fd.load(std::memory_order_acquire);
+    if (fd < 0) continue;
+    const int64_t delay = read_run_delay(fd);
+    if (delay < 0) continue;
+    if (c.last_delay_ns >= 0) {
+      // Two windows in a row, so that one burst of some daemon's work does not bench a worker.
+      if ((delay - c.last_delay_ns) * 1000 < window * kContendedPermille) {
+        c.strikes = 0;
+        c.hold_ns = kMinHoldNs;
+      } else if (++c.strikes >= 2) {
+        c.strikes = 0;
+        c.benched.store(true);
+        c.bench_until_ns = now + c.hold_ns;
+        c.hold_ns = std::min(2 * c.hold_ns, kMaxHoldNs);
+      }
+    }
+    c.last_delay_ns = delay;
+  }
 }
 
 void ThreadPool::work(uint32_t gen, int thread) {
@@ -84,8 +161,18 @@ void ThreadPool::work(uint32_t gen, int thread) {
 }
 
 void ThreadPool::worker_main(int thread) {
+  Contention& c = contention_[static_cast<size_t>(thread - 1)];
+  c.schedstat_fd.store(open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC), std::memory_order_release);
   uint32_t seen = 0;
   for (;;) {
+    // Benched: sleep until the caller lets this worker back in. Seq-cst on benched / bench_gen_ pairs with
+    // check_contention's store-then-increment, so the wake-up cannot be lost.
+    if (c.benched.load()) {
+      const uint32_t g = bench_gen_.load();
+      if (c.benched.load() && !stop_.load()) futex_wait(bench_gen_, g);
+      if (stop_.load()) return;
+      continue;
+    }
     // Seq-cst on sleepers_/generation_ pairs with run_impl: either the caller sees us sleeping and wakes
     // us, or we see the new generation before sleeping.
     if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; },
@@ -107,6 +194,7 @@ void ThreadPool::run_impl(int64_t n_tasks, TaskFn fn, void* ctx) {
     return;
   }
   std::lock_guard<std::mutex> lock(run_mu_);
+  check_contention();
   fn_ = fn;
   ctx_ = ctx;
   n_tasks_ = n_tasks;

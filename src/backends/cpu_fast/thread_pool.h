@@ -5,12 +5,20 @@
 // wait for the slowest core). Idle workers spin briefly — steps issue kernels microseconds apart —
 // then sleep on a futex, so they never burn a core another process needs.
 //
+// A worker that shares its core with another busy process still stalls the step whenever it is
+// descheduled while holding a task. So every 4 ms the caller reads how long each worker waited for a
+// CPU (run_delay in /proc/self/task/<tid>/schedstat, the kernel's own count: a busy neighbour shows
+// there, a hypervisor's steal does not); a worker that waited a quarter of two windows in a row sits
+// out (sleeps) for a hold of 0.2 s, doubling up to 1.6 s while it keeps finding its core taken. The
+// others, and the caller, take its tasks. Without /proc the check is off.
+//
 //   hfs::cpu_fast::ThreadPool pool(2);
 //   pool.run(64, [&](int64_t task) { process_chunk(task); });
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -47,14 +55,35 @@ class ThreadPool {
   void set_spin_us(int us) { spin_us_.store(us, std::memory_order_relaxed); }
   static int default_threads();
 
+  // Workers sitting out now because their core was found busy, and how many times a sitting-out worker
+  // has been let back in to look again (both for tests and diagnostics).
+  int benched_workers() const;
+  int64_t probes() const { return probes_.load(std::memory_order_relaxed); }
+
  private:
   using TaskFn = void (*)(void*, int64_t, int);
   void run_impl(int64_t n_tasks, TaskFn fn, void* ctx);
   void worker_main(int thread);
+  // Caller, under run_mu_: every kSampleNs, benches workers that waited for a CPU, lets expired ones back.
+  void check_contention();
+
+  // Per worker (index thread - 1). The fd and the flag are shared with the worker; the rest is the
+  // caller's, under run_mu_.
+  struct Contention {
+    std::atomic<int> schedstat_fd{-1};  // the worker's /proc/thread-self/schedstat, opened by itself
+    std::atomic<bool> benched{false};
+    int64_t last_delay_ns = -1;         // run_delay at the last sample (-1: none yet)
+    int strikes = 0;                    // contended windows in a row
+    int64_t bench_until_ns = 0;
+    int64_t hold_ns = 0;
+  };
   // Claims and runs tasks of job `gen` until none are left or the job is no longer current.
   void work(uint32_t gen, int thread);
 
   std::vector<std::thread> workers_;
+  std::unique_ptr<Contention[]> contention_;
+  int64_t last_sample_ns_ = 0;
+  std::atomic<int64_t> probes_{0};
   std::mutex run_mu_;
   // Job description, written before the job's claim word is published (release) and read by workers
   // only after a successful claim (acquire), so plain fields suffice.
@@ -70,6 +99,7 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};
   alignas(64) std::atomic<uint32_t> done_{0};        // tasks finished in the current job (futex word)
   std::atomic<int> caller_sleeping_{0};
+  alignas(64) std::atomic<uint32_t> bench_gen_{0};  // futex word benched workers sleep on
   std::atomic<bool> stop_{false};
   std::atomic<int> spin_us_{50};
 };

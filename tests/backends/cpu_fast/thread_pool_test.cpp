@@ -1,7 +1,9 @@
 #include "backends/cpu_fast/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -75,6 +77,41 @@ TEST(CpuFastThreadPool, ConcurrentCallersEachGetTheirOwnJob) {
     });
   for (auto& t : callers) t.join();
   for (int c = 0; c < kCallers; ++c) EXPECT_EQ(failures[static_cast<size_t>(c)], 0) << "caller " << c;
+}
+
+// The busy-core check: with the process pinned to one CPU the worker waits for that CPU while the caller
+// runs tasks, which its schedstat run_delay shows; it must sit out within a few windows, be let back in
+// once its hold (0.2 s) is over, and every task must still run exactly once throughout.
+TEST(CpuFastThreadPool, WorkerThatWaitsForItsCpuSitsOutAndIsProbedAgain) {
+  if (access("/proc/thread-self/schedstat", R_OK) != 0) GTEST_SKIP() << "no schedstat: the check is off";
+  cpu_set_t all, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  {
+    ThreadPool pool(2);  // the worker inherits the single-CPU affinity
+    auto busy_job = [&] {
+      std::vector<std::atomic<int>> hits(16);
+      pool.run(16, [&](int64_t t) {
+        volatile double x = 0;
+        for (int i = 0; i < 20000; ++i) x = x + i;
+        hits[static_cast<size_t>(t)].fetch_add(1);
+      });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::steady_clock::now() - t0; };
+    while (pool.benched_workers() == 0 && elapsed() < std::chrono::seconds(5)) busy_job();
+    EXPECT_EQ(pool.benched_workers(), 1) << "not benched after 5 s of jobs sharing one CPU";
+    while (pool.probes() == 0 && elapsed() < std::chrono::seconds(10)) busy_job();
+    EXPECT_GE(pool.probes(), 1) << "never let back in";
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
 TEST(CpuFastThreadPool, SingleThreadPoolRunsInline) {
