@@ -266,11 +266,12 @@ void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias,
   const int threads = pool ? pool->size() : 1;
   if (!w.is_integer()) {
     const detail::FloatKernel kern = float_kernel();
-    const int64_t units = (w.n + 3) / 4;
+    const int64_t rows = detail::float_unit_rows(m);
+    const int64_t units = (w.n + rows - 1) / rows;
     const int64_t chunks = task_count(w.weight_bytes(), m, units, threads);
     auto body = [&](int64_t c) {
       const int64_t u0 = units * c / chunks, u1 = units * (c + 1) / chunks;
-      kern(w, x, m, bias, y, u0 * 4, std::min(w.n, u1 * 4));
+      kern(w, x, m, bias, y, u0 * rows, std::min(w.n, u1 * rows));
     };
     run_tasks(pool, chunks, body);
     return;
@@ -301,13 +302,14 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
   const bool integer = jobs[0].w->is_integer();
   const detail::FloatKernel fkern = float_kernel();
   const detail::IntKernel ikern = int_kernel(m);
-  // Units: packed tiles (integer) or groups of 4 rows (float). The task budget (task_count over all the
-  // weights' bytes) is shared out in proportion to each weight's units, at least one task each.
+  // Units: packed tiles (integer) or float_unit_rows(m) rows (float). The task budget (task_count over all
+  // the weights' bytes) is shared out in proportion to each weight's units, at least one task each.
   const int threads = pool != nullptr ? pool->size() : 1;
+  const int64_t frows = detail::float_unit_rows(m);
   int64_t units[kMaxJobs] = {}, tasks[kMaxJobs] = {}, total_units = 0, total_tasks = 0;
   const size_t nj = jobs.size();
   for (size_t j = 0; j < nj; ++j) {
-    units[j] = integer ? jobs[j].w->n_padded / detail::kTileRows : (jobs[j].w->n + 3) / 4;
+    units[j] = integer ? jobs[j].w->n_padded / detail::kTileRows : (jobs[j].w->n + frows - 1) / frows;
     total_units += units[j];
   }
   size_t total_bytes = 0;
@@ -325,7 +327,7 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
     if (integer)
       ikern(*job.w, *acts, m, job.bias, job.y, u0, u1);
     else
-      fkern(*job.w, x, m, job.bias, job.y, u0 * 4, std::min(job.w->n, u1 * 4));
+      fkern(*job.w, x, m, job.bias, job.y, u0 * frows, std::min(job.w->n, u1 * frows));
   };
   run_tasks(pool, total_tasks, body);
 }
@@ -336,7 +338,7 @@ void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, cons
   const detail::FloatKernel fkern = float_kernel();
   const detail::IntKernel ikern = int_kernel(m);
   const int64_t n = gate.w->n;
-  const int64_t cols = integer ? detail::kTileRows : 4;  // columns per unit
+  const int64_t cols = integer ? detail::kTileRows : detail::float_unit_rows(m);  // columns per unit
   const int64_t units = (n + cols - 1) / cols;
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t tasks = task_count(gate.w->weight_bytes() + up.w->weight_bytes(), m, units, threads);

@@ -32,5 +32,9 @@ void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, Quan
 inline constexpr int64_t kTileRows = 16;
 inline int64_t steps_per_block(DType f) { return f == DType::kQ4_0 ? 4 : 8; }  // 64-byte vectors per block
 inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 32) * steps_per_block(w.format) * 64; }
+// Float weights: the output rows a pool task's range is a multiple of — 4 for decode's row-wise GEMV, and
+// the AVX-512 prefill GEMM's 32-row panel otherwise (a range ending mid-panel would compute a whole panel
+// for a few rows).
+inline int64_t float_unit_rows(int64_t m) { return m == 1 ? 4 : 32; }
 
 }  // namespace hfs::cpu_fast::detail

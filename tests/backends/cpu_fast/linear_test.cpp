@@ -114,6 +114,16 @@ TEST_P(CpuFastLinear, FloatFormatsMatchDoubleReference) {
       for (auto nk : {std::pair<int64_t, int64_t>{13, 37}, {40, 128}, {9, 16}}) check(f, m, nk.first, nk.second, 2);
 }
 
+// Prefill through the AVX-512 panel GEMM (32 outputs × 256 K per panel): full 8-row groups and every
+// tail, several K panels (partial sums carried in y) with a K tail, partial output panels, bias.
+TEST_P(CpuFastLinear, FloatPrefillPanelsMatchDoubleReference) {
+  for (DType f : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int64_t m : {8, 9, 17, 23}) check(f, m, 70, 600, 2);
+    check(f, 16, 32, 256, 1);   // exactly one panel
+    check(f, 5, 33, 257, 1);    // one row and one k past a panel
+  }
+}
+
 TEST_P(CpuFastLinear, IntegerFormatsMatchDequantizedReference) {
   for (DType f : {DType::kI8, DType::kQ8_0, DType::kQ4_0})
     for (int64_t m : {1, 2, 5, 9})
