@@ -112,7 +112,6 @@ struct TileArgs {
   int64_t kp, blocks;
   int32_t (*cbuf)[256];   // [4][16 × 16] C tiles as stored
   uint8_t (*bbuf)[512];   // [2][512] q4_0: a block's nibbles as bytes
-  const uint8_t* next;    // i8/q8_0: the next tile's packed blocks, prefetched block by block; null: none
 };
 
 // Loads block b's operands and multiplies them into C tile C (C = b mod 4; A/B tiles by b's parity).
@@ -120,8 +119,6 @@ template <Fmt F, int C>
 __attribute__((always_inline)) inline void issue(const TileArgs<F>& t, int64_t b) {
   constexpr int64_t kBlockBytes = F == Fmt::kQ4 ? 256 : 512;
   const uint8_t* wb = t.wq + b * kBlockBytes;
-  if (F != Fmt::kQ4 && t.next != nullptr)
-    for (int64_t l = 0; l < kBlockBytes; l += 64) _mm_prefetch(reinterpret_cast<const char*>(t.next + b * kBlockBytes + l), _MM_HINT_T1);
   if constexpr (F == Fmt::kQ4) {
     uint8_t* buf = t.bbuf[C & 1];
     const __m512i low4 = _mm512_set1_epi8(0x0f);
@@ -177,7 +174,7 @@ __attribute__((always_inline)) inline void store_rows(const PackedWeight& w, int
 // a multiple of 16, rare) are guarded off, not computed.
 template <Fmt F>
 void tile_rows(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int mr, int64_t t, float* y,
-               const float* bias, const uint8_t* next) {
+               const float* bias) {
   const int64_t kp = w.k_padded, blocks = kp / 32;
   alignas(64) int32_t cbuf[4][256];
   alignas(64) uint8_t bbuf[2][512];
@@ -189,8 +186,7 @@ void tile_rows(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int mr
                        kp,
                        blocks,
                        cbuf,
-                       bbuf,
-                       next};
+                       bbuf};
   constexpr auto kRows = std::make_index_sequence<16>{};
   __m512 acc[16];
   [&]<size_t... I>(std::index_sequence<I...>) __attribute__((always_inline)) { ((acc[I] = _mm512_setzero_ps()), ...); }(kRows);
@@ -214,14 +210,6 @@ void tile_rows(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int mr
   store_rows<F>(w, i0, mr, t, y, bias, acc, kRows);
 }
 
-// A tile's weights are read from DRAM once, by its first row group (the others find them in L1/L2), and
-// tile loads get little from the hardware prefetchers: that pass fetches the next tile's blocks into L2.
-// Not for q4_0, whose blocks are read by vector loads (to split the nibbles) that the prefetchers follow:
-// there the extra prefetches only cost (prefill 10-15 % slower, interleaved runs).
-inline const uint8_t* next_tile(const PackedWeight& w, int64_t t, int64_t t1) {
-  return t + 1 < t1 ? w.q.data() + (t + 1) * tile_bytes(w) : nullptr;
-}
-
 template <Fmt F>
 void amx_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y, int64_t t0,
                int64_t t1) {
@@ -229,12 +217,11 @@ void amx_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const f
   if (full > 0) {
     configure(16);
     for (int64_t t = t0; t < t1; ++t)
-      for (int64_t i = 0; i < full; i += 16) tile_rows<F>(w, a, i, 16, t, y, bias, i == 0 ? next_tile(w, t, t1) : nullptr);
+      for (int64_t i = 0; i < full; i += 16) tile_rows<F>(w, a, i, 16, t, y, bias);
   }
   if (full < m) {
     configure(static_cast<int>(m - full));
-    for (int64_t t = t0; t < t1; ++t)
-      tile_rows<F>(w, a, full, static_cast<int>(m - full), t, y, bias, full == 0 ? next_tile(w, t, t1) : nullptr);
+    for (int64_t t = t0; t < t1; ++t) tile_rows<F>(w, a, full, static_cast<int>(m - full), t, y, bias);
   }
   // Back to the init state: the kernel saves no 8 KiB tile state on this thread's context switches.
   _tile_release();
