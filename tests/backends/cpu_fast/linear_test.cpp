@@ -147,13 +147,13 @@ INSTANTIATE_TEST_SUITE_P(Isa, CpuFastLinear, all_isas(), isa_test_name);
 
 // The AMX kernel forms the same int32 block sums as VNNI and scales them in the same order, so prefill
 // through AMX tiles must equal the AVX-512 kernel bit for bit: full and partial 16-row tiles, padded
-// output tiles, 2/4/6/48 blocks (K is padded to 64, so the ring of four C tiles ends full or half-way),
-// bias, 1 and 2 threads.
+// output tiles, 2/4/6/34/48 blocks (K is padded to 64, so the ring of four C tiles ends full or half-way),
+// 16..160 rows, bias, 1 and 2 threads.
 TEST(CpuFastAmx, PrefillIsBitIdenticalToAvx512) {
   if (detected_isa() < Isa::kAmx) GTEST_SKIP() << "CPU (or OS) without AMX-INT8";
   ThreadPool pools[2] = {ThreadPool(1), ThreadPool(2)};
   for (DType f : {DType::kI8, DType::kQ8_0, DType::kQ4_0})
-    for (auto nk : {std::pair<int64_t, int64_t>{83, 160}, {48, 96}, {576, 1536}, {40, 32}}) {
+    for (auto nk : {std::pair<int64_t, int64_t>{83, 160}, {48, 96}, {576, 1536}, {40, 32}, {70, 1088}}) {
       const int64_t n = nk.first, k = nk.second;
       Weight w = make_weight(f, n, k, static_cast<uint32_t>(n + k));
       auto pw = pack_weight(f, w.bytes.data(), n, k, w.scale.empty() ? nullptr : w.scale.data());
@@ -162,7 +162,7 @@ TEST(CpuFastAmx, PrefillIsBitIdenticalToAvx512) {
       std::mt19937 rng(static_cast<uint32_t>(n));
       std::normal_distribution<float> d(0.0f, 1.0f);
       for (auto& v : bias) v = d(rng);
-      for (int64_t m : {16, 19, 32, 47, 64}) {
+      for (int64_t m : {16, 19, 32, 47, 64, 160}) {
         std::vector<float> x(static_cast<size_t>(m * k));
         for (auto& v : x) v = d(rng);
         LinearScratch scratch(pw->k_padded, m);
