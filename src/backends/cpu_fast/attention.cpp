@@ -181,8 +181,8 @@ void attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, Atte
   };
 
   // Prefill on AVX-512: blocks of rows × the group's heads along the vector lanes (attn_block_avx512).
-  if (a.t > 1 && a.softcap == 0 && active_isa() >= Isa::kAvx512 && d % 16 == 0 && d <= scratch.block_d &&
-      (d / 16 <= 8 || d / 16 == 12 || d / 16 == 16) && g <= 16) {
+  if (a.t > 1 && a.softcap == 0 && active_isa() >= Isa::kAvx512 && detail::attn_block_supports(d) &&
+      d <= scratch.block_d && g <= 16) {
     block_attention(a, live, n_live, scratch, pool);
     return;
   }

@@ -334,7 +334,7 @@ void attn_block_avx512(const AttnBlock& b) {
     case 8: return attn_block_nd<8>(b);
     case 12: return attn_block_nd<12>(b);
     case 16: return attn_block_nd<16>(b);
-    default: break;  // attention() only calls with the widths above
+    default: break;  // attention() only calls with the widths above (attn_block_supports)
   }
 }
 

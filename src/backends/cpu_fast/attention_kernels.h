@@ -42,6 +42,11 @@ struct AttnBlock {
   float* scratch = nullptr;     // attn_block_scratch_floats(n, d), 64-byte aligned
 };
 inline int64_t attn_block_scratch_floats(int64_t n, int64_t d) { return 16 * n + 16 * d + 8 * d; }
+// The head dims attn_block_avx512 is instantiated for (D/16 vectors: 1-8, 12, 16).
+inline bool attn_block_supports(int64_t d) {
+  const int64_t nd = d / 16;
+  return d % 16 == 0 && ((nd >= 1 && nd <= 8) || nd == 12 || nd == 16);
+}
 void attn_block_avx512(const AttnBlock& b);
 
 void attn_scores_scalar(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);

@@ -9,8 +9,8 @@
 // unsigned stored weights) of 16×16×32, giving exactly the int32 sums the VNNI kernel builds with 8
 // vpdpbusd per row; the float epilogue then repeats the VNNI kernel's operations in the same order
 // (+ bias of the offset, convert, × block scales, fma with the activation scale), so the result is
-// bit-identical to linear_int_avx512. The epilogue, not the tile multiply, bounds the kernel: two C
-// tiles alternate so the next block's multiply runs while this block's sums are scaled.
+// bit-identical to linear_int_avx512. The epilogue, not the tile multiply, bounds the kernel: a ring of
+// four C tiles keeps the next blocks' multiplies running while this block's sums are scaled.
 #include <immintrin.h>
 
 #include <algorithm>

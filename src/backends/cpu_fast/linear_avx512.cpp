@@ -216,8 +216,8 @@ enum class IntFmt { kI8, kQ8, kQ4 };
 // MR activation rows × NR tiles of 16 outputs. Per 32-block each int32 lane sums its output's whole
 // block — 8 vpdpbusd, each 4 K for 16 outputs against 4 broadcast activation bytes — started at the
 // row's -offset·Σx; then one convert, one multiply by the 16 block scales (q8_0/q4_0) and one FMA with
-// the activation scale. With MR·NR < 4 the low and high halves of the block get separate sums so the
-// vpdpbusd latency overlaps (decode).
+// the activation scale. With MR·NR < 4 (the 2-3 tail rows of a prefill chunk; a single row goes to
+// int_tile_decode) the low and high halves of the block get separate sums so the vpdpbusd latency overlaps.
 template <IntFmt F, int MR, int NR>
 inline void int_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int64_t t, float* y, int64_t ldy,
                      const float* bias) {

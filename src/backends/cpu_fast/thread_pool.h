@@ -7,7 +7,7 @@
 //
 // A worker that shares its core with another busy process still stalls the step whenever it is
 // descheduled while holding a task. So every 4 ms the caller reads how long each worker waited for a
-// CPU (run_delay in /proc/self/task/<tid>/schedstat, the kernel's own count: a busy neighbour shows
+// CPU (run_delay in the worker's /proc/thread-self/schedstat, the kernel's own count: a busy neighbour shows
 // there, a hypervisor's steal does not); a worker that waited a quarter of two windows in a row sits
 // out (sleeps) for a hold of 0.2 s, doubling up to 1.6 s while it keeps finding its core taken. The
 // others, and the caller, take its tasks. Without /proc the check is off.
