@@ -88,6 +88,21 @@ void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q
   if (any) kn.accum(sc, g, vb, f16, a.d, live, n, acc);
 }
 
+// body(unit, thread) for units [0, units) on the pool, claimed a few at a time — about tasks_per_thread
+// tasks per thread — instead of paying a contended claim per small unit (prefill has T·Hkv of them: 96
+// for a 32-row SmolLM2 chunk).
+template <typename Body>
+void run_units(ThreadPool* pool, int64_t units, int tasks_per_thread, const Body& body) {
+  if (pool == nullptr || units <= 1) {
+    for (int64_t u = 0; u < units; ++u) body(u, 0);
+    return;
+  }
+  const int64_t per = std::max<int64_t>(1, units / (tasks_per_thread * pool->size()));
+  pool->run((units + per - 1) / per, [&](int64_t task, int thread) {
+    for (int64_t u = task * per; u < std::min(units, (task + 1) * per); ++u) body(u, thread);
+  });
+}
+
 // Prefill: units of (block of 16/g rows, kv head). A block visits the live slots up to the last one any
 // of its rows sees (a causal chunk's first rows skip the chunk's later slots); rows that see nothing
 // get the reference's uniform average.
@@ -132,15 +147,7 @@ void block_attention(const AttentionArgs& a, const int32_t* live, int64_t n_live
     for (int r = 0; r < rows; ++r)
       if (!row_sees_a_slot(a.mask + (r0 + r) * S, live, n)) uniform_average(a, vb, g, a.out + ((r0 + r) * a.hq + h * g) * d);
   };
-  if (pool == nullptr || units == 1) {
-    for (int64_t u = 0; u < units; ++u) body(u, 0);
-    return;
-  }
-  const int threads = pool->size();
-  const int64_t per = std::max<int64_t>(1, units / (4 * threads));
-  pool->run((units + per - 1) / per, [&](int64_t task, int thread) {
-    for (int64_t u = task * per; u < std::min(units, (task + 1) * per); ++u) body(u, thread);
-  });
+  run_units(pool, units, 4, body);  // blocks are 16× larger units than the per-row path's
 }
 
 }  // namespace
@@ -211,16 +218,7 @@ void attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, Atte
         }
       }
     };
-    if (pool != nullptr && units > 1) {
-      // Prefill has T·Hkv small units (96 for a 32-row SmolLM2 chunk): claim them a few at a time, about
-      // 8 tasks per thread, instead of paying a contended claim per unit.
-      const int64_t per = std::max<int64_t>(1, units / (8 * threads));
-      pool->run((units + per - 1) / per, [&](int64_t task, int thread) {
-        for (int64_t u = task * per; u < std::min(units, (task + 1) * per); ++u) body(u, thread);
-      });
-    } else {
-      for (int64_t u = 0; u < units; ++u) body(u, 0);
-    }
+    run_units(pool, units, 8, body);
     return;
   }
 
