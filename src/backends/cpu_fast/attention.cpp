@@ -12,6 +12,9 @@
 namespace hfs::cpu_fast {
 namespace {
 
+// (row, head) lanes per prefill block: two vectors' worth (attn_block_avx512 takes up to 32).
+constexpr int kBlockLanes = 32;
+
 // Split decode so there are about this many tasks per thread (work stealing evens out the rest), but
 // never into ranges shorter than kMinSplitSlots (each range costs a partial write and a merge).
 constexpr int64_t kSplitTasksPerThread = 4;
@@ -103,14 +106,14 @@ void run_units(ThreadPool* pool, int64_t units, int tasks_per_thread, const Body
   });
 }
 
-// Prefill: units of (block of 16/g rows, kv head). A block visits the live slots up to the last one any
+// Prefill: units of (block of 32/g rows, kv head). A block visits the live slots up to the last one any
 // of its rows sees (a causal chunk's first rows skip the chunk's later slots); rows that see nothing
 // get the reference's uniform average.
 void block_attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, AttentionScratch& scratch,
                      ThreadPool* pool) {
   const int g = static_cast<int>(a.hq / a.hkv);
   const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s;
-  const int rows_per_block = 16 / g;
+  const int rows_per_block = kBlockLanes / g;
   const int64_t blocks = (a.t + rows_per_block - 1) / rows_per_block;
   const int64_t units = blocks * a.hkv;
   auto body = [&](int64_t unit, int thread) {

@@ -1,5 +1,6 @@
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -228,19 +229,28 @@ float attn_softmax_avx512(float* s, int64_t n, const float* mask, const int32_t*
 
 namespace {
 
-// V rows of `n` slots accumulated into HB lanes' outputs at once: acc[h] (ND vectors = one head's D)
-// += p[slot][lane] · V[slot]; each V row is loaded and widened once per pass of HB lanes.
+// V rows of slots [i0, i1) accumulated into HB lanes' outputs at once: acc[h] (ND vectors = one head's D)
+// += p[slot][lane] · V[slot]; each V row is loaded once per pass of HB lanes. p rows are `stride` floats
+// (the block's lane count rounded up to whole vectors). V rows come from `vrows` (row i at vrows +
+// (i - i0)·D: f16 rows widened once for all passes) or, when null, straight from the f32 cache. The sums
+// live in the lanes' output rows between calls: `first` starts them at 0, `inv` (non-null on the last
+// call) normalizes them.
 template <int ND, int HB>
-void block_accum(const AttnBlock& b, const float* p, int l0, int hb, const float* inv) {
+void block_accum(const AttnBlock& b, const float* p, int64_t stride, int l0, int hb, int64_t i0, int64_t i1,
+                 const float* vrows, bool first, const float* inv) {
   constexpr int64_t d = 16 * ND;
   __m512 acc[HB][ND];
-  for (int h = 0; h < HB; ++h)
-    for (int e = 0; e < ND; ++e) acc[h][e] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < b.n; ++i) {
-    const int64_t base = static_cast<int64_t>(b.slots[i]) * d;
+  float* o[HB];
+  for (int h = 0; h < HB; ++h) {
+    const int l = l0 + std::min(h, hb - 1), r = l / b.g, j = l % b.g;
+    o[h] = b.out + r * b.out_stride + j * d;
+    for (int e = 0; e < ND; ++e) acc[h][e] = first || h >= hb ? _mm512_setzero_ps() : _mm512_loadu_ps(o[h] + 16 * e);
+  }
+  for (int64_t i = i0; i < i1; ++i) {
+    const float* vr = vrows != nullptr ? vrows + (i - i0) * d : static_cast<const float*>(b.v) + static_cast<int64_t>(b.slots[i]) * d;
     __m512 vv[ND];
-    for (int e = 0; e < ND; ++e) vv[e] = load_row(b.v, b.f16, base + 16 * e);
-    const float* pi = p + i * 16 + l0;
+    for (int e = 0; e < ND; ++e) vv[e] = _mm512_loadu_ps(vr + 16 * e);
+    const float* pi = p + i * stride + l0;
     for (int h = 0; h < HB; ++h) {
       if (h >= hb) break;
       const __m512 w = _mm512_set1_ps(pi[h]);
@@ -248,34 +258,66 @@ void block_accum(const AttnBlock& b, const float* p, int l0, int hb, const float
     }
   }
   for (int h = 0; h < hb; ++h) {
-    const int l = l0 + h, r = l / b.g, j = l % b.g;
-    float* o = b.out + r * b.out_stride + j * d;
-    const __m512 s = _mm512_set1_ps(inv[l]);
-    for (int e = 0; e < ND; ++e) _mm512_storeu_ps(o + 16 * e, _mm512_mul_ps(acc[h][e], s));
+    if (inv != nullptr) {
+      const __m512 s = _mm512_set1_ps(inv[l0 + h]);
+      for (int e = 0; e < ND; ++e) acc[h][e] = _mm512_mul_ps(acc[h][e], s);
+    }
+    for (int e = 0; e < ND; ++e) _mm512_storeu_ps(o[h] + 16 * e, acc[h][e]);
   }
 }
 
-template <int ND>
+// How many leading slots every row of the block sees with a mask of exactly 0 (a causal chunk's shared
+// prefix): their scores skip the per-slot mask gather. Only for a contiguous run of slots (every prefill
+// chunk), where each row's mask is a plain load; 0 otherwise.
+int64_t clear_prefix(const AttnBlock& b) {
+  if (b.n == 0 || b.slots[b.n - 1] - b.slots[0] != b.n - 1) return 0;
+  int64_t clear = b.n;
+  for (int r = 0; r < b.rows && clear > 0; ++r) {
+    const float* m = b.mask + r * b.mask_stride + b.slots[0];
+    int64_t i = 0;
+    for (; i < clear; i += 16) {
+      const __mmask16 nz = _mm512_mask_cmp_ps_mask(tail_mask(clear - i), _mm512_loadu_ps(m + i), _mm512_setzero_ps(), _CMP_NEQ_UQ);
+      if (nz != 0) {
+        i += __builtin_ctz(nz);
+        break;
+      }
+    }
+    clear = std::min(clear, i);
+  }
+  return clear;
+}
+
+// LV vectors of lanes (rows·g ≤ 16·LV). Two vectors let every K element broadcast for the scores feed two
+// FMAs instead of one: a broadcast-operand FMA runs at well under the register-only rate on these cores.
+template <int ND, int LV>
 void attn_block_nd(const AttnBlock& b) {
   constexpr int64_t d = 16 * ND;
+  constexpr int64_t L = 16 * LV;
   const int lanes = b.rows * b.g;
-  float* sc = b.scratch;             // [n][16]: scores, then probabilities, of every lane per slot
-  float* qt = sc + 16 * b.n;         // [d][16]: the lanes' query vectors, transposed
-  float* kbuf = qt + 16 * d;         // [8][d]: f16 K rows widened
-  alignas(64) int32_t lane_row[16];
-  for (int l = 0; l < 16; ++l) lane_row[l] = l < lanes ? l / b.g : 0;
+  float* sc = b.scratch;             // [n][L]: scores, then probabilities, of every lane per slot
+  float* qt = sc + L * b.n;          // [d][L]: the lanes' query vectors, transposed
+  float* kbuf = qt + L * d;          // [8][d]: f16 K rows widened; then [chunk][d]: f16 V rows widened
+  alignas(64) int32_t lane_row[L];
+  for (int l = 0; l < L; ++l) lane_row[l] = l < lanes ? l / b.g : 0;
   for (int64_t e = 0; e < d; ++e)
-    for (int l = 0; l < 16; ++l)
-      qt[e * 16 + l] = l < lanes ? b.q[(l / b.g) * b.q_stride + (l % b.g) * d + e] : 0.0f;
-  // Mask of slot s for every lane: mask[row(lane)][s], one gather per slot.
-  const __m512i mask_idx = _mm512_mullo_epi32(_mm512_load_si512(lane_row), _mm512_set1_epi32(static_cast<int32_t>(b.mask_stride)));
+    for (int l = 0; l < L; ++l)
+      qt[e * L + l] = l < lanes ? b.q[(l / b.g) * b.q_stride + (l % b.g) * d + e] : 0.0f;
+  // Mask of slot s for every lane: mask[row(lane)][s], one gather per slot and vector past the clear prefix.
+  __m512i mask_idx[LV];
+  for (int v = 0; v < LV; ++v)
+    mask_idx[v] = _mm512_mullo_epi32(_mm512_load_si512(lane_row + 16 * v), _mm512_set1_epi32(static_cast<int32_t>(b.mask_stride)));
+  const int64_t clear = clear_prefix(b);
   const __m512 scale = _mm512_set1_ps(b.scale);
-  __m512 vmax = _mm512_set1_ps(-INFINITY);
-  auto finish = [&](int64_t i, __m512 acc) {
-    const __m512 m = _mm512_i32gather_ps(mask_idx, b.mask + b.slots[i], 4);
-    const __m512 s = _mm512_fmadd_ps(acc, scale, m);
-    _mm512_store_ps(sc + i * 16, s);
-    vmax = _mm512_max_ps(vmax, s);
+  __m512 vmax[LV];
+  for (int v = 0; v < LV; ++v) vmax[v] = _mm512_set1_ps(-INFINITY);
+  auto finish = [&](int64_t i, const __m512* acc) {
+    for (int v = 0; v < LV; ++v) {
+      // fma(acc, scale, 0) and acc·scale round alike: the clear prefix gives the reference's scores.
+      const __m512 s = i < clear ? _mm512_mul_ps(acc[v], scale)
+                                 : _mm512_fmadd_ps(acc[v], scale, _mm512_i32gather_ps(mask_idx[v], b.mask + b.slots[i], 4));
+      _mm512_store_ps(sc + i * L + 16 * v, s);
+      vmax[v] = _mm512_max_ps(vmax[v], s);
+    }
   };
   int64_t i = 0;
   for (; i + 8 <= b.n; i += 8) {
@@ -289,51 +331,86 @@ void attn_block_nd(const AttnBlock& b) {
         kr[s] = static_cast<const float*>(b.k) + base;
       }
     }
-    __m512 acc[8];
-    for (int s = 0; s < 8; ++s) acc[s] = _mm512_setzero_ps();
+    __m512 acc[8][LV];
+    for (int s = 0; s < 8; ++s)
+      for (int v = 0; v < LV; ++v) acc[s][v] = _mm512_setzero_ps();
     for (int64_t e = 0; e < d; ++e) {
-      const __m512 qv = _mm512_load_ps(qt + e * 16);
-      for (int s = 0; s < 8; ++s) acc[s] = _mm512_fmadd_ps(_mm512_set1_ps(kr[s][e]), qv, acc[s]);
+      __m512 qv[LV];
+      for (int v = 0; v < LV; ++v) qv[v] = _mm512_load_ps(qt + e * L + 16 * v);
+      for (int s = 0; s < 8; ++s) {
+        const __m512 kb = _mm512_set1_ps(kr[s][e]);
+        for (int v = 0; v < LV; ++v) acc[s][v] = _mm512_fmadd_ps(kb, qv[v], acc[s][v]);
+      }
     }
     for (int s = 0; s < 8; ++s) finish(i + s, acc[s]);
   }
   for (; i < b.n; ++i) {
     const int64_t base = static_cast<int64_t>(b.slots[i]) * d;
     for (int e = 0; e < ND; ++e) _mm512_store_ps(kbuf + 16 * e, load_row(b.k, b.f16, base + 16 * e));
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t e = 0; e < d; ++e) acc = _mm512_fmadd_ps(_mm512_set1_ps(kbuf[e]), _mm512_load_ps(qt + e * 16), acc);
+    __m512 acc[LV];
+    for (int v = 0; v < LV; ++v) acc[v] = _mm512_setzero_ps();
+    for (int64_t e = 0; e < d; ++e) {
+      const __m512 kb = _mm512_set1_ps(kbuf[e]);
+      for (int v = 0; v < LV; ++v) acc[v] = _mm512_fmadd_ps(kb, _mm512_load_ps(qt + e * L + 16 * v), acc[v]);
+    }
     finish(i, acc);
   }
   // A lane whose row sees nothing here keeps max ≤ the hidden threshold: use 0 so its exps are 0, not 1
   // (the caller replaces that row's output).
-  const __mmask16 seen = _mm512_cmp_ps_mask(vmax, _mm512_set1_ps(kHiddenThreshold), _CMP_GT_OQ);
-  vmax = _mm512_maskz_mov_ps(seen, vmax);
-  __m512 vsum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < b.n; ++j) {
-    const __m512 p = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(sc + j * 16), vmax));
-    _mm512_store_ps(sc + j * 16, p);
-    vsum = _mm512_add_ps(vsum, p);
+  __mmask16 seen[LV];
+  __m512 vsum[LV];
+  for (int v = 0; v < LV; ++v) {
+    seen[v] = _mm512_cmp_ps_mask(vmax[v], _mm512_set1_ps(kHiddenThreshold), _CMP_GT_OQ);
+    vmax[v] = _mm512_maskz_mov_ps(seen[v], vmax[v]);
+    vsum[v] = _mm512_setzero_ps();
   }
-  alignas(64) float inv[16];
-  _mm512_store_ps(inv, _mm512_maskz_div_ps(seen, _mm512_set1_ps(1.0f), vsum));
+  for (int64_t j = 0; j < b.n; ++j)
+    for (int v = 0; v < LV; ++v) {
+      const __m512 p = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(sc + j * L + 16 * v), vmax[v]));
+      _mm512_store_ps(sc + j * L + 16 * v, p);
+      vsum[v] = _mm512_add_ps(vsum[v], p);
+    }
+  alignas(64) float inv[L];
+  for (int v = 0; v < LV; ++v) _mm512_store_ps(inv + 16 * v, _mm512_maskz_div_ps(seen[v], _mm512_set1_ps(1.0f), vsum[v]));
   constexpr int HB = ND <= 4 ? 24 / ND : ND <= 6 ? 3 : ND <= 8 ? 2 : 1;  // HB·ND + ND registers ≤ 32
-  for (int l0 = 0; l0 < lanes; l0 += HB) block_accum<ND, HB>(b, sc, l0, std::min(HB, lanes - l0), inv);
+  if (!b.f16) {
+    for (int l0 = 0; l0 < lanes; l0 += HB) block_accum<ND, HB>(b, sc, L, l0, std::min(HB, lanes - l0), 0, b.n, nullptr, true, inv);
+    return;
+  }
+  // f16 V: widen a chunk of rows once, then run every pass of lanes over it.
+  float* vbuf = kbuf + 8 * d;
+  constexpr int64_t chunk = kAttnVChunkFloats / d;
+  for (int64_t i0 = 0; i0 < b.n; i0 += chunk) {
+    const int64_t i1 = std::min(b.n, i0 + chunk);
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t base = static_cast<int64_t>(b.slots[i]) * d;
+      for (int e = 0; e < ND; ++e) _mm512_store_ps(vbuf + (i - i0) * d + 16 * e, load_row(b.v, true, base + 16 * e));
+    }
+    for (int l0 = 0; l0 < lanes; l0 += HB)
+      block_accum<ND, HB>(b, sc, L, l0, std::min(HB, lanes - l0), i0, i1, vbuf, i0 == 0, i1 == b.n ? inv : nullptr);
+  }
+}
+
+template <int ND>
+void attn_block_lanes(const AttnBlock& b) {
+  if (b.rows * b.g > 16) return attn_block_nd<ND, 2>(b);
+  attn_block_nd<ND, 1>(b);
 }
 
 }  // namespace
 
 void attn_block_avx512(const AttnBlock& b) {
   switch (b.d / 16) {
-    case 1: return attn_block_nd<1>(b);
-    case 2: return attn_block_nd<2>(b);
-    case 3: return attn_block_nd<3>(b);
-    case 4: return attn_block_nd<4>(b);
-    case 5: return attn_block_nd<5>(b);
-    case 6: return attn_block_nd<6>(b);
-    case 7: return attn_block_nd<7>(b);
-    case 8: return attn_block_nd<8>(b);
-    case 12: return attn_block_nd<12>(b);
-    case 16: return attn_block_nd<16>(b);
+    case 1: return attn_block_lanes<1>(b);
+    case 2: return attn_block_lanes<2>(b);
+    case 3: return attn_block_lanes<3>(b);
+    case 4: return attn_block_lanes<4>(b);
+    case 5: return attn_block_lanes<5>(b);
+    case 6: return attn_block_lanes<6>(b);
+    case 7: return attn_block_lanes<7>(b);
+    case 8: return attn_block_lanes<8>(b);
+    case 12: return attn_block_lanes<12>(b);
+    case 16: return attn_block_lanes<16>(b);
     default: break;  // attention() only calls with the widths above (attn_block_supports)
   }
 }

@@ -19,11 +19,13 @@ using SoftmaxFn = float (*)(float* s, int64_t n, const float* mask, const int32_
 // Live-slot scan (see attention.h).
 using LiveFn = int64_t (*)(const float* mask, int64_t t, int64_t s, int32_t* slots);
 
-// Prefill attention of `rows` consecutive query rows × the g heads of one kv head at once, rows·g ≤ 16:
-// the (row, head) pairs lie along the 16 vector lanes, so a score for all of them is one FMA chain over D
-// with each K element broadcast (no horizontal sums), the softmax runs on 16 heads per instruction, and
-// every K/V row is loaded (and widened from f16) once for all rows·g heads instead of once per row.
-// Writes out for every row that sees a slot among slots[0, n); the caller handles rows that see none.
+// Prefill attention of `rows` consecutive query rows × the g heads of one kv head at once, rows·g ≤ 32:
+// the (row, head) pairs lie along the lanes of one or two vectors, so a score for all of them is one FMA
+// chain over D per vector with each K element broadcast once for both (no horizontal sums), the softmax
+// runs on 16 heads per instruction, and every K/V row is loaded (and widened from f16) once for all rows·g
+// heads instead of once per row. Where every row's mask is exactly 0 (the prefix a causal chunk shares)
+// the scores skip the mask gather. Writes out for every row that sees a slot among slots[0, n); the
+// caller handles rows that see none.
 struct AttnBlock {
   const float* q = nullptr;     // row r0's first head of the group; row r at q + r·q_stride, head j at + j·d
   int64_t q_stride = 0;
@@ -41,7 +43,9 @@ struct AttnBlock {
   float scale = 1.0f;
   float* scratch = nullptr;     // attn_block_scratch_floats(n, d), 64-byte aligned
 };
-inline int64_t attn_block_scratch_floats(int64_t n, int64_t d) { return 16 * n + 16 * d + 8 * d; }
+// f16 V rows are widened this many floats at a time (32 KiB: L1-resident while every pass of lanes reads them).
+inline constexpr int64_t kAttnVChunkFloats = 8192;
+inline int64_t attn_block_scratch_floats(int64_t n, int64_t d) { return 32 * n + 32 * d + 8 * d + kAttnVChunkFloats; }
 // The head dims attn_block_avx512 is instantiated for (D/16 vectors: 1-8, 12, 16).
 inline bool attn_block_supports(int64_t d) {
   const int64_t nd = d / 16;

@@ -93,11 +93,12 @@ void run_case(const Case& c, int threads) {
   for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref[i], 2e-5 * (1 + std::fabs(ref[i]))) << "elem " << i;
 }
 
-std::vector<float> causal_mask(int64_t T, int64_t S, int64_t start) {
-  // Row t sees slots [0, start + t]; the rest hidden. Slot 2 also carries a finite bias (-1.5).
+std::vector<float> causal_mask(int64_t T, int64_t S, int64_t start, int64_t bias_slot = 2) {
+  // Row t sees slots [0, start + t]; the rest hidden. Slot bias_slot (none if < 0) also carries a finite
+  // bias (-1.5).
   std::vector<float> m(static_cast<size_t>(T * S), kHidden);
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t s = 0; s <= start + t && s < S; ++s) m[t * S + s] = s == 2 ? -1.5f : 0.0f;
+    for (int64_t s = 0; s <= start + t && s < S; ++s) m[t * S + s] = s == bias_slot ? -1.5f : 0.0f;
   return m;
 }
 
@@ -134,14 +135,14 @@ TEST_P(CpuFastAttention, DecodeSplitOverSlotRangesMatchesReference) {
            2);
 }
 
-// Prefill chunks on AVX-512 run blocks of 16/g rows × the g heads of a kv head along the vector lanes:
-// every group size from 1 (16 rows per block, a partial last block) to 16 (one row), each head dim the
+// Prefill chunks on AVX-512 run blocks of 32/g rows × the g heads of a kv head along the lanes of two
+// vectors: every group size from 1 (32 rows per block, a partial last block) to 16 (two rows), each head dim the
 // kernel has a width for, causal trimming of a block's slots, scattered non-contiguous live slots seen
 // by different rows, and the paths it leaves to the per-row kernel (g > 16, D not a multiple of 16).
 TEST_P(CpuFastAttention, PrefillBlocksOfRowsAndHeadsMatchReference) {
   for (bool f16 : {false, true}) {
-    run_case({37, 4, 4, 80, 64, f16, 0.0f, causal_mask(37, 80, 20)}, 2);    // g = 1: 16 rows, tail of 5
-    run_case({9, 16, 1, 70, 32, f16, 0.0f, causal_mask(9, 70, 40)}, 1);     // g = 16: one row per block
+    run_case({37, 4, 4, 80, 64, f16, 0.0f, causal_mask(37, 80, 20)}, 2);    // g = 1: 32 rows, tail of 5
+    run_case({9, 16, 1, 70, 32, f16, 0.0f, causal_mask(9, 70, 40)}, 1);     // g = 16: two rows per block
     run_case({11, 10, 2, 50, 80, f16, 0.0f, causal_mask(11, 50, 30)}, 2);   // g = 5, D = 80
     run_case({6, 8, 2, 40, 256, f16, 0.0f, causal_mask(6, 40, 10)}, 2);     // g = 4, D = 256
     run_case({5, 6, 1, 30, 192, f16, 0.0f, causal_mask(5, 30, 20)}, 1);     // D = 192
@@ -157,6 +158,22 @@ TEST_P(CpuFastAttention, PrefillBlocksOfRowsAndHeadsMatchReference) {
       if ((s * 7 + t * 3) % 5 < 2 && t != 4) m[t * S + s] = (s % 4 == 1) ? -0.5f : 0.0f;
   for (int64_t s = 0; s < S; ++s) m[2 * S + s] = s == 77 ? 0.25f : kHidden;
   run_case({T, 6, 2, S, 64, true, 0.0f, m}, 2);
+}
+
+// The block kernel's shortcuts: slots every row sees with a mask of exactly 0 skip the mask gather (a bias
+// late in that prefix, on one row only, or nowhere), and f16 V rows are widened in chunks of
+// kAttnVChunkFloats / D slots (128 at D = 64, 32 at D = 256) shared by every pass of lanes; blocks of one
+// vector of lanes (the tail) and of two.
+TEST_P(CpuFastAttention, PrefillMaskPrefixAndWidenedVChunksMatchReference) {
+  for (bool f16 : {false, true}) {
+    run_case({32, 9, 3, 300, 64, f16, 0.0f, causal_mask(32, 300, 200, -1)}, 2);   // no bias: 2 V chunks
+    run_case({32, 9, 3, 300, 64, f16, 0.0f, causal_mask(32, 300, 200, 150)}, 2);  // bias mid-prefix
+    run_case({13, 14, 2, 400, 64, f16, 0.0f, causal_mask(13, 400, 380, 129)}, 2); // g = 7, 3 V chunks
+    run_case({6, 8, 2, 100, 256, f16, 0.0f, causal_mask(6, 100, 90, 95)}, 1);     // 4 V chunks at D = 256
+    auto m = causal_mask(20, 200, 150, -1);
+    m[7 * 200 + 60] = 0.5f;  // one row's bias ends the shared clear prefix for its block only
+    run_case({20, 6, 2, 200, 64, f16, 0.0f, m}, 2);
+  }
 }
 
 TEST_P(CpuFastAttention, RowWithNothingVisibleAveragesAllSlots) {
