@@ -45,6 +45,14 @@ struct ModelInfo {
   bool logits_all = false;      // program returns logits for every row (else: last valid row only)
 };
 
+// Whether the caller reads a step's logits.
+enum class StepLogits : uint8_t {
+  kKeep,  // last_logits() / last_step_logits() return this step's logits
+  kSkip,  // nobody reads them (a prompt chunk with more tokens after it): the logits output is left
+          // unbound, so the method skips whatever partitions only compute it (the LM head, where it is
+          // a partition of its own) and last_logits() is empty until the next kKeep step
+};
+
 class IOManager {
  public:
   virtual ~IOManager() = default;
@@ -56,8 +64,9 @@ class IOManager {
   virtual bool can_accept(int64_t n) const = 0;
 
   // Runs 1..prefill_tokens tokens through the prefill method (padding the rest of the chunk).
-  // On success the counters advance by tokens.size() and last_logits() holds the logits of the last token.
-  [[nodiscard]] virtual Status run_prefill(std::span<const int32_t> tokens) = 0;
+  // On success the counters advance by tokens.size() and, with kKeep, last_logits() holds the logits of
+  // the last token. The caches are updated the same either way.
+  [[nodiscard]] virtual Status run_prefill(std::span<const int32_t> tokens, StepLogits logits) = 0;
   // Runs exactly one token through the decode method.
   [[nodiscard]] virtual Status run_decode(int32_t token) = 0;
   // Logits of the last token run, [vocab]. Valid until the next run.

@@ -52,8 +52,14 @@ class Method {
   // inputs: one view per def().inputs, same order, exact dtype/shape. outputs: one per def().outputs;
   // for non-state outputs the caller's buffer receives the result; for state outputs (alias_of) the
   // entry is ignored on input and set to the aliased input's view — the update is already in that buffer.
+  // A non-state output with a null pointer is not wanted: every partition whose results reach only
+  // unwanted outputs (no state update, no wanted output, no needed partition after it) is skipped. That
+  // is a kBadBinding error when a partition that still runs would compute the output in its buffer.
   // One call at a time per Method: it reuses binding tables sized at load (that is how it avoids allocating).
   [[nodiscard]] Status execute(std::span<const TensorView> inputs, std::span<TensorView> outputs);
+  // True when `output` (an index into def().outputs) alone may be left unbound and that skips at least
+  // one partition — e.g. a prompt chunk's logits when the LM head is a partition of its own.
+  bool can_skip_output(size_t output) const;
 
  private:
   struct Impl;

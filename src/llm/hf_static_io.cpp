@@ -32,6 +32,7 @@ struct StepMethod {
   std::vector<int32_t*> slots;          // per group: [T]
   std::vector<float*> masks;            // per group: [T, S_g]
   const float* logits = nullptr;        // [1|T, V]
+  size_t logits_output = 0;             // its index in outputs
 };
 
 class HfStaticIO final : public IOManager {
@@ -49,8 +50,8 @@ class HfStaticIO final : public IOManager {
   int64_t position() const override { return position_; }
   bool can_accept(int64_t n) const override { return n >= 0 && position_ + n <= spec_.context_length; }
 
-  Status run_prefill(std::span<const int32_t> tokens) override { return step(prefill_, tokens); }
-  Status run_decode(int32_t token) override { return step(decode_, std::span<const int32_t>(&token, 1)); }
+  Status run_prefill(std::span<const int32_t> tokens, StepLogits logits) override { return step(prefill_, tokens, logits); }
+  Status run_decode(int32_t token) override { return step(decode_, std::span<const int32_t>(&token, 1), StepLogits::kKeep); }
 
   std::span<const float> last_logits() const override {
     if (!last_) return {};
@@ -150,13 +151,16 @@ class HfStaticIO final : public IOManager {
       auto b = alloc.allocate(out.type.nbytes());
       if (!b) return b.error().with_context("hf_static: allocating output '" + out.name + "'");
       m.outputs.emplace_back(b->data(), out.type.dtype, out.type.shape);
-      if (out.name == keys::kLogits) m.logits = static_cast<const float*>(b->data());
+      if (out.name == keys::kLogits) {
+        m.logits = static_cast<const float*>(b->data());
+        m.logits_output = m.outputs.size() - 1;
+      }
       m.owned.push_back(std::move(*b));
     }
     return Ok{};
   }
 
-  Status step(StepMethod& m, std::span<const int32_t> tokens) {
+  Status step(StepMethod& m, std::span<const int32_t> tokens, StepLogits logits) {
     const std::string where = "hf_static: method '" + m.method->def().name + "'";
     if (needs_reset_)
       return make_error(ErrorCode::kNeedsReset, where + ": a previous step failed; call reset() before running again");
@@ -211,7 +215,13 @@ class HfStaticIO final : public IOManager {
       for (int64_t t = n; t < T; ++t) std::copy(mask + (n - 1) * S, mask + n * S, mask + t * S);
     }
 
+    // Unwanted logits: the output stays unbound for this call only, where the Method then skips what only
+    // feeds it (a single-partition method computes them anyway).
+    TensorView& lv = m.outputs[m.logits_output];
+    const TensorView bound = lv;
+    if (logits == StepLogits::kSkip && m.method->can_skip_output(m.logits_output)) lv.ptr = nullptr;
     Status st = m.method->execute(m.inputs, m.outputs);
+    lv = bound;
     if (!st.ok()) {
       // Rows may have been written into the caches: the state is no longer trustworthy.
       needs_reset_ = true;
@@ -220,8 +230,8 @@ class HfStaticIO final : public IOManager {
     }
     std::swap(slot_pos_, scratch_pos_);
     position_ += n;
-    last_ = &m;
-    last_n_ = n;
+    last_ = logits == StepLogits::kKeep ? &m : nullptr;
+    last_n_ = logits == StepLogits::kKeep ? n : 0;
     return Ok{};
   }
 

@@ -48,9 +48,9 @@ struct Runner::Impl {
     return static_cast<double>(tail) * decode_step_ms < prefill_step_ms;
   }
 
-  Status run_prefill_chunk(std::span<const int32_t> chunk) {
+  Status run_prefill_chunk(std::span<const int32_t> chunk, StepLogits logits) {
     auto t0 = Clock::now();
-    HFS_TRY(io->run_prefill(chunk));
+    HFS_TRY(io->run_prefill(chunk, logits));
     double ms = ms_since(t0);
     prefill_step_ms = (prefill_step_ms * static_cast<double>(prefill_steps) + ms) / static_cast<double>(prefill_steps + 1);
     ++prefill_steps;
@@ -93,7 +93,9 @@ struct Runner::Impl {
     auto t0 = Clock::now();
     int64_t done = 0;
     while (n - done >= C) {
-      HFS_TRY(run_prefill_chunk(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(C))));
+      // Only the prompt's last step has logits anyone reads: earlier chunks skip the LM head.
+      const StepLogits logits = done + C < n ? StepLogits::kSkip : StepLogits::kKeep;
+      HFS_TRY(run_prefill_chunk(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(C)), logits));
       done += C;
       if (options.on_prefill_progress) options.on_prefill_progress(done, n);
     }
@@ -103,7 +105,7 @@ struct Runner::Impl {
       if (tail_via_decode(tail)) {
         for (int32_t t : rest) HFS_TRY(run_decode(t));
       } else {
-        HFS_TRY(run_prefill_chunk(rest));
+        HFS_TRY(run_prefill_chunk(rest, StepLogits::kKeep));
       }
       if (options.on_prefill_progress) options.on_prefill_progress(n, n);
     }

@@ -9,6 +9,10 @@
 //   root stays in one partition → the delegate's business
 // Plain outputs that cannot be bound directly (an input, a constant, a second output of one buffer) are
 // copied once after the last partition. State outputs are the input's own buffer.
+//
+// A plain output bound with a null pointer is not wanted: execute skips every partition whose results
+// reach only unwanted outputs — no state update, no wanted output, no needed partition downstream (a
+// prompt chunk whose logits nobody reads skips a separately partitioned LM head).
 #include "hfstatic/method.h"
 
 #include <algorithm>
@@ -38,6 +42,10 @@ struct Bound {
 struct PartitionRun {
   std::unique_ptr<Delegate> delegate;
   std::string backend;
+  // What keeps it from being skipped: it updates state, it produces these plain outputs (in their
+  // caller buffers or copied out), or one of these later partitions reads what it produces.
+  bool updates_state = false;
+  std::vector<size_t> feeds_outputs, feeds_partitions;
   std::vector<Bound> inputs;   // subgraph input order
   std::vector<Bound> outputs;  // the delegate's output order
   std::vector<TensorView> in_views, out_views;  // sized at load; refilled by execute
@@ -93,6 +101,8 @@ struct Method::Impl {
   std::vector<CopyOut> copies;
   std::vector<std::pair<size_t, size_t>> state_outputs;  // (output index, input index)
   Buffer arena;
+  std::vector<uint8_t> needed;     // per partition, refilled by execute when an output is unwanted
+  std::vector<uint8_t> skippable;  // per output: can_skip_output
 
   void* resolve(const Storage& s, std::span<const TensorView> inputs, std::span<TensorView> outputs) const {
     switch (s.kind) {
@@ -106,6 +116,8 @@ struct Method::Impl {
   }
 
   Status check_bindings(std::span<const TensorView> inputs, std::span<TensorView> outputs) const;
+  template <typename Wanted>
+  Status mark_needed(const Wanted& wanted);
 };
 
 Method::Method(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -342,6 +354,25 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
       const IOSpec& out = subgraphs[p].outputs[static_cast<size_t>(k)];
       run.outputs.push_back(Bound{storage_of(out.name), out.type});
     }
+    for (size_t i : (*parts)[p].nodes) {
+      const NodeDef& n = def.nodes[i];
+      const OpSchema* sch = find_op(n.op);
+      if (sch && sch->in_place && sch->alias_input >= 0 && !n.outputs.empty() && input_index.count(alias(n.outputs[0]).root))
+        run.updates_state = true;  // an in-place write into a (state) method input
+    }
+    // A value depends on the partition that produced it and, for a view, on the one that produced its bytes.
+    auto from_p = [&](const std::string& v) {
+      for (const std::string& name : {v, alias(v).root}) {
+        auto pi = produced_in.find(name);
+        if (pi != produced_in.end() && pi->second == p) return true;
+      }
+      return false;
+    };
+    for (size_t o = 0; o < def.outputs.size(); ++o)
+      if (def.outputs[o].role != IORole::kState && from_p(def.outputs[o].name)) run.feeds_outputs.push_back(o);
+    for (size_t q = p + 1; q < num_parts; ++q)
+      if (std::any_of(subgraphs[q].inputs.begin(), subgraphs[q].inputs.end(), [&](const IOSpec& in) { return from_p(in.name); }))
+        run.feeds_partitions.push_back(q);
     run.in_views.resize(run.inputs.size());
     run.out_views.resize(run.outputs.size());
     impl->plan.delegate_scratch += run.delegate->scratch_bytes();
@@ -350,6 +381,7 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
   }
 
   impl->backends = backends;
+  impl->needed.assign(num_parts, 1);
   if (impl->plan.arena_bytes) {
     Result<Buffer> arena = backends.front()->allocator()->allocate(impl->plan.arena_bytes);
     if (!arena) return arena.error().with_context(where + ": arena");
@@ -357,6 +389,13 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
   }
   impl->constants = std::move(constants);
   impl->def = std::move(def);
+  // An output can be left unbound on its own when that is valid and spares at least one partition.
+  const std::vector<IOSpec>& outs = impl->def.outputs;
+  impl->skippable.assign(outs.size(), 0);
+  for (size_t o = 0; o < outs.size(); ++o)
+    if (outs[o].role != IORole::kState)
+      impl->skippable[o] = impl->mark_needed([o](size_t k) { return k != o; }).ok() &&
+                           std::find(impl->needed.begin(), impl->needed.end(), 0) != impl->needed.end();
   return std::unique_ptr<Method>(new Method(std::move(impl)));
 }
 
@@ -384,14 +423,54 @@ Status Method::Impl::check_bindings(std::span<const TensorView> inputs, std::spa
   };
   for (size_t i = 0; i < inputs.size(); ++i) HFS_TRY(check("input", def.inputs[i], inputs[i]));
   for (size_t o = 0; o < outputs.size(); ++o)
-    if (def.outputs[o].role != IORole::kState) HFS_TRY(check("output", def.outputs[o], outputs[o]));
+    if (def.outputs[o].role != IORole::kState && outputs[o].ptr != nullptr) HFS_TRY(check("output", def.outputs[o], outputs[o]));
   return Ok{};
+}
+
+// Which partitions run when some plain outputs are unwanted: walking back from the last one, a partition
+// is needed if it updates state, produces a wanted output, or feeds a needed partition. An unwanted
+// output that lives in its caller buffer must then come only from skipped partitions, and no wanted
+// output may be copied from it; otherwise the error names both.
+template <typename Wanted>
+Status Method::Impl::mark_needed(const Wanted& wanted) {
+  for (size_t p = runs.size(); p-- > 0;) {
+    const PartitionRun& run = runs[p];
+    bool need = run.updates_state;
+    for (size_t o : run.feeds_outputs) need = need || wanted(o);
+    for (size_t q : run.feeds_partitions) need = need || needed[q] != 0;
+    needed[p] = need ? 1 : 0;
+  }
+  for (size_t p = 0; p < runs.size(); ++p) {
+    if (!needed[p]) continue;
+    for (const Bound& b : runs[p].outputs)
+      if (b.storage.kind == Storage::Kind::kCallerOutput && !wanted(b.storage.index) &&
+          def.outputs[b.storage.index].type.nbytes() != 0)
+        return make_error(ErrorCode::kBadBinding, "method '" + def.name + "': output '" + def.outputs[b.storage.index].name +
+                                                      "': null data pointer, but partition " + std::to_string(p) +
+                                                      " (backend '" + runs[p].backend +
+                                                      "') must still run and computes it in that buffer");
+  }
+  for (const CopyOut& c : copies)
+    if (c.src.kind == Storage::Kind::kCallerOutput && !wanted(c.src.index) && wanted(c.output) && c.nbytes != 0)
+      return make_error(ErrorCode::kBadBinding, "method '" + def.name + "': output '" + def.outputs[c.src.index].name +
+                                                    "': null data pointer, but output '" + def.outputs[c.output].name +
+                                                    "' is copied from it");
+  return Ok{};
+}
+
+bool Method::can_skip_output(size_t output) const {
+  return output < impl_->skippable.size() && impl_->skippable[output] != 0;
 }
 
 Status Method::execute(std::span<const TensorView> inputs, std::span<TensorView> outputs) {
   Impl& im = *impl_;
   HFS_TRY(im.check_bindings(inputs, outputs));
+  bool skipping = false;
+  for (size_t o = 0; o < outputs.size(); ++o)
+    skipping = skipping || (im.def.outputs[o].role != IORole::kState && outputs[o].ptr == nullptr);
+  if (skipping) HFS_TRY(im.mark_needed([&](size_t o) { return outputs[o].ptr != nullptr; }));
   for (size_t p = 0; p < im.runs.size(); ++p) {
+    if (skipping && !im.needed[p]) continue;
     PartitionRun& run = im.runs[p];
     for (size_t k = 0; k < run.inputs.size(); ++k) {
       const Bound& b = run.inputs[k];
@@ -407,6 +486,7 @@ Status Method::execute(std::span<const TensorView> inputs, std::span<TensorView>
                                      run.backend + "')");
   }
   for (const CopyOut& c : im.copies) {
+    if (outputs[c.output].ptr == nullptr) continue;  // unwanted (check_bindings let null through only there)
     const void* src = im.resolve(c.src, inputs, outputs);
     if (src != outputs[c.output].ptr && c.nbytes) std::memmove(outputs[c.output].ptr, src, c.nbytes);
   }

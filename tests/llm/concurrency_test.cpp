@@ -137,7 +137,7 @@ TEST(RunnerConcurrency, RejectedStepLeavesStateUnchanged) {
   const std::string program = test::tiny_program({"llama", 4, 48});
   auto r = test::open_runner(program);
   ASSERT_TRUE(r.ok());
-  ASSERT_TRUE((*r)->prefill(test::random_tokens(5, 512, 9)).ok());
+  { auto st = (*r)->prefill(test::random_tokens(5, 512, 9)); ASSERT_TRUE(st.ok()) << st.error().to_string(); }
   std::vector<float> before((*r)->logits().begin(), (*r)->logits().end());
   auto bad = (*r)->decode_step(100000);
   ASSERT_FALSE(bad.ok());

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "hfstatic/io_contract.h"
 #include "hfstatic/metadata_keys.h"
 #include "support/hf_static_fixture.h"
 
@@ -82,6 +83,45 @@ INSTANTIATE_TEST_SUITE_P(
                       PromptCase{{"mistral", 6, 24, 6}, TailPolicy::kPad},
                       PromptCase{{"mistral", 9, 27, 6}, TailPolicy::kPad},
                       PromptCase{{"mistral", 9, 27, 6}, TailPolicy::kDecode}));
+
+// A prompt chunk whose logits nobody reads (StepLogits::kSkip) leaves them unbound. On cpu_fast the LM head
+// is a partition of its own (the logits_index gather between runs on cpu_ref), so the prefill method can
+// skip it; on cpu_ref alone it is one partition and the logits are computed anyway. Either way the caches
+// come out byte for byte as with kKeep, and last_logits() is empty after a skipped step.
+TEST(HfStaticRunner, PromptChunksWithUnreadLogitsSkipTheLmHeadAndUpdateTheSameCaches) {
+  const std::string path = test::tiny_program({"llama", 4, 24});
+  auto prog = Program::load(path);
+  ASSERT_TRUE(prog.ok());
+  const std::vector<int32_t> chunk = test::random_tokens(4, 512, 31);
+  for (const char* backend : {"cpu_fast", "cpu_ref"}) {
+    SCOPED_TRACE(backend);
+    IOManagerOptions o;
+    if (std::string(backend) == "cpu_fast") o.method.backends.backends = {"cpu_fast"};
+    auto m = Method::load(*prog, "prefill", o.method);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    size_t logits = 0;
+    while ((*m)->def().outputs[logits].name != keys::kLogits) ++logits;
+    EXPECT_EQ((*m)->can_skip_output(logits), std::string(backend) == "cpu_fast");
+
+    auto keep = create_io_manager(*prog, o), skip = create_io_manager(*prog, o);
+    ASSERT_TRUE(keep.ok() && skip.ok());
+    for (int step = 0; step < 2; ++step) {
+      ASSERT_TRUE((*keep)->run_prefill(chunk, StepLogits::kKeep).ok());
+      ASSERT_TRUE((*skip)->run_prefill(chunk, StepLogits::kSkip).ok());
+      EXPECT_FALSE((*keep)->last_logits().empty());
+      EXPECT_TRUE((*skip)->last_logits().empty());
+      EXPECT_EQ((*skip)->position(), (*keep)->position());
+      const auto a = (*keep)->cache_views(), b = (*skip)->cache_views();
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_EQ(std::memcmp(a[i].ptr, b[i].ptr, a[i].nbytes()), 0) << "cache " << i << " step " << step;
+    }
+    // The next kept step has logits again, equal to the kept-all-along ones.
+    ASSERT_TRUE((*keep)->run_prefill(chunk, StepLogits::kKeep).ok());
+    ASSERT_TRUE((*skip)->run_prefill(chunk, StepLogits::kKeep).ok());
+    EXPECT_EQ(copy((*skip)->last_logits()), copy((*keep)->last_logits()));
+  }
+}
 
 TEST(HfStaticRunner, ResetThenRerunIsBitIdenticalToFreshLoad) {
   const std::string program = test::tiny_program({"mistral", 4, 24, 6});

@@ -21,9 +21,12 @@ class FakeIO final : public IOManager {
   const ModelInfo& info() const override { return info_; }
   int64_t position() const override { return pos_; }
   bool can_accept(int64_t n) const override { return pos_ + n <= info_.context_length; }
-  Status run_prefill(std::span<const int32_t> t) override {
-    calls.push_back("p" + std::to_string(t.size()));
-    return advance(t.back(), static_cast<int64_t>(t.size()));
+  // "p8" ran a chunk of 8 whose logits are read, "p8-" one whose logits nobody reads (kSkip).
+  Status run_prefill(std::span<const int32_t> t, StepLogits logits) override {
+    calls.push_back("p" + std::to_string(t.size()) + (logits == StepLogits::kSkip ? "-" : ""));
+    HFS_TRY(advance(t.back(), static_cast<int64_t>(t.size())));
+    has_ = logits == StepLogits::kKeep;
+    return Ok{};
   }
   Status run_decode(int32_t tok) override {
     calls.push_back("d");
@@ -75,15 +78,20 @@ TEST(Runner, PadPolicyPadsTailIntoOneChunk) {
   FakeIO* io;
   auto r = make_runner(TailPolicy::kPad, &io);
   ASSERT_TRUE(r->prefill(iota_tokens(2 * 8 + 3)).ok());
-  EXPECT_EQ(io->calls, (std::vector<std::string>{"p8", "p8", "p3"}));
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"p8-", "p8-", "p3"}));  // only the last step's logits are read
   EXPECT_EQ(r->position(), 19);
+  EXPECT_FALSE(r->logits().empty());
+  io->calls.clear();
+  ASSERT_TRUE(r->prefill(iota_tokens(2 * 8)).ok());  // a whole number of chunks: the last one keeps them
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"p8-", "p8"}));
+  EXPECT_FALSE(r->logits().empty());
 }
 
 TEST(Runner, DecodePolicyRoutesTailTokenByToken) {
   FakeIO* io;
   auto r = make_runner(TailPolicy::kDecode, &io);
   ASSERT_TRUE(r->prefill(iota_tokens(2 * 8 + 3)).ok());
-  EXPECT_EQ(io->calls, (std::vector<std::string>{"p8", "p8", "d", "d", "d"}));
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"p8-", "p8-", "d", "d", "d"}));
 }
 
 TEST(Runner, OverCapacityIsRejectedBeforeAnyStep) {

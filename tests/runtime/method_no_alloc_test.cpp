@@ -74,13 +74,23 @@ TEST(MethodNoAlloc, ExecuteDoesNotAllocate) {
   std::vector<TensorView> in = {TensorView(x.data(), DType::kF32, Shape{4}), TensorView(s.data(), DType::kF32, Shape{4})};
   std::vector<TensorView> out = {TensorView(o.data(), DType::kF32, Shape{2, 2}), TensorView(),
                                  TensorView(xo.data(), DType::kF32, Shape{4})};
+  std::vector<TensorView> out_skip = {TensorView(static_cast<void*>(nullptr), DType::kF32, Shape{2, 2}), TensorView(),
+                                      TensorView(xo.data(), DType::kF32, Shape{4})};
   long before = g_news.load();
   for (int i = 0; i < 5; ++i) {
     Status st = (*m)->execute(in, out);
     ASSERT_TRUE(st.ok());
   }
+  // With the plain output o unwanted (its two partitions skipped) it does not allocate either.
+  for (int i = 0; i < 5; ++i) {
+    Status st = (*m)->execute(in, out_skip);
+    ASSERT_TRUE(st.ok());
+  }
   long during = g_news.load() - before;
   EXPECT_EQ(during, 0);
+  EXPECT_TRUE((*m)->can_skip_output(0));
+  std::fill(s.begin(), s.end(), 0.0f);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE((*m)->execute(in, out).ok());
   EXPECT_EQ(o, (std::vector<float>{-4, -8, -12, -16}));  // o = 2 * -(2x)
   EXPECT_EQ(s, (std::vector<float>{10, 20, 30, 40}));
   EXPECT_EQ(xo, x);

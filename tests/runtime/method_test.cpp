@@ -19,6 +19,7 @@ namespace hfs {
 namespace {
 
 using testing_rt::claim;
+using testing_rt::executions;
 using testing_rt::f32;
 using testing_rt::in_spec;
 using testing_rt::out_spec;
@@ -424,6 +425,75 @@ TEST(Method, RandomAliasingGraphsMatchANaiveInterpreter) {
 }
 
 // (7) Binding errors name the input/output and say expected vs got.
+// (6) A plain output bound with a null pointer is not wanted: the partitions that only feed it are skipped
+// (a prompt chunk's LM head), the state update and every wanted output still happen.
+TEST(Method, UnwantedOutputsSkipThePartitionsThatOnlyFeedThem) {
+  // t = 2x [A]; s2 = s += t [ref]; u = -t [ref]; y = 2u [A]; z = -x [ref] (its own partition).
+  MethodDef def{"m",
+                {in_spec("x", f32({4})), in_spec("s", f32({4}), IORole::kState)},
+                {out_spec("y", f32({4})), state_out("s2", f32({4}), "s"), out_spec("z", f32({4}))},
+                {{"test_rt.scale2", {"x"}, {"t"}, {}},
+                 {"test_rt.inplace_add", {"s", "t"}, {"s2"}, {}},
+                 {"test_rt.neg", {"t"}, {"u"}, {}},
+                 {"test_rt.scale2", {"u"}, {"y"}, {}},
+                 {"test_rt.neg", {"x"}, {"z"}, {}}}};
+  auto m = create_ok(def, with_backend("test_rt_a", claim({"test_rt.scale2"})));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->plan().partition_backends,
+            (std::vector<std::string>{"test_rt_a", "cpu_ref", "cpu_ref", "test_rt_a", "cpu_ref"}));
+  EXPECT_TRUE(m->can_skip_output(0));   // y: its two partitions
+  EXPECT_FALSE(m->can_skip_output(1));  // the state output
+  EXPECT_TRUE(m->can_skip_output(2));   // z: its own partition
+  std::vector<float> x = {1, -2, 3, 0.5f}, s = {10, 20, 30, 40}, y(4, 7.0f), z(4, 7.0f);
+  const TensorView none(static_cast<void*>(nullptr), DType::kF32, Shape{4});
+  std::vector<float> expect_s = s;
+  auto run = [&](bool want_y, bool want_z) {
+    std::vector<TensorView> in = {view(x), view(s)}, out = {want_y ? view(y) : none, TensorView(), want_z ? view(z) : none};
+    executions()["test_rt_a"] = 0;
+    Status st = m->execute(in, out);
+    ASSERT_TRUE(st.ok()) << st.error().to_string();
+    for (size_t i = 0; i < 4; ++i) expect_s[i] += 2 * x[i];
+    EXPECT_EQ(s, expect_s);  // the state update runs whatever is wanted
+    EXPECT_EQ(out[1].ptr, s.data());
+  };
+  run(true, true);
+  EXPECT_EQ(executions()["test_rt_a"], 2);
+  for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y[i], -4 * x[i]);
+  std::fill(y.begin(), y.end(), 7.0f);
+  std::fill(z.begin(), z.end(), 7.0f);
+  run(false, true);
+  EXPECT_EQ(executions()["test_rt_a"], 1);  // t's partition (it feeds the state), not y's
+  EXPECT_EQ(y, std::vector<float>(4, 7.0f));
+  for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(z[i], -x[i]);
+  run(false, false);
+  EXPECT_EQ(executions()["test_rt_a"], 1);
+  run(true, false);
+  EXPECT_EQ(executions()["test_rt_a"], 2);
+  for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y[i], -4 * x[i]);
+}
+
+// An unwanted output cannot be skipped when its partition must run anyway and computes it in the
+// caller's buffer; nor when a wanted output is copied from it.
+TEST(Method, UnwantedOutputThatItsPartitionStillWritesIsABindingError) {
+  // a = 2x, b = 2a, both outputs, one partition.
+  MethodDef def{"m", {in_spec("x", f32({4}))}, {out_spec("a", f32({4})), out_spec("b", f32({4}))},
+                {{"test_rt.scale2", {"x"}, {"a"}, {}}, {"test_rt.scale2", {"a"}, {"b"}, {}}}};
+  auto m = create_ok(def);
+  ASSERT_TRUE(m);
+  EXPECT_FALSE(m->can_skip_output(0));
+  EXPECT_FALSE(m->can_skip_output(1));  // valid, but the one partition runs for a anyway
+  std::vector<float> x = {1, 2, 3, 4}, b(4);
+  std::vector<TensorView> in = {view(x)}, out = {TensorView(static_cast<void*>(nullptr), DType::kF32, Shape{4}), view(b)};
+  Status st = m->execute(in, out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), ErrorCode::kBadBinding);
+  EXPECT_NE(st.error().message().find("output 'a': null data pointer, but partition 0"), std::string::npos)
+      << st.error().message();
+  // Both unwanted: nothing runs, nothing fails.
+  out[1] = TensorView(static_cast<void*>(nullptr), DType::kF32, Shape{4});
+  EXPECT_TRUE(m->execute(in, out).ok());
+}
+
 TEST(Method, BindingErrors) {
   MethodDef def{"m", {in_spec("x", f32({4})), in_spec("s", f32({4}), IORole::kState)},
                 {out_spec("y", f32({4})), state_out("s2", f32({4}), "s")},
@@ -448,8 +518,8 @@ TEST(Method, BindingErrors) {
              "input 's': null data pointer");
   expect_bad({view(x), view(s)}, {TensorView(y.data(), DType::kF32, Shape{2, 2}), TensorView()},
              "output 'y': expected shape [4], got [2, 2]");
-  expect_bad({view(x), view(s)}, {TensorView(static_cast<void*>(nullptr), DType::kF32, Shape{4}), TensorView()},
-             "output 'y': null data pointer");
+  expect_bad({view(x), view(s)}, {TensorView(y.data(), DType::kI32, Shape{4}), TensorView()},
+             "output 'y': expected dtype f32, got i32");
   // The state output's entry is ignored on input (here: an empty view), then set.
   std::vector<TensorView> in = {view(x), view(s)}, out = {view(y), TensorView()};
   EXPECT_TRUE(m->execute(in, out).ok());

@@ -11,7 +11,7 @@
 // Backends "test_rt_a" and "test_rt_b": settings {"claim": ["test_rt.scale2", ...]}. Their delegates own
 // a buffer per value, run nodes with run_reference and return outputs in REVERSED order
 // (output_order() = [n-1, ..., 0]). Each contributes one pass and records passes, partitioning and
-// compilation in test_log().
+// compilation in test_log(), and counts its delegates' executions in executions().
 #pragma once
 
 #include <algorithm>
@@ -92,6 +92,13 @@ inline std::vector<std::string>& test_log() {
   return log;
 }
 
+// How many times each test backend's delegates have executed (checks which partitions a method skips).
+// Entries are made at compile and never erased (delegates keep pointers to them): reset them to 0.
+inline std::map<std::string, int>& executions() {
+  static std::map<std::string, int> n;
+  return n;
+}
+
 // Settings each test backend factory last received (checks that options reach factories).
 inline std::map<std::string, Value>& received_settings() {
   static std::map<std::string, Value> s;
@@ -103,6 +110,7 @@ class ReversedDelegate final : public Delegate {
   Status execute(std::span<const TensorView> inputs, std::span<const TensorView> outputs) override {
     if (inputs.size() != input_slots_.size() || outputs.size() != output_slots_.size())
       return make_error(ErrorCode::kBadBinding, "test delegate: wrong binding count");
+    ++*executions_;
     for (size_t i = 0; i < inputs.size(); ++i) slot_views_[input_slots_[i]] = inputs[i];
     for (size_t k = 0; k < nodes_.size(); ++k) {
       for (size_t j = 0; j < node_in_[k].size(); ++j) args_in_[k][j] = slot_views_[node_in_[k][j]];
@@ -123,6 +131,7 @@ class ReversedDelegate final : public Delegate {
     return o;
   }
 
+  int* executions_ = nullptr;  // this backend's entry of executions(), found at compile (execute never allocates)
   std::vector<NodeDef> nodes_;
   std::vector<std::vector<size_t>> node_in_, node_out_;
   std::vector<std::vector<TensorView>> args_in_, args_out_;
@@ -143,6 +152,7 @@ class TestBackend final : public Backend {
   Result<std::unique_ptr<Delegate>> compile(const Subgraph& sg) override {
     test_log().push_back("compile:" + name_);
     auto d = std::make_unique<ReversedDelegate>();
+    d->executions_ = &executions()[name_];
     std::map<std::string, size_t> slot;
     auto slot_of = [&](const std::string& v, const TensorType& t) {
       auto it = slot.find(v);
