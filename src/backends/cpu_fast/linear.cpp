@@ -164,10 +164,27 @@ Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int6
     return d;
   };
   const int64_t steps = detail::steps_per_block(format);
+  // Whole source blocks of real rows, 4 bytes at a time: a Q4_0 block's 16 bytes are already the packed
+  // nibble pairs (element 4v+j low, 16+4v+j high), and i8 / q8_0 bytes only flip their sign bit (+128).
+  // Pad rows and the padded K tail go through value() below.
+  const int64_t full_blocks = k / 32;
   for (int64_t row = 0; row < w.n_padded; ++row) {
     const int64_t t = row / detail::kTileRows, r = row % detail::kTileRows;
     uint8_t* tile = w.q.data() + t * detail::tile_bytes(w);
-    for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t fast = row < n ? full_blocks : 0;
+    for (int64_t b = 0; b < fast; ++b) {
+      const uint8_t* qs = format == DType::kI8     ? src + row * k + 32 * b
+                          : format == DType::kQ8_0 ? src + (row * nb + b) * kQ8Bytes + 2
+                                                   : src + (row * nb + b) * kQ4Bytes + 2;
+      for (int64_t v = 0; v < steps; ++v) {
+        uint32_t word;
+        std::memcpy(&word, qs + 4 * v, 4);
+        if (format != DType::kQ4_0) word ^= 0x80808080u;
+        std::memcpy(tile + (b * steps + v) * 64 + 4 * r, &word, 4);
+      }
+      if (format != DType::kI8) w.block_scales.data()[(t * blocks + b) * detail::kTileRows + r] = block_scale(row, b);
+    }
+    for (int64_t b = fast; b < blocks; ++b) {
       for (int64_t v = 0; v < steps; ++v)
         for (int64_t j = 0; j < 4; ++j) {
           uint8_t& dst = tile[(b * steps + v) * 64 + 4 * r + j];

@@ -315,6 +315,56 @@ TEST(CpuFastPack, GatherRowsI8FromPackedCopyEqualsOriginalRows) {
     }
 }
 
+// Every packed byte and block scale against the layout linear.h documents, computed here from the source
+// bytes: full blocks, the padded K tail (i8 K = 100 and 40; q formats K = 96 → 128), a partial last tile of
+// pad rows. Pads are zero weights: +128 (i8 / q8_0) or two +8 nibbles (q4_0), scale 0.
+TEST(CpuFastPack, PackedBytesFollowTheDocumentedLayout) {
+  struct Shape2 {
+    DType f;
+    int64_t n, k;
+  };
+  for (const Shape2& c : {Shape2{DType::kI8, 37, 100}, Shape2{DType::kI8, 16, 40}, Shape2{DType::kQ8_0, 37, 96},
+                          Shape2{DType::kQ4_0, 37, 96}, Shape2{DType::kQ4_0, 20, 64}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.f)) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
+    const int64_t nb = c.k / 32;
+    const int64_t block = c.f == DType::kQ4_0 ? 18 : 34;
+    std::mt19937 rng(static_cast<uint32_t>(c.n * 1000 + c.k));
+    std::vector<uint8_t> src(static_cast<size_t>(c.f == DType::kI8 ? c.n * c.k : c.n * nb * block));
+    for (auto& b : src) b = static_cast<uint8_t>(rng());
+    std::vector<float> scale(static_cast<size_t>(c.n), 0.5f);
+    auto pw = pack_weight(c.f, src.data(), c.n, c.k, c.f == DType::kI8 ? scale.data() : nullptr);
+    ASSERT_TRUE(pw.ok()) << pw.error().to_string();
+    // Signed element (row, col) of the source, 0 outside [n, k).
+    auto elem = [&](int64_t row, int64_t col) -> int {
+      if (row >= c.n || col >= c.k) return 0;
+      if (c.f == DType::kI8) return static_cast<int8_t>(src[static_cast<size_t>(row * c.k + col)]);
+      const uint8_t* blk = src.data() + (row * nb + col / 32) * block + 2;
+      if (c.f == DType::kQ8_0) return static_cast<int8_t>(blk[col % 32]);
+      const uint8_t byte = blk[col % 16];
+      return (col % 32 < 16 ? (byte & 15) : (byte >> 4)) - 8;
+    };
+    const int64_t B = pw->k_padded / 32, steps = c.f == DType::kQ4_0 ? 4 : 8;
+    ASSERT_EQ(pw->n_padded % 16, 0);
+    for (int64_t row = 0; row < pw->n_padded; ++row) {
+      const int64_t t = row / 16, cc = row % 16;
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t v = 0; v < steps; ++v)
+          for (int64_t j = 0; j < 4; ++j) {
+            const uint8_t got = pw->q.data()[((t * B + b) * steps + v) * 64 + 4 * cc + j];
+            const int64_t col = 32 * b + 4 * v + j;
+            const int want = c.f == DType::kQ4_0 ? (elem(row, col) + 8) | ((elem(row, col + 16) + 8) << 4) : elem(row, col) + 128;
+            ASSERT_EQ(got, want) << "row " << row << " block " << b << " vector " << v << " byte " << j;
+          }
+        if (c.f == DType::kI8) continue;
+        uint16_t want = 0;
+        if (row < c.n && b < nb) std::memcpy(&want, src.data() + (row * nb + b) * block, 2);
+        ASSERT_EQ(pw->block_scales.data()[(t * B + b) * 16 + cc], want) << "scale of row " << row << " block " << b;
+      }
+      if (c.f == DType::kI8) ASSERT_EQ(pw->channel_scales.data()[row], row < c.n ? 0.5f : 0.0f);
+    }
+  }
+}
+
 TEST(CpuFastPack, RejectsBadInput) {
   std::vector<uint8_t> buf(1024);
   auto r = pack_weight(DType::kQ4_0, buf.data(), 4, 40, nullptr);
