@@ -276,7 +276,8 @@ int64_t clear_prefix(const AttnBlock& b) {
     const float* m = b.mask + r * b.mask_stride + b.slots[0];
     int64_t i = 0;
     for (; i < clear; i += 16) {
-      const __mmask16 nz = _mm512_mask_cmp_ps_mask(tail_mask(clear - i), _mm512_loadu_ps(m + i), _mm512_setzero_ps(), _CMP_NEQ_UQ);
+      const __mmask16 tail = tail_mask(clear - i);  // the masked load never reads past the row's clear range
+      const __mmask16 nz = _mm512_mask_cmp_ps_mask(tail, _mm512_maskz_loadu_ps(tail, m + i), _mm512_setzero_ps(), _CMP_NEQ_UQ);
       if (nz != 0) {
         i += __builtin_ctz(nz);
         break;
@@ -288,7 +289,7 @@ int64_t clear_prefix(const AttnBlock& b) {
 }
 
 // LV vectors of lanes (rows·g ≤ 16·LV). Two vectors let every K element broadcast for the scores feed two
-// FMAs instead of one: a broadcast-operand FMA runs at well under the register-only rate on these cores.
+// FMAs instead of one (10 loads per 16 FMAs instead of 9 per 8) and share the per-slot work around them.
 template <int ND, int LV>
 void attn_block_nd(const AttnBlock& b) {
   constexpr int64_t d = 16 * ND;
