@@ -104,7 +104,9 @@ class Runner {
   const ModelInfo& info() const;
   IOManager& io();
 
-  // Feeds tokens (any count that fits); afterwards logits() are those after the last token.
+  // Feeds tokens (any count that fits); afterwards logits() are those after the last token. Only the last
+  // step's logits are computed: earlier full chunks run with StepLogits::kSkip (no LM head where the
+  // backend partitions it separately), so logits() is empty while on_prefill_progress reports them.
   // Over capacity → kCapacityExceeded, nothing run, state unchanged.
   // A step that fails part-way (the backend's error, naming method and node) keeps position() at the
   // last committed step, empties logits() and sets io().needs_reset(): from then on prefill, decode_step,
