@@ -201,7 +201,9 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
   for (size_t i = 0; i < def.nodes.size(); ++i)
     for (const std::string& o : def.nodes[i].outputs) produced_in[o] = part_of[i];
 
-  // Aliasing rules the storage plan relies on.
+  // Aliasing rules the storage plan relies on. Nodes that write a (state) method input in place are
+  // remembered: their partitions can never be skipped.
+  std::vector<uint8_t> writes_state(def.nodes.size(), 0);
   for (size_t i = 0; i < def.nodes.size(); ++i) {
     const NodeDef& n = def.nodes[i];
     const OpSchema* s = find_op(n.op);
@@ -211,6 +213,7 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
     if (in != input_index.end() && def.inputs[in->second].role != IORole::kState)
       return make_error(ErrorCode::kBadAlias, where + ": " + detail::node_label(i, n) + ": updates input '" + root +
                                                   "' in place, but it is not a state input");
+    writes_state[i] = in != input_index.end() ? 1 : 0;
     if (in == input_index.end() && !produced_in.count(root))
       return make_error(ErrorCode::kBadAlias,
                         where + ": " + detail::node_label(i, n) + ": updates constant '" + root + "' in place");
@@ -354,12 +357,7 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
       const IOSpec& out = subgraphs[p].outputs[static_cast<size_t>(k)];
       run.outputs.push_back(Bound{storage_of(out.name), out.type});
     }
-    for (size_t i : (*parts)[p].nodes) {
-      const NodeDef& n = def.nodes[i];
-      const OpSchema* sch = find_op(n.op);
-      if (sch && sch->in_place && sch->alias_input >= 0 && !n.outputs.empty() && input_index.count(alias(n.outputs[0]).root))
-        run.updates_state = true;  // an in-place write into a (state) method input
-    }
+    for (size_t i : (*parts)[p].nodes) run.updates_state = run.updates_state || writes_state[i] != 0;
     // A value depends on the partition that produced it and, for a view, on the one that produced its bytes.
     auto from_p = [&](const std::string& v) {
       for (const std::string& name : {v, alias(v).root}) {

@@ -37,6 +37,12 @@ inline __m512 load_row(const void* base, bool f16, int64_t i) {
   return _mm512_loadu_ps(static_cast<const float*>(base) + i);
 }
 
+// The D = 16·ND floats of the row at element `base` of a K/V cache, widened to f32 into dst (aligned).
+template <int ND>
+inline void widen_row(const void* cache, bool f16, int64_t base, float* dst) {
+  for (int e = 0; e < ND; ++e) _mm512_store_ps(dst + 16 * e, load_row(cache, f16, base + 16 * e));
+}
+
 // Decode streams a kv head's K and V rows once per step; like the weight GEMVs (linear_avx512.cpp) a core
 // keeps more of that stream in flight when it prefetches the rows this many slots ahead.
 constexpr int64_t kSlotsAhead = 32;
@@ -297,7 +303,7 @@ void attn_block_nd(const AttnBlock& b) {
   const int lanes = b.rows * b.g;
   float* sc = b.scratch;             // [n][L]: scores, then probabilities, of every lane per slot
   float* qt = sc + L * b.n;          // [d][L]: the lanes' query vectors, transposed
-  float* kbuf = qt + L * d;          // [8][d]: f16 K rows widened; then [chunk][d]: f16 V rows widened
+  float* kbuf = qt + L * d;          // [8][d]: f16 K rows widened (vbuf, f16 V rows, follows it)
   alignas(64) int32_t lane_row[L];
   for (int l = 0; l < L; ++l) lane_row[l] = l < lanes ? l / b.g : 0;
   for (int64_t e = 0; e < d; ++e)
@@ -326,7 +332,7 @@ void attn_block_nd(const AttnBlock& b) {
     for (int s = 0; s < 8; ++s) {
       const int64_t base = static_cast<int64_t>(b.slots[i + s]) * d;
       if (b.f16) {
-        for (int e = 0; e < ND; ++e) _mm512_store_ps(kbuf + s * d + 16 * e, load_row(b.k, true, base + 16 * e));
+        widen_row<ND>(b.k, true, base, kbuf + s * d);
         kr[s] = kbuf + s * d;
       } else {
         kr[s] = static_cast<const float*>(b.k) + base;
@@ -347,7 +353,7 @@ void attn_block_nd(const AttnBlock& b) {
   }
   for (; i < b.n; ++i) {
     const int64_t base = static_cast<int64_t>(b.slots[i]) * d;
-    for (int e = 0; e < ND; ++e) _mm512_store_ps(kbuf + 16 * e, load_row(b.k, b.f16, base + 16 * e));
+    widen_row<ND>(b.k, b.f16, base, kbuf);
     __m512 acc[LV];
     for (int v = 0; v < LV; ++v) acc[v] = _mm512_setzero_ps();
     for (int64_t e = 0; e < d; ++e) {
@@ -379,14 +385,11 @@ void attn_block_nd(const AttnBlock& b) {
     return;
   }
   // f16 V: widen a chunk of rows once, then run every pass of lanes over it.
-  float* vbuf = kbuf + 8 * d;
+  float* vbuf = kbuf + 8 * d;        // [chunk][d]
   constexpr int64_t chunk = kAttnVChunkFloats / d;
   for (int64_t i0 = 0; i0 < b.n; i0 += chunk) {
     const int64_t i1 = std::min(b.n, i0 + chunk);
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t base = static_cast<int64_t>(b.slots[i]) * d;
-      for (int e = 0; e < ND; ++e) _mm512_store_ps(vbuf + (i - i0) * d + 16 * e, load_row(b.v, true, base + 16 * e));
-    }
+    for (int64_t i = i0; i < i1; ++i) widen_row<ND>(b.v, true, static_cast<int64_t>(b.slots[i]) * d, vbuf + (i - i0) * d);
     for (int l0 = 0; l0 < lanes; l0 += HB)
       block_accum<ND, HB>(b, sc, L, l0, std::min(HB, lanes - l0), i0, i1, vbuf, i0 == 0, i1 == b.n ? inv : nullptr);
   }
