@@ -5,12 +5,13 @@
 // The packed layout (linear.h) already is AMX's B operand: one 32-block of a 16-row tile is 8 rows of
 // 64 bytes, row v holding K steps 4v..4v+3 of all 16 outputs (i8/q8_0 as stored; q4_0 after splitting
 // the nibbles of its 4 vectors into 8). The quantized activation rows are the A operand as they are
-// (16 rows × the block's 32 bytes, stride k_padded). So a block is one TDPBSUD (signed activations ×
-// unsigned stored weights) of 16×16×32, giving exactly the int32 sums the VNNI kernel builds with 8
-// vpdpbusd per row; the float epilogue then repeats the VNNI kernel's operations in the same order
-// (+ bias of the offset, convert, × block scales, fma with the activation scale), so the result is
-// bit-identical to linear_int_avx512. The epilogue, not the tile multiply, bounds the kernel: a ring of
-// four C tiles keeps the next blocks' multiplies running while this block's sums are scaled.
+// (16 rows × the block's 32 bytes, stride k_padded). So a block is one 16×16×32 tile multiply giving
+// exactly the int32 sums the VNNI kernel builds with 8 vpdpbusd per row: TDPBSUD (signed activations ×
+// unsigned stored weights, then + the offset's bias) for i8/q8_0, TDPBSSD on q4_0 nibbles unpacked as
+// q − 8 (no bias needed). The float epilogue repeats the VNNI kernel's operations in the same order
+// (convert, × block scales, fma with the activation scale), so the result is bit-identical to
+// linear_int_avx512. The epilogue, not the tile multiply, bounds the kernel: a ring of four C tiles
+// keeps the next blocks' multiplies running while this block's sums are scaled.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -64,29 +65,29 @@ void configure(int mr) {
 }
 
 // GCC's AMX intrinsics paste the tile number into the asm text, so it must be a literal: one branch per
-// tile the kernel uses.
-template <int C>
+// tile the kernel uses. Signed: TDPBSSD (q4_0's B holds signed weights), else TDPBSUD.
+template <int C, bool Signed>
 __attribute__((always_inline)) inline void multiply(const void* a, int64_t lda, const void* b) {
   if constexpr (C == 0) {
     _tile_zero(0);
     _tile_loadd(4, a, lda);
     _tile_loadd(6, b, 64);
-    _tile_dpbsud(0, 4, 6);
+    if constexpr (Signed) _tile_dpbssd(0, 4, 6); else _tile_dpbsud(0, 4, 6);
   } else if constexpr (C == 1) {
     _tile_zero(1);
     _tile_loadd(5, a, lda);
     _tile_loadd(7, b, 64);
-    _tile_dpbsud(1, 5, 7);
+    if constexpr (Signed) _tile_dpbssd(1, 5, 7); else _tile_dpbsud(1, 5, 7);
   } else if constexpr (C == 2) {
     _tile_zero(2);
     _tile_loadd(4, a, lda);
     _tile_loadd(6, b, 64);
-    _tile_dpbsud(2, 4, 6);
+    if constexpr (Signed) _tile_dpbssd(2, 4, 6); else _tile_dpbsud(2, 4, 6);
   } else {
     _tile_zero(3);
     _tile_loadd(5, a, lda);
     _tile_loadd(7, b, 64);
-    _tile_dpbsud(3, 5, 7);
+    if constexpr (Signed) _tile_dpbssd(3, 5, 7); else _tile_dpbsud(3, 5, 7);
   }
 }
 template <int C>
@@ -111,27 +112,37 @@ struct TileArgs {
   const float* xs;        // row i0's block scales
   int64_t kp, blocks;
   int32_t (*cbuf)[256];   // [4][16 × 16] C tiles as stored
-  uint8_t (*bbuf)[512];   // [2][512] q4_0: a block's nibbles as bytes
+  uint8_t (*bbuf)[512];   // [4][512] q4_0: blocks' nibbles as bytes, slot = block mod 4
 };
 
+// q4_0: block b's 4 vectors of nibble pairs as the 8 byte vectors of a B tile, into `buf`, as signed
+// weights (nibble − 8). The subtraction here replaces the per-row bias add of the epilogue: 8 byte
+// subtractions per block instead of 16 int32 adds (one per row), and Σ x·(q − 8) is exactly the
+// VNNI kernel's Σ x·q − 8·Σx, so the sums stay bit-identical.
+inline void unpack_q4(const uint8_t* wq, int64_t b, uint8_t* buf) {
+  const uint8_t* wb = wq + b * 256;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+  for (int v = 0; v < 4; ++v) {
+    const __m512i raw = _mm512_load_si512(wb + v * 64);
+    _mm512_store_si512(buf + v * 64, _mm512_sub_epi8(_mm512_and_si512(raw, low4), eight));
+    _mm512_store_si512(buf + (v + 4) * 64, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(raw, 4), low4), eight));
+  }
+}
+
 // Loads block b's operands and multiplies them into C tile C (C = b mod 4; A/B tiles by b's parity).
+// q4_0 blocks are unpacked two blocks ahead into a ring of four buffers (slot = block mod 4): a tile load
+// cannot take bytes from the store buffer, so loading a block right after unpacking it waited for its
+// stores to reach L1 (that wait cost as much as the whole float epilogue).
 template <Fmt F, int C>
 __attribute__((always_inline)) inline void issue(const TileArgs<F>& t, int64_t b) {
-  constexpr int64_t kBlockBytes = F == Fmt::kQ4 ? 256 : 512;
-  const uint8_t* wb = t.wq + b * kBlockBytes;
+  const uint8_t* wb = t.wq + b * 512;
   if constexpr (F == Fmt::kQ4) {
-    uint8_t* buf = t.bbuf[C & 1];
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
-    for (int v = 0; v < 4; ++v) {
-      const __m512i raw = _mm512_load_si512(wb + v * 64);
-      _mm512_store_si512(buf + v * 64, _mm512_and_si512(raw, low4));
-      _mm512_store_si512(buf + (v + 4) * 64, _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4));
-    }
-    wb = buf;
+    if (b + 2 < t.blocks) unpack_q4(t.wq, b + 2, t.bbuf[(C + 2) & 3]);
+    wb = t.bbuf[C];
     // GCC's tileloadd is an asm statement without a memory operand: keep the stores above it.
     asm volatile("" ::: "memory");
   }
-  multiply<C>(t.xq + 32 * b, t.kp, wb);
+  multiply<C, F == Fmt::kQ4>(t.xq + 32 * b, t.kp, wb);
 }
 
 // C tile P's sums of block b into the accumulators of rows < mr, as the VNNI kernel's epilogue does:
@@ -149,7 +160,8 @@ __attribute__((always_inline)) inline void drain(const TileArgs<F>& t, int64_t b
   const int32_t* xb = t.xb + b;
   const float* xs = t.xs + b;
   auto row = [&](size_t i) __attribute__((always_inline)) {
-    __m512 df = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_load_si512(c + i * 16), _mm512_set1_epi32(xb[i * t.blocks])));
+    const __m512i sum = _mm512_load_si512(c + i * 16);
+    __m512 df = _mm512_cvtepi32_ps(F == Fmt::kQ4 ? sum : _mm512_add_epi32(sum, _mm512_set1_epi32(xb[i * t.blocks])));
     if constexpr (F != Fmt::kI8) df = _mm512_mul_ps(df, ws);
     return _mm512_fmadd_ps(df, _mm512_set1_ps(xs[i * t.blocks]), acc[i]);
   };
@@ -177,7 +189,7 @@ void tile_rows(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int mr
                const float* bias) {
   const int64_t kp = w.k_padded, blocks = kp / 32;
   alignas(64) int32_t cbuf[4][256];
-  alignas(64) uint8_t bbuf[2][512];
+  alignas(64) uint8_t bbuf[4][512];
   const TileArgs<F> ta{w.q.data() + t * tile_bytes(w),
                        F == Fmt::kI8 ? nullptr : w.block_scales.data() + t * blocks * kTileRows,
                        a.xq.data() + i0 * kp,
@@ -191,6 +203,10 @@ void tile_rows(const PackedWeight& w, const QuantizedActs& a, int64_t i0, int mr
   __m512 acc[16];
   [&]<size_t... I>(std::index_sequence<I...>) __attribute__((always_inline)) { ((acc[I] = _mm512_setzero_ps()), ...); }(kRows);
   // Block b's multiply is issued three blocks before its sums are drained (tile b mod 4).
+  if constexpr (F == Fmt::kQ4) {
+    unpack_q4(ta.wq, 0, bbuf[0]);
+    if (blocks > 1) unpack_q4(ta.wq, 1, bbuf[1]);
+  }
   issue<F, 0>(ta, 0);
   if (blocks > 1) issue<F, 1>(ta, 1);
   if (blocks > 2) issue<F, 2>(ta, 2);
