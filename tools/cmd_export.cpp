@@ -1,5 +1,7 @@
 // `hfstatic export MODEL_DIR -o OUT.hfs`: HuggingFace checkpoint → hf_static v1 program.
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <memory>
 
 #include "cli.h"
@@ -10,6 +12,7 @@ namespace {
 struct ExportArgs {
   std::string model_dir, out;
   int64_t chunk = 0, context = 0;
+  std::string variants = "default";
   std::string cache_dtype = "f32", weights = "keep", logits = "last";
   bool verbose = false;
 };
@@ -17,6 +20,25 @@ struct ExportArgs {
 int run_export(const ExportArgs& a) {
   hfs::ExportOptions opt;
   opt.prefill_chunk = a.chunk;
+  if (a.variants == "none") {
+    opt.prefill_variants.emplace();
+  } else if (a.variants != "default") {
+    opt.prefill_variants.emplace();
+    size_t at = 0;
+    while (at <= a.variants.size()) {
+      const size_t comma = std::min(a.variants.find(',', at), a.variants.size());
+      const std::string item = a.variants.substr(at, comma - at);
+      char* end = nullptr;
+      const long long t = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || t <= 0) {
+        std::fprintf(stderr, "hfstatic export: --prefill-variants: expected positive integers separated by commas, "
+                             "'none' or 'default', got '%s'\n", a.variants.c_str());
+        return 2;
+      }
+      opt.prefill_variants->push_back(t);
+      at = comma + 1;
+    }
+  }
   opt.context = a.context;
   opt.cache_dtype = a.cache_dtype == "f16" ? hfs::DType::kF16 : hfs::DType::kF32;
   opt.logits_all = a.logits == "all";
@@ -54,6 +76,9 @@ hfs::cli::RunFn setup_export(CLI::App& sub) {
   sub.add_option("-o,--output", a->out, "output program file (.hfs)")->required();
   sub.add_option("--prefill-chunk", a->chunk, "tokens per prefill call C (default 64, 128 above 1B parameters)")
       ->check(CLI::PositiveNumber);
+  sub.add_option("--prefill-variants", a->variants,
+                 "smaller prefill methods for short prompts and tails: step sizes below C, comma-separated "
+                 "(e.g. 4,16), 'none', or 'default' (C/16 and C/4)");
   sub.add_option("--context", a->context, "context capacity (default min(max_position_embeddings, 4096))")
       ->check(CLI::PositiveNumber);
   sub.add_option("--cache-dtype", a->cache_dtype, "KV cache dtype")->check(CLI::IsMember({"f32", "f16"}));

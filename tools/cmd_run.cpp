@@ -150,7 +150,10 @@ RunFn setup(CLI::App& sub) {
   sub.add_option("--repeat-penalty", a->repeat_penalty, "Repetition penalty (1 = off)")->capture_default_str();
   sub.add_option("--seed", a->seed, "Sampling seed (same seed, same tokens)")->capture_default_str();
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-sequence tokens");
-  sub.add_option("--tail", a->tail, "Prompt tail routing: auto | pad | decode")->capture_default_str();
+  sub.add_option("--tail", a->tail,
+                 "Prompt tail (after the full chunks): auto (least estimated time), pad (no decode steps), "
+                 "decode (no pad rows)")
+      ->capture_default_str();
   sub.add_option("--backend", a->backends, "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")->capture_default_str();
   sub.add_flag("--json", a->json, "Print one JSON object: {\"tokens\": [...], \"stop\": ..., \"stats\": {...}}");
   sub.add_option("--dump-logits", a->dump_logits, "Write each sampled step's logits (f32 rows) to this file");

@@ -37,7 +37,11 @@ struct IOManagerOptions {
 struct ModelInfo {
   std::string contract;
   int64_t contract_version = 0;
-  int64_t prefill_tokens = 0;   // C: tokens per prefill call
+  int64_t prefill_tokens = 0;   // C: tokens per prefill call (the largest prefill method)
+  // Every prefill method's tokens per call, ascending; the last is C. More than one when the program has
+  // prefill variants: run_prefill then uses the smallest that holds its tokens, so a short prompt or
+  // tail pads to that size instead of C.
+  std::vector<int64_t> prefill_step_sizes;
   int64_t context_length = 0;   // capacity in tokens
   int64_t vocab_size = 0;
   int64_t bos_token_id = -1;
@@ -63,7 +67,8 @@ class IOManager {
   // Side-effect free: true iff n more tokens fit.
   virtual bool can_accept(int64_t n) const = 0;
 
-  // Runs 1..prefill_tokens tokens through the prefill method (padding the rest of the chunk).
+  // Runs 1..prefill_tokens tokens through the smallest prefill method that holds them (padding the rest
+  // of its chunk).
   // On success the counters advance by tokens.size() and, with kKeep, last_logits() holds the logits of
   // the last token. The caches are updated the same either way.
   [[nodiscard]] virtual Status run_prefill(std::span<const int32_t> tokens, StepLogits logits) = 0;
@@ -74,6 +79,10 @@ class IOManager {
   // Logits of every valid row of the last run ([n, vocab] row-major), when the program returns all rows;
   // otherwise just the last row.
   virtual std::span<const float> last_step_logits() const = 0;
+
+  // Tokens per call (T) of the method the last successful run used: which prefill size a step padded to
+  // (diagnostics, tests). 0 before any run, or where the IO manager does not say.
+  virtual int64_t last_step_tokens() const { return 0; }
 
   // Forgets everything: position 0, caches cleared. The next run is bit-identical to a fresh load.
   virtual void reset() = 0;

@@ -1,8 +1,8 @@
 // hfstatic/llm_runner.h — the backend-neutral LLM runner.
 //
 // Built from injected parts: an IOManager (the contract: buffers, counters, padding) chosen by the
-// program's metadata, and a Sampler. The runner splits prompts into prefill chunks, routes the tail
-// (padded chunk or token-by-token decode), checks capacity before any write, samples, streams tokens,
+// program's metadata, and a Sampler. The runner splits prompts into prefill chunks, plans the tail
+// (smaller chunks, a padded chunk or token-by-token decode), checks capacity before any write, samples, streams tokens,
 // and keeps timing statistics. It never knows the backend or the architecture.
 //
 //   auto r = hfs::Runner::load("model.hfs");
@@ -28,10 +28,13 @@
 
 namespace hfs {
 
+// How a prompt's tail (the tokens after its full C-token chunks) runs: a plan of smaller full chunks (where
+// the program has prefill variants), at most one padded chunk (the smallest prefill method that holds the
+// rest) and decode steps.
 enum class TailPolicy : uint8_t {
-  kAuto,    // whichever is faster, from measured step times (decode when tail × t_decode < t_prefill)
-  kPad,     // always pad the tail into one more prefill chunk
-  kDecode,  // route tail tokens through decode one at a time
+  kAuto,    // the plan with the least estimated time (measured step times per method; a prior before)
+  kPad,     // no decode steps: without variants, always one padded chunk
+  kDecode,  // no padded chunk: full chunks of every size, the rest token by token
 };
 
 struct RunnerOptions {

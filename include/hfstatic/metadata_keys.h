@@ -28,6 +28,10 @@ inline constexpr std::string_view kContractHfStatic = "hf_static";
 // --- hf_static v1 ------------------------------------------------------------------------------------
 inline constexpr std::string_view kPrefillMethod = "hf_static.prefill_method";  // string, e.g. "prefill"
 inline constexpr std::string_view kPrefillTokens = "hf_static.prefill_tokens";  // int C ≥ 1
+// Optional: smaller prefill methods for short prompts and tails, both lists or neither, tokens strictly
+// ascending and < prefill_tokens (a runtime that ignores them runs every chunk through prefill_method).
+inline constexpr std::string_view kPrefillVariantMethods = "hf_static.prefill_variant_methods";  // [string]
+inline constexpr std::string_view kPrefillVariantTokens = "hf_static.prefill_variant_tokens";    // [int]
 inline constexpr std::string_view kDecodeMethod = "hf_static.decode_method";    // string, e.g. "decode"
 inline constexpr std::string_view kDecodeTokens = "hf_static.decode_tokens";    // int, must be 1
 inline constexpr std::string_view kContextLength = "hf_static.context_length";  // int: capacity in tokens

@@ -162,8 +162,8 @@ class Runner:
         peak_rss_bytes, prefill_tok_s, decode_tok_s."""
     @property
     def info(self) -> dict[str, Any]:
-        """contract, contract_version, prefill_tokens, context_length, vocab_size, bos_token_id,
-        eos_token_ids, logits_all."""
+        """contract, contract_version, prefill_tokens, prefill_step_sizes (every prefill method's tokens per
+        call, ascending), context_length, vocab_size, bos_token_id, eos_token_ids, logits_all."""
     @property
     def program(self) -> Program: ...
     @property
@@ -176,8 +176,9 @@ def export(
     prefill_chunk: int | None = None,  # None: 64, or 128 above 1B parameters
     context: int | None = None,  # None: min(max_position_embeddings, 4096)
     cache_dtype: Literal["f32", "f16"] | None = None,  # None: f32
-    weights: Literal["keep", "f32", "f16", "bf16"] | None = None,  # None: keep the checkpoint's dtype
+    weights: Literal["keep", "f32", "f16", "bf16", "int8", "int4"] | None = None,  # None: keep the checkpoint's dtype
     logits_all: bool = False,
+    prefill_variants: list[int] | None = None,  # smaller prefill methods (each < prefill_chunk); None: C/16, C/4
 ) -> str:
     """Exports a HuggingFace checkpoint directory to a program file and returns `out` as a str."""
 

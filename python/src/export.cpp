@@ -1,6 +1,7 @@
 // hfstatic.export(): HuggingFace checkpoint directory → program file (hfs::export_checkpoint).
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common.h"
 #include "hfstatic/dtype.h"
@@ -13,7 +14,7 @@ void bind_export(py::module_& m) {
       "export",
       [](const py::object& model_dir, const py::object& out, std::optional<int64_t> prefill_chunk,
          std::optional<int64_t> context, std::optional<std::string> cache_dtype, std::optional<std::string> weights,
-         bool logits_all) {
+         bool logits_all, std::optional<std::vector<int64_t>> prefill_variants) {
         ExportOptions opt;
         opt.progress = false;  // a library call: no progress bar on the caller's terminal
         opt.logits_all = logits_all;
@@ -37,6 +38,7 @@ void bind_export(py::module_& m) {
           opt.cache_dtype = *d;
         }
         if (weights) opt.weights = unwrap(weights_mode_from_name(*weights));
+        opt.prefill_variants = std::move(prefill_variants);
         const std::string dir = fspath(model_dir), path = fspath(out);
         Status st = [&] {
           py::gil_scoped_release nogil;
@@ -47,10 +49,13 @@ void bind_export(py::module_& m) {
       },
       py::arg("model_dir"), py::arg("out"), py::arg("prefill_chunk") = py::none(), py::arg("context") = py::none(),
       py::arg("cache_dtype") = py::none(), py::arg("weights") = py::none(), py::arg("logits_all") = false,
+      py::arg("prefill_variants") = py::none(),
       R"(Exports a HuggingFace checkpoint directory to a program file; returns `out` as a str.
 
 prefill_chunk: tokens per prefill call (None: 64, or 128 above 1B parameters); context: capacity in tokens (None:
-min(max_position_embeddings, 4096)); cache_dtype: "f32" | "f16"; weights: "keep" | "f32" | "f16" | "bf16".
+min(max_position_embeddings, 4096)); cache_dtype: "f32" | "f16"; weights: "keep" | "f32" | "f16" | "bf16" |
+"int8" | "int4"; prefill_variants: step sizes (each < prefill_chunk) of smaller prefill methods for short prompts
+and tails (None: C/16 and C/4; []: none).
 The GIL is released while exporting. Errors: hfstatic.Error ("unsupported_model", "missing_tensor", ...).)");
 }
 

@@ -307,6 +307,7 @@ py::dict info_dict(const ModelInfo& i) {
   d["contract"] = i.contract;
   d["contract_version"] = i.contract_version;
   d["prefill_tokens"] = i.prefill_tokens;
+  d["prefill_step_sizes"] = i.prefill_step_sizes;
   d["context_length"] = i.context_length;
   d["vocab_size"] = i.vocab_size;
   d["bos_token_id"] = i.bos_token_id;

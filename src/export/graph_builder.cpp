@@ -692,9 +692,32 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
                                             {DType::kU8, {static_cast<int64_t>(f.bytes->size())}}, "file:" + f.file_name, f.bytes));
   }
 
+  // Smaller prefill methods: the defaults, or the caller's list checked against C.
+  std::vector<int64_t> variants;
+  if (opt.prefill_variants) {
+    variants = *opt.prefill_variants;
+    std::sort(variants.begin(), variants.end());
+    for (size_t i = 0; i < variants.size(); ++i) {
+      if (variants[i] < 1 || variants[i] >= g.chunk)
+        return make_error(ErrorCode::kInvalidArgument, "prefill variant " + std::to_string(variants[i]) +
+                                                           " must be in [1, " + std::to_string(g.chunk - 1) +
+                                                           "] (below the prefill chunk " + std::to_string(g.chunk) + ")");
+      if (i > 0 && variants[i] == variants[i - 1])
+        return make_error(ErrorCode::kInvalidArgument, "prefill variant " + std::to_string(variants[i]) + " is listed twice");
+    }
+  } else {
+    for (int64_t t : {g.chunk / 16, g.chunk / 4})
+      if (t >= 2 && (variants.empty() || variants.back() != t)) variants.push_back(t);
+  }
+
   MethodBuilder mb(spec, g, opt, rope_global, rope_sliding, stored);
   plan.methods.push_back(mb.build("prefill", g.chunk));
   plan.methods.push_back(mb.build("decode", 1));
+  std::vector<std::string> variant_names;
+  for (int64_t t : variants) {
+    variant_names.push_back("prefill_" + std::to_string(t));
+    plan.methods.push_back(mb.build(variant_names.back(), t));
+  }
 
   // Metadata.
   Metadata& md = plan.metadata;
@@ -712,6 +735,10 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   set(keys::kContractVersion, Value(1));
   set(keys::kPrefillMethod, Value("prefill"));
   set(keys::kPrefillTokens, Value(g.chunk));
+  if (!variants.empty()) {
+    set(keys::kPrefillVariantMethods, string_array(variant_names));
+    set(keys::kPrefillVariantTokens, Value::int_array(variants));
+  }
   set(keys::kDecodeMethod, Value("decode"));
   set(keys::kDecodeTokens, Value(1));
   set(keys::kContextLength, Value(g.context));

@@ -5,7 +5,8 @@
 // tokens: ids padded with pad_token_id; positions p0.. (pads repeat the last valid position); slots
 // (global: p, sliding: p mod R; pads: -1 = not written); masks from the post-write slot table (a key is
 // visible iff it holds a position ≤ the query's and, for sliding layers, within the window; pad rows copy
-// the last valid row). The counters commit only after the method succeeded.
+// the last valid row). The counters commit only after the method succeeded. A program with prefill variants
+// (smaller prefill methods) runs each prefill step through the smallest method that holds its tokens.
 #include <algorithm>
 #include <cstring>
 
@@ -50,7 +51,12 @@ class HfStaticIO final : public IOManager {
   int64_t position() const override { return position_; }
   bool can_accept(int64_t n) const override { return n >= 0 && position_ + n <= spec_.context_length; }
 
-  Status run_prefill(std::span<const int32_t> tokens, StepLogits logits) override { return step(prefill_, tokens, logits); }
+  // The smallest prefill method that holds the tokens (variants first, ascending; then the C-token one).
+  Status run_prefill(std::span<const int32_t> tokens, StepLogits logits) override {
+    for (StepMethod& m : prefills_)
+      if (static_cast<int64_t>(tokens.size()) <= m.tokens) return step(m, tokens, logits);
+    return step(prefills_.back(), tokens, logits);  // too many: step() names the limit
+  }
   Status run_decode(int32_t token) override { return step(decode_, std::span<const int32_t>(&token, 1), StepLogits::kKeep); }
 
   std::span<const float> last_logits() const override {
@@ -74,8 +80,10 @@ class HfStaticIO final : public IOManager {
     needs_reset_ = false;
     last_ = nullptr;
     last_n_ = 0;
+    last_tokens_ = 0;
   }
   bool needs_reset() const override { return needs_reset_; }
+  int64_t last_step_tokens() const override { return last_tokens_; }
 
   std::vector<TensorView> cache_views() const override { return cache_views_; }
 
@@ -84,6 +92,8 @@ class HfStaticIO final : public IOManager {
     info_.contract = std::string(keys::kContractHfStatic);
     info_.contract_version = spec_.version;
     info_.prefill_tokens = spec_.prefill_tokens;
+    for (const hf_static::PrefillVariant& v : spec_.prefill_variants) info_.prefill_step_sizes.push_back(v.tokens);
+    info_.prefill_step_sizes.push_back(spec_.prefill_tokens);
     info_.context_length = spec_.context_length;
     info_.vocab_size = spec_.vocab_size;
     info_.bos_token_id = spec_.bos_token_id;
@@ -96,6 +106,12 @@ class HfStaticIO final : public IOManager {
     if (!pm) return pm.error();
     auto dm = Method::load(program_, spec_.decode_method, opt.method);
     if (!dm) return dm.error();
+    std::vector<std::unique_ptr<Method>> variants;
+    for (const hf_static::PrefillVariant& v : spec_.prefill_variants) {
+      auto vm = Method::load(program_, v.method, opt.method);
+      if (!vm) return vm.error();
+      variants.push_back(std::move(*vm));
+    }
     std::shared_ptr<Allocator> alloc = opt.shared_memory_io ? shared_memory_allocator() : (*pm)->io_allocator();
     if (!alloc) alloc = heap_allocator();
 
@@ -113,7 +129,11 @@ class HfStaticIO final : public IOManager {
     for (const CacheGroup& g : spec_.groups) slot_pos_.emplace_back(static_cast<size_t>(g.length), -1);
     scratch_pos_ = slot_pos_;
 
-    HFS_TRY(bind(prefill_, std::move(*pm), spec_.prefill_tokens, *alloc));
+    // Fixed size from here on: last_ points into it.
+    prefills_.resize(variants.size() + 1);
+    for (size_t i = 0; i < variants.size(); ++i)
+      HFS_TRY(bind(prefills_[i], std::move(variants[i]), spec_.prefill_variants[i].tokens, *alloc));
+    HFS_TRY(bind(prefills_.back(), std::move(*pm), spec_.prefill_tokens, *alloc));
     HFS_TRY(bind(decode_, std::move(*dm), spec_.decode_tokens, *alloc));
     return Ok{};
   }
@@ -230,6 +250,7 @@ class HfStaticIO final : public IOManager {
     }
     std::swap(slot_pos_, scratch_pos_);
     position_ += n;
+    last_tokens_ = T;
     last_ = logits == StepLogits::kKeep ? &m : nullptr;
     last_n_ = logits == StepLogits::kKeep ? n : 0;
     return Ok{};
@@ -242,11 +263,13 @@ class HfStaticIO final : public IOManager {
   std::vector<TensorView> cache_views_;
   std::vector<std::vector<int32_t>> slot_pos_;     // per group: slot → absolute position, -1 empty
   std::vector<std::vector<int32_t>> scratch_pos_;  // same shape; the table being built for a step
-  StepMethod prefill_, decode_;
+  std::vector<StepMethod> prefills_;  // ascending tokens: the variants, then the C-token method
+  StepMethod decode_;
   int64_t position_ = 0;
   bool needs_reset_ = false;
   const StepMethod* last_ = nullptr;
   int64_t last_n_ = 0;
+  int64_t last_tokens_ = 0;
 };
 
 [[maybe_unused]] const bool kRegistered = register_io_manager(std::string(keys::kContractHfStatic), &HfStaticIO::make);

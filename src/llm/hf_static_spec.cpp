@@ -56,6 +56,18 @@ class Reader {
     }
     return out;
   }
+  Result<std::vector<std::string>> string_list(std::string_view key) {
+    auto v = get(key);
+    if (!v) return v.error();
+    if (!(*v)->is_array()) return bad(key, "an array of method names", (*v)->to_json());
+    std::vector<std::string> out;
+    for (const Value& e : (*v)->as_array()) {
+      if (!e.is_string() || e.as_string().empty()) return bad(key, "non-empty strings", (*v)->to_json());
+      out.push_back(e.as_string());
+    }
+    return out;
+  }
+  bool has(std::string_view key) const { return p_.meta(key) != nullptr; }
   Error bad(std::string_view key, const std::string& expected, const std::string& got) {
     return make_error(ErrorCode::kBadMetadata,
                       where() + "metadata '" + std::string(key) + "': expected " + expected + ", got " + got);
@@ -97,6 +109,8 @@ Status compare_signature(const Program& p, const std::string& method, const char
   return Ok{};
 }
 
+std::string p_meta_json(const Program& p, std::string_view key) { return p.meta(key)->to_json(); }
+
 }  // namespace
 
 Result<Spec> read_spec(const Program& program) {
@@ -123,6 +137,27 @@ Result<Spec> read_spec(const Program& program) {
   s.context_length = *ctx_r;
   HFS_READ(pt, r.integer(keys::kPrefillTokens, 1, s.context_length));
   s.prefill_tokens = *pt_r;
+  // Optional smaller prefill methods: both lists or neither, equally long, tokens strictly ascending.
+  const bool has_vm = r.has(keys::kPrefillVariantMethods), has_vt = r.has(keys::kPrefillVariantTokens);
+  if (has_vm != has_vt) {
+    std::string_view present = has_vm ? keys::kPrefillVariantMethods : keys::kPrefillVariantTokens;
+    std::string_view absent = has_vm ? keys::kPrefillVariantTokens : keys::kPrefillVariantMethods;
+    return make_error(ErrorCode::kMissingMetadata, r.where() + "metadata '" + std::string(present) + "' needs '" +
+                                                       std::string(absent) + "', which is missing");
+  }
+  if (has_vm) {
+    HFS_READ(vm, r.string_list(keys::kPrefillVariantMethods));
+    HFS_READ(vt, r.int_list(keys::kPrefillVariantTokens, 1, s.prefill_tokens - 1));
+    if (vm_r->size() != vt_r->size())
+      return r.bad(keys::kPrefillVariantTokens, std::to_string(vm_r->size()) + " step sizes (one per method in '" +
+                                                    std::string(keys::kPrefillVariantMethods) + "')",
+                   std::to_string(vt_r->size()));
+    for (size_t i = 0; i < vm_r->size(); ++i) {
+      if (i > 0 && (*vt_r)[i] <= (*vt_r)[i - 1])
+        return r.bad(keys::kPrefillVariantTokens, "strictly ascending step sizes", p_meta_json(program, keys::kPrefillVariantTokens));
+      s.prefill_variants.push_back({(*vm_r)[i], (*vt_r)[i]});
+    }
+  }
   HFS_READ(dt, r.integer(keys::kDecodeTokens, 1, 1));
   s.decode_tokens = *dt_r;
   HFS_READ(nl, r.integer(keys::kNumLayers, 1, kMaxLayers));
@@ -243,8 +278,10 @@ Status validate_methods(const Program& p, const Spec& s) {
     int64_t tokens;
     std::string_view key;
   };
-  for (const M& m : {M{s.prefill_method, s.prefill_tokens, keys::kPrefillTokens},
-                     M{s.decode_method, s.decode_tokens, keys::kDecodeTokens}}) {
+  std::vector<M> methods{M{s.prefill_method, s.prefill_tokens, keys::kPrefillTokens},
+                         M{s.decode_method, s.decode_tokens, keys::kDecodeTokens}};
+  for (const PrefillVariant& v : s.prefill_variants) methods.push_back(M{v.method, v.tokens, keys::kPrefillVariantTokens});
+  for (const M& m : methods) {
     const MethodDef* def = p.method(m.name);
     if (!def) {
       std::string have;

@@ -22,10 +22,17 @@ struct CacheGroup {
   int64_t length = 0;   // S_g: global = context_length; sliding = ring length R
 };
 
+// One more prefill method with fewer tokens per step (optional keys; same signature rules at T tokens).
+struct PrefillVariant {
+  std::string method;
+  int64_t tokens = 0;
+};
+
 struct Spec {
   int64_t version = 0;
   std::string prefill_method, decode_method;
   int64_t prefill_tokens = 0, decode_tokens = 0;
+  std::vector<PrefillVariant> prefill_variants;  // tokens strictly ascending, each < prefill_tokens
   int64_t context_length = 0;
   int64_t n_layers = 0, n_kv_heads = 0, head_dim = 0;
   int64_t sliding_window = 0;

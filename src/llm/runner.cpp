@@ -32,28 +32,87 @@ struct Runner::Impl {
   RunnerOptions options;
   RunnerStats stats;
   std::vector<int32_t> history;  // committed tokens (repetition penalty), reserved to capacity at load
-  // Measured mean step times drive TailPolicy::kAuto; before any measurement, assume a prefill chunk
-  // costs as much as C/4 decode steps (batched matmuls amortize weight reads).
-  double prefill_step_ms = 0, decode_step_ms = 0;
-  int64_t prefill_steps = 0, decode_steps = 0;
+  // The program's prefill step sizes, ascending (the last is C), with the measured mean step time of
+  // each and of decode: they drive TailPolicy::kAuto (see est_prefill).
+  std::vector<int64_t> sizes;
+  std::vector<double> prefill_ms;
+  std::vector<int64_t> prefill_steps;
+  double decode_step_ms = 0;
+  int64_t decode_steps = 0;
+  // Tail planning scratch, sized C at create: the estimated cost of the cheapest way to run r tokens and
+  // its first step (kDecodeStep or an index into sizes).
+  static constexpr int32_t kDecodeStep = -1;
+  std::vector<double> plan_cost;
+  std::vector<int32_t> plan_step;
 
-  bool tail_via_decode(int64_t tail) const {
-    switch (options.tail) {
-      case TailPolicy::kPad: return false;
-      case TailPolicy::kDecode: return true;
-      case TailPolicy::kAuto: break;
+  // Index of the prefill method IOManager::run_prefill uses for n tokens: the smallest that holds them.
+  size_t size_index(int64_t n) const {
+    size_t i = 0;
+    while (i + 1 < sizes.size() && sizes[i] < n) ++i;
+    return i;
+  }
+  // Before a step kind is measured, a T-row prefill step is taken to cost 1 + (T − 1)/kPriorRows decode
+  // steps: one pass over the weights, as decode makes, plus the rows' compute, here one more pass per 16
+  // rows (a 64-row chunk ≈ 5 decode steps: what 0.1–0.5B models measure on a 2-core CPU). Measured step
+  // times replace it as soon as there are any; only ratios matter.
+  static constexpr double kPriorRows = 16.0;
+  static double prior_steps(int64_t rows) { return 1.0 + static_cast<double>(rows - 1) / kPriorRows; }
+  // The largest prefill size with a measurement, or -1.
+  int largest_measured() const {
+    for (size_t i = sizes.size(); i-- > 0;)
+      if (prefill_steps[i] > 0) return static_cast<int>(i);
+    return -1;
+  }
+  // A decode step's time: measured, else implied by the largest measured prefill size, else 1.
+  double est_decode() const {
+    if (decode_steps > 0) return decode_step_ms;
+    const int j = largest_measured();
+    return j >= 0 ? prefill_ms[static_cast<size_t>(j)] / prior_steps(sizes[static_cast<size_t>(j)]) : 1.0;
+  }
+  // A prefill step of sizes[i] rows: measured, else on the line through the decode time (one row) and the
+  // largest measured size (with no decode measured yet that is the prior's line), else the prior. Never
+  // below one decode step.
+  double est_prefill(size_t i) const {
+    if (prefill_steps[i] > 0) return prefill_ms[i];
+    const double d = est_decode();
+    const int j = largest_measured();
+    if (j < 0 || sizes[static_cast<size_t>(j)] <= 1) return d * prior_steps(sizes[i]);
+    const double mj = prefill_ms[static_cast<size_t>(j)], sj = static_cast<double>(sizes[static_cast<size_t>(j)]);
+    return std::max(d, d + (mj - d) * static_cast<double>(sizes[i] - 1) / (sj - 1));
+  }
+
+  // Fills plan_cost / plan_step for 1..tail tokens (tail < C): each step is a full chunk of a smaller
+  // prefill size, the rest padded into one chunk (not with kDecode), or one decode step (not with kPad).
+  // Decode wins only when strictly cheaper, as the C-only rule always had it.
+  void plan_tail(int64_t tail) {
+    const bool may_pad = options.tail != TailPolicy::kDecode, may_decode = options.tail != TailPolicy::kPad;
+    const double d = est_decode();
+    plan_cost[0] = 0;
+    for (int64_t r = 1; r <= tail; ++r) {
+      double best = 0;
+      int32_t step = kDecodeStep;
+      bool have = false;
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        double c;
+        if (sizes[i] <= r) c = est_prefill(i) + plan_cost[static_cast<size_t>(r - sizes[i])];
+        else if (may_pad) c = est_prefill(i);
+        else continue;
+        if (!have || c < best) best = c, step = static_cast<int32_t>(i), have = true;
+      }
+      if (may_decode && (!have || d + plan_cost[static_cast<size_t>(r - 1)] < best))
+        best = d + plan_cost[static_cast<size_t>(r - 1)], step = kDecodeStep;
+      plan_cost[static_cast<size_t>(r)] = best;
+      plan_step[static_cast<size_t>(r)] = step;
     }
-    const int64_t C = io->info().prefill_tokens;
-    if (prefill_steps == 0 || decode_steps == 0) return tail * 4 < C;
-    return static_cast<double>(tail) * decode_step_ms < prefill_step_ms;
   }
 
   Status run_prefill_chunk(std::span<const int32_t> chunk, StepLogits logits) {
     auto t0 = Clock::now();
     HFS_TRY(io->run_prefill(chunk, logits));
     double ms = ms_since(t0);
-    prefill_step_ms = (prefill_step_ms * static_cast<double>(prefill_steps) + ms) / static_cast<double>(prefill_steps + 1);
-    ++prefill_steps;
+    const size_t i = size_index(static_cast<int64_t>(chunk.size()));
+    prefill_ms[i] = (prefill_ms[i] * static_cast<double>(prefill_steps[i]) + ms) / static_cast<double>(prefill_steps[i] + 1);
+    ++prefill_steps[i];
     history.insert(history.end(), chunk.begin(), chunk.end());
     return Ok{};
   }
@@ -99,13 +158,20 @@ struct Runner::Impl {
       done += C;
       if (options.on_prefill_progress) options.on_prefill_progress(done, n);
     }
-    const int64_t tail = n - done;
-    if (tail > 0) {
-      auto rest = tokens.subspan(static_cast<size_t>(done));
-      if (tail_via_decode(tail)) {
-        for (int32_t t : rest) HFS_TRY(run_decode(t));
-      } else {
-        HFS_TRY(run_prefill_chunk(rest, StepLogits::kKeep));
+    // The tail (< C tokens): the cheapest mix of smaller full chunks, one padded chunk and decode steps.
+    if (n > done) {
+      plan_tail(n - done);
+      for (int64_t r = n - done; r > 0;) {
+        const int32_t step = plan_step[static_cast<size_t>(r)];
+        auto rest = tokens.subspan(static_cast<size_t>(n - r));
+        if (step == kDecodeStep) {
+          HFS_TRY(run_decode(rest[0]));
+          r -= 1;
+        } else {
+          const int64_t len = std::min(r, sizes[static_cast<size_t>(step)]);
+          HFS_TRY(run_prefill_chunk(rest.first(static_cast<size_t>(len)), len < r ? StepLogits::kSkip : StepLogits::kKeep));
+          r -= len;
+        }
       }
       if (options.on_prefill_progress) options.on_prefill_progress(n, n);
     }
@@ -141,6 +207,13 @@ Result<std::unique_ptr<Runner>> Runner::create(std::unique_ptr<IOManager> io, co
   if (!io) return make_error(ErrorCode::kInvalidArgument, "Runner::create: null IOManager");
   auto impl = std::make_unique<Impl>();
   impl->history.reserve(static_cast<size_t>(io->info().context_length));
+  const ModelInfo& info = io->info();
+  impl->sizes = info.prefill_step_sizes;
+  if (impl->sizes.empty() || impl->sizes.back() != info.prefill_tokens) impl->sizes = {info.prefill_tokens};
+  impl->prefill_ms.assign(impl->sizes.size(), 0.0);
+  impl->prefill_steps.assign(impl->sizes.size(), 0);
+  impl->plan_cost.assign(static_cast<size_t>(info.prefill_tokens), 0.0);
+  impl->plan_step.assign(static_cast<size_t>(info.prefill_tokens), Impl::kDecodeStep);
   impl->io = std::move(io);
   impl->options = options;
   impl->stats.peak_rss_bytes = peak_rss_bytes();

@@ -6,11 +6,13 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <sys/wait.h>
 
 #include "export/convert.h"
 #include "export/graph_builder.h"
 #include "hfstatic/export.h"
 #include "hfstatic/metadata_keys.h"
+#include "hfstatic/program.h"
 #include "hfstatic/safetensors.h"
 #include "support/checkpoint_writer.h"
 
@@ -494,6 +496,48 @@ TEST_F(ExportPlanTest, BadOptions) {
   EXPECT_EQ(*weights_mode_from_name("bf16"), WeightsMode::kBF16);
 }
 
+// Smaller prefill methods: C/16 and C/4 by default, the caller's sizes (sorted) otherwise, none on request;
+// each is the prefill graph at its own T.
+TEST_F(ExportPlanTest, PrefillVariantsDefaultChosenAndNone) {
+  write_model(llama_config());
+  ExportOptions opt;
+  opt.prefill_chunk = 32;
+  ExportPlan p = plan(opt);
+  ASSERT_EQ(p.methods.size(), 4u);
+  EXPECT_EQ(p.metadata.at(std::string(keys::kPrefillVariantMethods)).to_json(), R"(["prefill_2","prefill_8"])");
+  EXPECT_EQ(p.metadata.at(std::string(keys::kPrefillVariantTokens)).to_json(), "[2,8]");
+  for (auto [name, T] : {std::pair<std::string, int64_t>{"prefill_2", 2}, {"prefill_8", 8}}) {
+    const MethodDef& m = method(p, name);
+    EXPECT_EQ(ops(m), ops(method(p, "prefill"))) << name;
+    EXPECT_EQ(io(m.inputs, "input_ids")->type, (TensorType{DType::kI32, {1, T}})) << name;
+    EXPECT_EQ(io(m.inputs, "attn_mask_global")->type, (TensorType{DType::kF32, {1, 1, T, 64}})) << name;
+    EXPECT_EQ(io(m.inputs, "k_cache_0")->type, io(method(p, "prefill").inputs, "k_cache_0")->type) << name;
+  }
+  opt.prefill_variants = std::vector<int64_t>{5, 3};
+  p = plan(opt);
+  EXPECT_EQ(p.metadata.at(std::string(keys::kPrefillVariantMethods)).to_json(), R"(["prefill_3","prefill_5"])");
+  EXPECT_EQ(p.metadata.at(std::string(keys::kPrefillVariantTokens)).to_json(), "[3,5]");
+  opt.prefill_variants = std::vector<int64_t>{};
+  p = plan(opt);
+  EXPECT_EQ(p.methods.size(), 2u);
+  EXPECT_EQ(p.metadata.count(std::string(keys::kPrefillVariantMethods)), 0u);
+  EXPECT_EQ(p.metadata.count(std::string(keys::kPrefillVariantTokens)), 0u);
+}
+
+TEST_F(ExportPlanTest, BadPrefillVariants) {
+  write_model(llama_config());
+  ExportOptions opt;
+  opt.prefill_chunk = 16;
+  for (auto [list, want] : {std::pair<std::vector<int64_t>, std::string>{{0}, "variant 0 must be in [1, 15]"},
+                            {{4, 16}, "variant 16 must be in [1, 15]"},
+                            {{4, 2, 4}, "variant 4 is listed twice"}}) {
+    opt.prefill_variants = list;
+    Error e = plan_error(opt);
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(e.message().find(want), std::string::npos) << e.message();
+  }
+}
+
 TEST_F(ExportPlanTest, ShardedCheckpoint) {
   w.config = llama_config();
   testing::write_tiny_model(w);
@@ -754,6 +798,24 @@ TEST(ExportCli, ExportsStories) {
                           " --prefill-chunk 8 --context 64 --weights f16 --cache-dtype f16 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_TRUE(std::filesystem::exists(out));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ExportCli, PrefillVariantsOption) {
+  const std::string dir = testing::temp_dir("cli_variants");
+  const std::string base = std::string(HFS_CLI_PATH) + " export /work/shared/models/stories260K --prefill-chunk 8 --context 64 -o ";
+  EXPECT_EQ(std::system((base + dir + "/a.hfs --prefill-variants 2,4 2>&1").c_str()), 0);
+  auto a = Program::load(dir + "/a.hfs");
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  EXPECT_EQ((*a)->meta(keys::kPrefillVariantTokens)->to_json(), "[2,4]");
+  EXPECT_EQ(std::system((base + dir + "/b.hfs --prefill-variants none 2>&1").c_str()), 0);
+  auto b = Program::load(dir + "/b.hfs");
+  ASSERT_TRUE(b.ok()) << b.error().to_string();
+  EXPECT_EQ((*b)->meta(keys::kPrefillVariantTokens), nullptr);
+  EXPECT_EQ((*b)->methods().size(), 2u);
+  // Not a list of positive integers: usage error (2), nothing written.
+  EXPECT_EQ(WEXITSTATUS(std::system((base + dir + "/c.hfs --prefill-variants 2,x 2>/dev/null").c_str())), 2);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/c.hfs"));
   std::filesystem::remove_all(dir);
 }
 

@@ -205,7 +205,11 @@ TEST(ExportEval, Stories260KMatchesLlama2c) {
   NaiveEval ev(*plan);
   const MethodDef* decode = nullptr;
   const MethodDef* prefill = nullptr;
-  for (const auto& m : plan->methods) (m.name == "decode" ? decode : prefill) = &m;
+  for (const auto& m : plan->methods) {
+    if (m.name == "decode") decode = &m;
+    if (m.name == "prefill") prefill = &m;
+  }
+  ASSERT_TRUE(decode && prefill);
   const int64_t S = 32;
   std::map<std::string, T> caches;
   for (int l = 0; l < 5; ++l) {

@@ -84,6 +84,59 @@ INSTANTIATE_TEST_SUITE_P(
                       PromptCase{{"mistral", 9, 27, 6}, TailPolicy::kPad},
                       PromptCase{{"mistral", 9, 27, 6}, TailPolicy::kDecode}));
 
+// Prefill variants (smaller prefill methods of 2 and 5 tokens beside C = 8): every prompt length up to
+// 2C + 1, under every tail policy, equals token-by-token decode, on global and on sliding (ring) caches.
+TEST(HfStaticRunner, PrefillVariantsMatchTokenByTokenForEveryPromptLength) {
+  for (test::TinyModel m : {test::TinyModel{"llama", 8, 40}, test::TinyModel{"mistral", 8, 40, 6}}) {
+    m.prefill_variants = std::vector<int64_t>{2, 5};
+    const std::string program = test::tiny_program(m);
+    for (TailPolicy tail : {TailPolicy::kPad, TailPolicy::kDecode, TailPolicy::kAuto})
+      for (int n = 1; n <= 17; ++n) {
+        SCOPED_TRACE(m.arch + " prompt length " + std::to_string(n) + " tail policy " + std::to_string(static_cast<int>(tail)));
+        auto prompt = test::random_tokens(n, 512, static_cast<uint64_t>(100 + n));
+        auto r = test::open_runner(program, tail);
+        ASSERT_TRUE(r.ok()) << r.error().to_string();
+        EXPECT_EQ((*r)->info().prefill_step_sizes, (std::vector<int64_t>{2, 5, 8}));
+        ASSERT_TRUE((*r)->prefill(prompt).ok());
+        EXPECT_EQ((*r)->position(), n);
+        EXPECT_LE(max_abs_diff((*r)->logits(), token_by_token(program, prompt)), 1e-5f);
+      }
+  }
+}
+
+// run_prefill pads a step to the smallest prefill method that holds it, and gives the logits the same
+// program without variants gives (same checkpoint: the fixture's seed).
+TEST(HfStaticRunner, RunPrefillUsesTheSmallestMethodThatHoldsTheTokens) {
+  test::TinyModel with{"llama", 8, 40}, without{"llama", 8, 40};
+  with.prefill_variants = std::vector<int64_t>{2, 5};
+  without.prefill_variants = std::vector<int64_t>{};
+  auto pw = Program::load(test::tiny_program(with)), po = Program::load(test::tiny_program(without));
+  ASSERT_TRUE(pw.ok() && po.ok());
+  EXPECT_EQ((*pw)->methods().size(), 4u);
+  EXPECT_EQ((*po)->methods().size(), 2u);
+  for (int n = 1; n <= 8; ++n) {
+    SCOPED_TRACE("tokens " + std::to_string(n));
+    auto a = create_io_manager(*pw), b = create_io_manager(*po);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ((*a)->last_step_tokens(), 0);
+    EXPECT_EQ((*b)->info().prefill_step_sizes, (std::vector<int64_t>{8}));
+    const auto tokens = test::random_tokens(n, 512, static_cast<uint64_t>(n));
+    ASSERT_TRUE((*a)->run_prefill(tokens, StepLogits::kKeep).ok());
+    ASSERT_TRUE((*b)->run_prefill(tokens, StepLogits::kKeep).ok());
+    EXPECT_EQ((*a)->last_step_tokens(), n <= 2 ? 2 : n <= 5 ? 5 : 8);
+    EXPECT_EQ((*b)->last_step_tokens(), 8);
+    EXPECT_LE(max_abs_diff((*a)->last_logits(), (*b)->last_logits()), 1e-5f);
+    // A second step continues from the caches the variant wrote.
+    ASSERT_TRUE((*a)->run_prefill(tokens, StepLogits::kKeep).ok());
+    ASSERT_TRUE((*b)->run_prefill(tokens, StepLogits::kKeep).ok());
+    EXPECT_LE(max_abs_diff((*a)->last_logits(), (*b)->last_logits()), 1e-5f);
+    ASSERT_TRUE((*a)->run_decode(tokens[0]).ok());
+    EXPECT_EQ((*a)->last_step_tokens(), 1);
+    (*a)->reset();
+    EXPECT_EQ((*a)->last_step_tokens(), 0);
+  }
+}
+
 // A prompt chunk whose logits nobody reads (StepLogits::kSkip) leaves them unbound. On cpu_fast the LM head
 // is a partition of its own (the logits_index gather between runs on cpu_ref), so the prefill method can
 // skip it; on cpu_ref alone it is one partition and the logits are computed anyway. Either way the caches

@@ -100,11 +100,46 @@ std::vector<Corruption> corruptions() {
   return c;
 }
 
-class HfStaticValidation : public ::testing::TestWithParam<Corruption> {};
+// The optional prefill variant keys, on a program that has them (C = 8, variants 2 and 4).
+std::vector<Corruption> variant_corruptions() {
+  using K = Metadata;
+  auto meta = [](std::function<void(K&)> f) { return test::ProgramEdit{std::move(f), {}}; };
+  auto names = [](std::vector<std::string> v) {
+    Value::Array a;
+    for (auto& n : v) a.emplace_back(n);
+    return Value(std::move(a));
+  };
+  std::vector<Corruption> c;
+  c.push_back({"VariantTokensMissing", meta([](K& m) { m.erase(std::string(keys::kPrefillVariantTokens)); }),
+               ErrorCode::kMissingMetadata,
+               {std::string(keys::kPrefillVariantMethods), std::string(keys::kPrefillVariantTokens)}});
+  c.push_back({"VariantMethodsMissing", meta([](K& m) { m.erase(std::string(keys::kPrefillVariantMethods)); }),
+               ErrorCode::kMissingMetadata,
+               {std::string(keys::kPrefillVariantMethods), std::string(keys::kPrefillVariantTokens)}});
+  c.push_back({"VariantMethodsNotAList", meta([](K& m) { set_key(m, keys::kPrefillVariantMethods, Value("prefill_2")); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kPrefillVariantMethods), "array"}});
+  c.push_back({"VariantCountMismatch", meta([](K& m) { set_key(m, keys::kPrefillVariantTokens, Value::int_array({2})); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kPrefillVariantTokens), "2 step sizes", "got 1"}});
+  c.push_back({"VariantNotAscending",
+               meta([names](K& m) {
+                 set_key(m, keys::kPrefillVariantMethods, names({"prefill_4", "prefill_2"}));
+                 set_key(m, keys::kPrefillVariantTokens, Value::int_array({4, 2}));
+               }),
+               ErrorCode::kBadMetadata, {std::string(keys::kPrefillVariantTokens), "ascending", "[4,2]"}});
+  c.push_back({"VariantNotBelowChunk", meta([](K& m) { set_key(m, keys::kPrefillVariantTokens, Value::int_array({2, 8})); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kPrefillVariantTokens), "[1, 7]"}});
+  c.push_back({"VariantMissingMethod",
+               meta([names](K& m) { set_key(m, keys::kPrefillVariantMethods, names({"prefill_2", "prefill_3"})); }),
+               ErrorCode::kMissingMethod, {"'prefill_3'", "prefill_4"}});
+  c.push_back({"VariantStepSizeMismatch",
+               meta([](K& m) { set_key(m, keys::kPrefillVariantTokens, Value::int_array({2, 5})); }),
+               ErrorCode::kContractViolation,
+               {"'prefill_4'", std::string(keys::kPrefillVariantTokens), "i32[1, 5]", "[1, 4]"}});
+  return c;
+}
 
-TEST_P(HfStaticValidation, RejectsWithItsOwnError) {
-  const Corruption& c = GetParam();
-  auto good = Program::load(test::tiny_program({"llama", 4, 24}));
+void expect_rejected(const std::string& good_path, const Corruption& c) {
+  auto good = Program::load(good_path);
   ASSERT_TRUE(good.ok()) << good.error().to_string();
   // The unmodified program is accepted (so each failure below is caused by its edit alone).
   ASSERT_TRUE(create_io_manager(*good).ok());
@@ -124,7 +159,20 @@ TEST_P(HfStaticValidation, RejectsWithItsOwnError) {
   EXPECT_EQ(r.error().code(), c.code);
 }
 
+class HfStaticValidation : public ::testing::TestWithParam<Corruption> {};
+class HfStaticVariantValidation : public ::testing::TestWithParam<Corruption> {};
+
+TEST_P(HfStaticValidation, RejectsWithItsOwnError) { expect_rejected(test::tiny_program({"llama", 4, 24}), GetParam()); }
+
+TEST_P(HfStaticVariantValidation, RejectsWithItsOwnError) {
+  test::TinyModel m{"llama", 8, 24};
+  m.prefill_variants = std::vector<int64_t>{2, 4};
+  expect_rejected(test::tiny_program(m), GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(HfStatic, HfStaticValidation, ::testing::ValuesIn(corruptions()),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(HfStatic, HfStaticVariantValidation, ::testing::ValuesIn(variant_corruptions()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -2,6 +2,9 @@
 // itself (padding, masks, slots) is tested on real programs in hf_static_runner_test.cpp.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "hfstatic/llm_runner.h"
 
 namespace hfs {
@@ -10,9 +13,12 @@ namespace {
 // Logits put all mass on (last token + 1) % V, so greedy generation counts upwards.
 class FakeIO final : public IOManager {
  public:
-  FakeIO(int64_t context, int64_t chunk, int64_t vocab) {
+  // `sizes`: the prefill step sizes it reports (empty: just chunk, as IO managers written before prefill
+  // variants did). step_ms(T), if set, is how long a step of a T-token method takes (T = 1: decode).
+  FakeIO(int64_t context, int64_t chunk, int64_t vocab, std::vector<int64_t> sizes = {}) {
     info_.contract = "fake";
     info_.prefill_tokens = chunk;
+    info_.prefill_step_sizes = std::move(sizes);
     info_.context_length = context;
     info_.vocab_size = vocab;
     info_.eos_token_ids = {0};
@@ -24,12 +30,20 @@ class FakeIO final : public IOManager {
   // "p8" ran a chunk of 8 whose logits are read, "p8-" one whose logits nobody reads (kSkip).
   Status run_prefill(std::span<const int32_t> t, StepLogits logits) override {
     calls.push_back("p" + std::to_string(t.size()) + (logits == StepLogits::kSkip ? "-" : ""));
+    int64_t T = info_.prefill_tokens;
+    for (int64_t s : info_.prefill_step_sizes)
+      if (s >= static_cast<int64_t>(t.size())) {
+        T = s;
+        break;
+      }
+    take(T);
     HFS_TRY(advance(t.back(), static_cast<int64_t>(t.size())));
     has_ = logits == StepLogits::kKeep;
     return Ok{};
   }
   Status run_decode(int32_t tok) override {
     calls.push_back("d");
+    take(1);
     return advance(tok, 1);
   }
   std::span<const float> last_logits() const override { return has_ ? std::span<const float>(logits_) : std::span<const float>(); }
@@ -42,8 +56,12 @@ class FakeIO final : public IOManager {
   std::vector<TensorView> cache_views() const override { return {}; }
 
   std::vector<std::string> calls;
+  std::function<double(int64_t)> step_ms;
 
  private:
+  void take(int64_t T) const {
+    if (step_ms) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(step_ms(T)));
+  }
   Status advance(int32_t last, int64_t n) {
     if (!can_accept(n)) return make_error(ErrorCode::kCapacityExceeded, "fake: over capacity");
     pos_ += n;
@@ -92,6 +110,57 @@ TEST(Runner, DecodePolicyRoutesTailTokenByToken) {
   auto r = make_runner(TailPolicy::kDecode, &io);
   ASSERT_TRUE(r->prefill(iota_tokens(2 * 8 + 3)).ok());
   EXPECT_EQ(io->calls, (std::vector<std::string>{"p8-", "p8-", "d", "d", "d"}));
+}
+
+// With prefill variants the tail becomes the cheapest mix of smaller full chunks, one padded chunk and
+// decode steps, from the measured step times. Simulated costs (sleeps) with wide margins: every choice
+// below beats the next-best plan by ≥ 1.75×.
+std::unique_ptr<Runner> variant_runner(TailPolicy tail, FakeIO** io_out, std::function<double(int64_t)> cost) {
+  auto io = std::make_unique<FakeIO>(256, 8, 100, std::vector<int64_t>{2, 8});
+  io->step_ms = std::move(cost);
+  *io_out = io.get();
+  RunnerOptions o;
+  o.tail = tail;
+  auto r = Runner::create(std::move(io), o);
+  EXPECT_TRUE(r.ok());
+  // Measure every step kind once: a full chunk, a 2-token chunk, a decode step.
+  EXPECT_TRUE((*r)->prefill(iota_tokens(8)).ok());
+  EXPECT_TRUE((*r)->prefill(iota_tokens(2)).ok());
+  EXPECT_TRUE((*r)->decode_step(5).ok());
+  (*io_out)->calls.clear();
+  return std::move(*r);
+}
+
+TEST(Runner, AutoTailPadsIntoTheChunkThatHoldsItWhenStepsCostTheSameAtAnySize) {
+  // Weight-streaming bound: any prefill step 20 ms, decode 5 ms.
+  FakeIO* io;
+  auto r = variant_runner(TailPolicy::kAuto, &io, [](int64_t T) { return T == 1 ? 5.0 : 20.0; });
+  ASSERT_TRUE(r->prefill(iota_tokens(8 + 7)).ok());  // tail 7: pad 8 (20) < 7 decodes (35) < 2+2+2+1 (80)
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"p8-", "p7"}));
+  io->calls.clear();
+  ASSERT_TRUE(r->prefill(iota_tokens(1)).ok());  // 1 decode (5) < pad 2 (20)
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"d"}));
+  EXPECT_EQ(r->position(), 8 + 2 + 1 + 15 + 1);
+}
+
+TEST(Runner, AutoTailUsesSmallerChunksWhenStepsCostPerRow) {
+  // Compute bound: a T-token prefill step 4·T ms, decode 20 ms.
+  FakeIO* io;
+  auto r = variant_runner(TailPolicy::kAuto, &io, [](int64_t T) { return T == 1 ? 20.0 : 4.0 * static_cast<double>(T); });
+  ASSERT_TRUE(r->prefill(iota_tokens(3)).ok());  // 2 + pad 2 (16) < pad 8 (32) < 2 + decode (28) < 3 decodes (60)
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"p2-", "p1"}));
+}
+
+TEST(Runner, PadAndDecodePoliciesKeepTheirMeaningWithVariants) {
+  FakeIO* io;
+  // kPad never decodes a prompt token: even where one decode step (5 ms) beats a padded chunk (20 ms).
+  auto pad = variant_runner(TailPolicy::kPad, &io, [](int64_t T) { return T == 1 ? 5.0 : 20.0; });
+  ASSERT_TRUE(pad->prefill(iota_tokens(1)).ok());
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"p1"}));
+  // kDecode never pads: full chunks of every size, the rest token by token.
+  auto dec = variant_runner(TailPolicy::kDecode, &io, [](int64_t T) { return T == 1 ? 20.0 : 4.0 * static_cast<double>(T); });
+  ASSERT_TRUE(dec->prefill(iota_tokens(8 + 5)).ok());
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"p8-", "p2-", "p2-", "d"}));
 }
 
 TEST(Runner, OverCapacityIsRejectedBeforeAnyStep) {

@@ -126,4 +126,16 @@ def test_export_errors(tmp_path, stories_dir):
     with pytest.raises(hfstatic.Error) as e:
         hfstatic.export(stories_dir, tmp_path / "x.hfs", weights="int3")
     assert "int3" in str(e.value)
+    with pytest.raises(hfstatic.Error) as e:
+        hfstatic.export(stories_dir, tmp_path / "x.hfs", prefill_chunk=8, prefill_variants=[2, 8])
+    assert e.value.code == "invalid_argument" and "variant 8" in str(e.value)
     assert not (tmp_path / "x.hfs").exists()
+
+
+def test_export_prefill_variants(tmp_path, stories_dir):
+    out = tmp_path / "v.hfs"
+    hfstatic.export(stories_dir, out, prefill_chunk=8, context=32, prefill_variants=[3])
+    r = hfstatic.Runner(out)
+    assert r.info["prefill_step_sizes"] == [3, 8]
+    hfstatic.export(stories_dir, out, prefill_chunk=8, context=32, prefill_variants=[])
+    assert hfstatic.Runner(out).info["prefill_step_sizes"] == [8]

@@ -11,10 +11,17 @@
 namespace hfs::test {
 namespace {
 
+std::string variants_key(const TinyModel& m) {
+  if (!m.prefill_variants) return "";
+  std::string k = "_v";
+  for (int64_t t : *m.prefill_variants) k += "-" + std::to_string(t);
+  return k;
+}
+
 std::string key_of(const TinyModel& m) {
   return m.arch + "_c" + std::to_string(m.chunk) + "_n" + std::to_string(m.context) + "_w" +
          std::to_string(m.sliding_window) + "_" + m.cache_dtype + "_" + m.logits + "_l" + std::to_string(m.layers) +
-         "_s" + std::to_string(m.seed);
+         "_s" + std::to_string(m.seed) + variants_key(m);
 }
 
 }  // namespace
@@ -55,6 +62,7 @@ std::string tiny_program(const TinyModel& m) {
   opt.context = m.context;
   opt.cache_dtype = m.cache_dtype == "f16" ? DType::kF16 : DType::kF32;
   opt.logits_all = m.logits == "all";
+  opt.prefill_variants = m.prefill_variants;
   opt.progress = false;
   const std::string out = w.dir() + "/model.hfs";
   Status st = export_checkpoint(w.dir(), out, opt);

@@ -2,6 +2,7 @@
 // runner tests run on real exported graphs without shipping binaries.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct TinyModel {
   std::string logits = "last";     // "last" | "all"
   int layers = 2;
   uint64_t seed = 7;
+  // Smaller prefill methods (ExportOptions::prefill_variants): nullopt = the exporter's default.
+  std::optional<std::vector<int64_t>> prefill_variants;
 };
 
 // Exports (once per distinct options, cached for the test binary's lifetime) and returns the path.
