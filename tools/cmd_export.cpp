@@ -78,7 +78,7 @@ hfs::cli::RunFn setup_export(CLI::App& sub) {
       ->check(CLI::PositiveNumber);
   sub.add_option("--prefill-variants", a->variants,
                  "smaller prefill methods for short prompts and tails: step sizes below C, comma-separated "
-                 "(e.g. 4,16), 'none', or 'default' (C/16 and C/4)");
+                 "(e.g. 4,16), 'none', or 'default' (C/16, C/4 and C/2)");
   sub.add_option("--context", a->context, "context capacity (default min(max_position_embeddings, 4096))")
       ->check(CLI::PositiveNumber);
   sub.add_option("--cache-dtype", a->cache_dtype, "KV cache dtype")->check(CLI::IsMember({"f32", "f16"}));

@@ -44,7 +44,7 @@ Result<WeightsMode> weights_mode_from_name(std::string_view s);  // "keep" | "f3
 struct ExportOptions {
   int64_t prefill_chunk = 0;  // C; 0 = by model size: 64 (≤ 1B params), 128 above
   // Step sizes of the smaller prefill methods ("prefill_<T>", each 1 ≤ T < C, distinct) that spare short
-  // prompts and tails a padded C-row chunk. nullopt = C/16 and C/4 (those ≥ 2); empty = none.
+  // prompts and tails a padded C-row chunk. nullopt = C/16, C/4 and C/2 (those ≥ 2); empty = none.
   std::optional<std::vector<int64_t>> prefill_variants;
   int64_t context = 0;        // 0 = min(max_position_embeddings, 4096); else min(max_position_embeddings, context)
   DType cache_dtype = DType::kF32;  // f32 | f16

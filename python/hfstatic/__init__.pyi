@@ -178,7 +178,7 @@ def export(
     cache_dtype: Literal["f32", "f16"] | None = None,  # None: f32
     weights: Literal["keep", "f32", "f16", "bf16", "int8", "int4"] | None = None,  # None: keep the checkpoint's dtype
     logits_all: bool = False,
-    prefill_variants: list[int] | None = None,  # smaller prefill methods (each < prefill_chunk); None: C/16, C/4
+    prefill_variants: list[int] | None = None,  # smaller prefill methods (each < prefill_chunk); None: C/16, C/4, C/2
 ) -> str:
     """Exports a HuggingFace checkpoint directory to a program file and returns `out` as a str."""
 

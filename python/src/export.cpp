@@ -55,7 +55,7 @@ void bind_export(py::module_& m) {
 prefill_chunk: tokens per prefill call (None: 64, or 128 above 1B parameters); context: capacity in tokens (None:
 min(max_position_embeddings, 4096)); cache_dtype: "f32" | "f16"; weights: "keep" | "f32" | "f16" | "bf16" |
 "int8" | "int4"; prefill_variants: step sizes (each < prefill_chunk) of smaller prefill methods for short prompts
-and tails (None: C/16 and C/4; []: none).
+and tails (None: C/16, C/4 and C/2; []: none).
 The GIL is released while exporting. Errors: hfstatic.Error ("unsupported_model", "missing_tensor", ...).)");
 }
 

@@ -165,8 +165,8 @@ TEST_F(ExportPlanTest, LlamaGraphAndSignature) {
   ExportOptions opt;
   opt.prefill_chunk = 4;
   ExportPlan p = plan(opt);
-  ASSERT_EQ(p.methods.size(), 2u);
-  for (auto [name, T] : {std::pair<std::string, int64_t>{"prefill", 4}, {"decode", 1}}) {
+  ASSERT_EQ(p.methods.size(), 3u);  // prefill, decode and the default variant C/2
+  for (auto [name, T] : {std::pair<std::string, int64_t>{"prefill", 4}, {"decode", 1}, {"prefill_2", 2}}) {
     const MethodDef& m = method(p, name);
     std::vector<std::string> want_ops = {"embedding"};
     for (int l = 0; l < 2; ++l) want_ops.insert(want_ops.end(), kLlamaLayerOps.begin(), kLlamaLayerOps.end());
@@ -496,17 +496,17 @@ TEST_F(ExportPlanTest, BadOptions) {
   EXPECT_EQ(*weights_mode_from_name("bf16"), WeightsMode::kBF16);
 }
 
-// Smaller prefill methods: C/16 and C/4 by default, the caller's sizes (sorted) otherwise, none on request;
+// Smaller prefill methods: C/16, C/4 and C/2 by default, the caller's sizes (sorted) otherwise, none on request;
 // each is the prefill graph at its own T.
 TEST_F(ExportPlanTest, PrefillVariantsDefaultChosenAndNone) {
   write_model(llama_config());
   ExportOptions opt;
   opt.prefill_chunk = 32;
   ExportPlan p = plan(opt);
-  ASSERT_EQ(p.methods.size(), 4u);
-  EXPECT_EQ(p.metadata.at(std::string(keys::kPrefillVariantMethods)).to_json(), R"(["prefill_2","prefill_8"])");
-  EXPECT_EQ(p.metadata.at(std::string(keys::kPrefillVariantTokens)).to_json(), "[2,8]");
-  for (auto [name, T] : {std::pair<std::string, int64_t>{"prefill_2", 2}, {"prefill_8", 8}}) {
+  ASSERT_EQ(p.methods.size(), 5u);
+  EXPECT_EQ(p.metadata.at(std::string(keys::kPrefillVariantMethods)).to_json(), R"(["prefill_2","prefill_8","prefill_16"])");
+  EXPECT_EQ(p.metadata.at(std::string(keys::kPrefillVariantTokens)).to_json(), "[2,8,16]");
+  for (auto [name, T] : {std::pair<std::string, int64_t>{"prefill_2", 2}, {"prefill_8", 8}, {"prefill_16", 16}}) {
     const MethodDef& m = method(p, name);
     EXPECT_EQ(ops(m), ops(method(p, "prefill"))) << name;
     EXPECT_EQ(io(m.inputs, "input_ids")->type, (TensorType{DType::kI32, {1, T}})) << name;

@@ -184,7 +184,7 @@ def test_stats_and_info(runner):
     info = runner.info
     assert info["contract"] == "hf_static" and info["vocab_size"] == 512
     assert info["prefill_tokens"] == 8 and info["bos_token_id"] == 1 and info["eos_token_ids"] == [2]
-    assert info["prefill_step_sizes"] == [2, 8]  # the exporter's default variant C/4 (C/16 < 2 is left out)
+    assert info["prefill_step_sizes"] == [2, 4, 8]  # the exporter's default variants C/4, C/2 (C/16 < 2 is left out)
 
 
 def test_streams_end_when_the_runner_is_used_elsewhere(runner):
