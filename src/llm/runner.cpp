@@ -53,8 +53,8 @@ struct Runner::Impl {
   }
   // Before a step kind is measured, a T-row prefill step is taken to cost 1 + (T − 1)/kPriorRows decode
   // steps: one pass over the weights, as decode makes, plus the rows' compute, here one more pass per 16
-  // rows (a 64-row chunk ≈ 5 decode steps; the 0.1–0.5B benchmark shapes measure 4–7 on a 2-core CPU). Measured step
-  // times replace it as soon as there are any; only ratios matter.
+  // rows (a 64-row chunk ≈ 5 decode steps; the 0.1–0.5B benchmark shapes measure 4–7 on a 2-core CPU).
+  // Measured step times replace it as soon as there are any; only ratios matter.
   static constexpr double kPriorRows = 16.0;
   static double prior_steps(int64_t rows) { return 1.0 + static_cast<double>(rows - 1) / kPriorRows; }
   // The largest prefill size with a measurement, or -1.
