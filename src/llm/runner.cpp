@@ -82,7 +82,8 @@ struct Runner::Impl {
   }
 
   // Fills plan_cost / plan_step for 1..tail tokens (tail < C): each step is a full chunk of a smaller
-  // prefill size, the rest padded into one chunk (not with kDecode), or one decode step (not with kPad).
+  // prefill size, the rest padded into the smallest method that holds it (not with kDecode), or one
+  // decode step (not with kPad).
   // Decode wins only when strictly cheaper, as the C-only rule always had it.
   void plan_tail(int64_t tail) {
     const bool may_pad = options.tail != TailPolicy::kDecode, may_decode = options.tail != TailPolicy::kPad;
@@ -95,7 +96,7 @@ struct Runner::Impl {
       for (size_t i = 0; i < sizes.size(); ++i) {
         double c;
         if (sizes[i] <= r) c = est_prefill(i) + plan_cost[static_cast<size_t>(r - sizes[i])];
-        else if (may_pad) c = est_prefill(i);
+        else if (may_pad && i == size_index(r)) c = est_prefill(i);  // the method run_prefill pads r into
         else continue;
         if (!have || c < best) best = c, step = static_cast<int32_t>(i), have = true;
       }
