@@ -7,6 +7,7 @@
 //   prog->meta(hfs::keys::kContract)->as_string() == hfs::keys::kContractHfStatic
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,7 @@ inline constexpr std::string_view kPrefillTokens = "hf_static.prefill_tokens";  
 // ascending and < prefill_tokens (a runtime that ignores them runs every chunk through prefill_method).
 inline constexpr std::string_view kPrefillVariantMethods = "hf_static.prefill_variant_methods";  // [string]
 inline constexpr std::string_view kPrefillVariantTokens = "hf_static.prefill_variant_tokens";    // [int]
+inline constexpr size_t kMaxPrefillVariants = 16;  // each is a loaded method with its own I/O buffers
 inline constexpr std::string_view kDecodeMethod = "hf_static.decode_method";    // string, e.g. "decode"
 inline constexpr std::string_view kDecodeTokens = "hf_static.decode_tokens";    // int, must be 1
 inline constexpr std::string_view kContextLength = "hf_static.context_length";  // int: capacity in tokens

@@ -696,6 +696,9 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   std::vector<int64_t> variants;
   if (opt.prefill_variants) {
     variants = *opt.prefill_variants;
+    if (variants.size() > keys::kMaxPrefillVariants)
+      return make_error(ErrorCode::kInvalidArgument, "at most " + std::to_string(keys::kMaxPrefillVariants) +
+                                                         " prefill variants, got " + std::to_string(variants.size()));
     std::sort(variants.begin(), variants.end());
     for (size_t i = 0; i < variants.size(); ++i) {
       if (variants[i] < 1 || variants[i] >= g.chunk)

@@ -109,8 +109,6 @@ Status compare_signature(const Program& p, const std::string& method, const char
   return Ok{};
 }
 
-std::string p_meta_json(const Program& p, std::string_view key) { return p.meta(key)->to_json(); }
-
 }  // namespace
 
 Result<Spec> read_spec(const Program& program) {
@@ -148,13 +146,17 @@ Result<Spec> read_spec(const Program& program) {
   if (has_vm) {
     HFS_READ(vm, r.string_list(keys::kPrefillVariantMethods));
     HFS_READ(vt, r.int_list(keys::kPrefillVariantTokens, 1, s.prefill_tokens - 1));
+    if (vm_r->size() > keys::kMaxPrefillVariants)
+      return r.bad(keys::kPrefillVariantMethods, "at most " + std::to_string(keys::kMaxPrefillVariants) + " methods",
+                   std::to_string(vm_r->size()));
     if (vm_r->size() != vt_r->size())
       return r.bad(keys::kPrefillVariantTokens, std::to_string(vm_r->size()) + " step sizes (one per method in '" +
                                                     std::string(keys::kPrefillVariantMethods) + "')",
                    std::to_string(vt_r->size()));
     for (size_t i = 0; i < vm_r->size(); ++i) {
       if (i > 0 && (*vt_r)[i] <= (*vt_r)[i - 1])
-        return r.bad(keys::kPrefillVariantTokens, "strictly ascending step sizes", p_meta_json(program, keys::kPrefillVariantTokens));
+        return r.bad(keys::kPrefillVariantTokens, "strictly ascending step sizes",
+                     program.meta(keys::kPrefillVariantTokens)->to_json());
       s.prefill_variants.push_back({(*vm_r)[i], (*vt_r)[i]});
     }
   }

@@ -530,7 +530,8 @@ TEST_F(ExportPlanTest, BadPrefillVariants) {
   opt.prefill_chunk = 16;
   for (auto [list, want] : {std::pair<std::vector<int64_t>, std::string>{{0}, "variant 0 must be in [1, 15]"},
                             {{4, 16}, "variant 16 must be in [1, 15]"},
-                            {{4, 2, 4}, "variant 4 is listed twice"}}) {
+                            {{4, 2, 4}, "variant 4 is listed twice"},
+                            {std::vector<int64_t>(17, 3), "at most 16 prefill variants, got 17"}}) {
     opt.prefill_variants = list;
     Error e = plan_error(opt);
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);

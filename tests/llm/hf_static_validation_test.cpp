@@ -118,6 +118,12 @@ std::vector<Corruption> variant_corruptions() {
                {std::string(keys::kPrefillVariantMethods), std::string(keys::kPrefillVariantTokens)}});
   c.push_back({"VariantMethodsNotAList", meta([](K& m) { set_key(m, keys::kPrefillVariantMethods, Value("prefill_2")); }),
                ErrorCode::kBadMetadata, {std::string(keys::kPrefillVariantMethods), "array"}});
+  c.push_back({"TooManyVariants",
+               meta([names](K& m) {
+                 std::vector<std::string> many(17, "prefill_2");
+                 set_key(m, keys::kPrefillVariantMethods, names(many));
+               }),
+               ErrorCode::kBadMetadata, {std::string(keys::kPrefillVariantMethods), "at most 16", "17"}});
   c.push_back({"VariantCountMismatch", meta([](K& m) { set_key(m, keys::kPrefillVariantTokens, Value::int_array({2})); }),
                ErrorCode::kBadMetadata, {std::string(keys::kPrefillVariantTokens), "2 step sizes", "got 1"}});
   c.push_back({"VariantNotAscending",
