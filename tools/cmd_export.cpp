@@ -1,10 +1,11 @@
 // `hfstatic export MODEL_DIR -o OUT.hfs`: HuggingFace checkpoint → hf_static v1 program.
+#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "cli.h"
+#include "common.h"
 #include "hfstatic/export.h"
 
 namespace {
@@ -23,21 +24,15 @@ int run_export(const ExportArgs& a) {
   if (a.variants == "none") {
     opt.prefill_variants.emplace();
   } else if (a.variants != "default") {
-    opt.prefill_variants.emplace();
-    size_t at = 0;
-    while (at <= a.variants.size()) {
-      const size_t comma = std::min(a.variants.find(',', at), a.variants.size());
-      const std::string item = a.variants.substr(at, comma - at);
-      char* end = nullptr;
-      const long long t = std::strtoll(item.c_str(), &end, 10);
-      if (item.empty() || *end != '\0' || t <= 0) {
-        std::fprintf(stderr, "hfstatic export: --prefill-variants: expected positive integers separated by commas, "
-                             "'none' or 'default', got '%s'\n", a.variants.c_str());
-        return 2;
-      }
-      opt.prefill_variants->push_back(t);
-      at = comma + 1;
+    auto list = hfs::cli::parse_token_list(a.variants);  // comma-separated non-negative integers
+    const bool ok = list && !a.variants.empty() && a.variants.back() != ',' &&
+                    std::find(list->begin(), list->end(), 0) == list->end();
+    if (!ok) {
+      std::fprintf(stderr, "hfstatic export: --prefill-variants: expected positive integers separated by commas, "
+                           "'none' or 'default', got '%s'\n", a.variants.c_str());
+      return 2;
     }
+    opt.prefill_variants.emplace(list->begin(), list->end());
   }
   opt.context = a.context;
   opt.cache_dtype = a.cache_dtype == "f16" ? hfs::DType::kF16 : hfs::DType::kF32;

@@ -49,6 +49,14 @@ struct ModelInfo {
   bool logits_all = false;      // program returns logits for every row (else: last valid row only)
 };
 
+// The index in `sizes` (ModelInfo::prefill_step_sizes: ascending) of the smallest prefill method that holds
+// n tokens, or the last when none does: the one rule for which method IOManager::run_prefill uses.
+inline size_t prefill_size_index(std::span<const int64_t> sizes, int64_t n) {
+  size_t i = 0;
+  while (i + 1 < sizes.size() && sizes[i] < n) ++i;
+  return i;
+}
+
 // Whether the caller reads a step's logits.
 enum class StepLogits : uint8_t {
   kKeep,  // last_logits() / last_step_logits() return this step's logits

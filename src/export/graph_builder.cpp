@@ -709,8 +709,8 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
         return make_error(ErrorCode::kInvalidArgument, "prefill variant " + std::to_string(variants[i]) + " is listed twice");
     }
   } else {
-    for (int64_t t : {g.chunk / 16, g.chunk / 4, g.chunk / 2})
-      if (t >= 2 && (variants.empty() || variants.back() != t)) variants.push_back(t);
+    for (int64_t t : {g.chunk / 16, g.chunk / 4, g.chunk / 2})  // strictly ascending once ≥ 2
+      if (t >= 2) variants.push_back(t);
   }
 
   MethodBuilder mb(spec, g, opt, rope_global, rope_sliding, stored);

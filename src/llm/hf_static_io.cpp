@@ -51,11 +51,10 @@ class HfStaticIO final : public IOManager {
   int64_t position() const override { return position_; }
   bool can_accept(int64_t n) const override { return n >= 0 && position_ + n <= spec_.context_length; }
 
-  // The smallest prefill method that holds the tokens (variants first, ascending; then the C-token one).
+  // The smallest prefill method that holds the tokens (too many: the C-token one, whose step() names the limit).
   Status run_prefill(std::span<const int32_t> tokens, StepLogits logits) override {
-    for (StepMethod& m : prefills_)
-      if (static_cast<int64_t>(tokens.size()) <= m.tokens) return step(m, tokens, logits);
-    return step(prefills_.back(), tokens, logits);  // too many: step() names the limit
+    const size_t i = prefill_size_index(info_.prefill_step_sizes, static_cast<int64_t>(tokens.size()));
+    return step(prefills_[i], tokens, logits);
   }
   Status run_decode(int32_t token) override { return step(decode_, std::span<const int32_t>(&token, 1), StepLogits::kKeep); }
 
@@ -263,7 +262,7 @@ class HfStaticIO final : public IOManager {
   std::vector<TensorView> cache_views_;
   std::vector<std::vector<int32_t>> slot_pos_;     // per group: slot → absolute position, -1 empty
   std::vector<std::vector<int32_t>> scratch_pos_;  // same shape; the table being built for a step
-  std::vector<StepMethod> prefills_;  // ascending tokens: the variants, then the C-token method
+  std::vector<StepMethod> prefills_;  // in info_.prefill_step_sizes order: the variants, then the C-token method
   StepMethod decode_;
   int64_t position_ = 0;
   bool needs_reset_ = false;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 namespace hfs {
 namespace {
@@ -45,12 +46,6 @@ struct Runner::Impl {
   std::vector<double> plan_cost;
   std::vector<int32_t> plan_step;
 
-  // Index of the prefill method IOManager::run_prefill uses for n tokens: the smallest that holds them.
-  size_t size_index(int64_t n) const {
-    size_t i = 0;
-    while (i + 1 < sizes.size() && sizes[i] < n) ++i;
-    return i;
-  }
   // Before a step kind is measured, a T-row prefill step is taken to cost 1 + (T − 1)/kPriorRows decode
   // steps: one pass over the weights, as decode makes, plus the rows' compute, here one more pass per 16
   // rows (a 64-row chunk ≈ 5 decode steps; the 0.1–0.5B benchmark shapes measure 4–7 on a 2-core CPU).
@@ -90,17 +85,16 @@ struct Runner::Impl {
     const double d = est_decode();
     plan_cost[0] = 0;
     for (int64_t r = 1; r <= tail; ++r) {
-      double best = 0;
+      double best = std::numeric_limits<double>::infinity();
       int32_t step = kDecodeStep;
-      bool have = false;
       for (size_t i = 0; i < sizes.size(); ++i) {
         double c;
         if (sizes[i] <= r) c = est_prefill(i) + plan_cost[static_cast<size_t>(r - sizes[i])];
-        else if (may_pad && i == size_index(r)) c = est_prefill(i);  // the method run_prefill pads r into
+        else if (may_pad && i == prefill_size_index(sizes, r)) c = est_prefill(i);  // the method r pads into
         else continue;
-        if (!have || c < best) best = c, step = static_cast<int32_t>(i), have = true;
+        if (c < best) best = c, step = static_cast<int32_t>(i);
       }
-      if (may_decode && (!have || d + plan_cost[static_cast<size_t>(r - 1)] < best))
+      if (may_decode && d + plan_cost[static_cast<size_t>(r - 1)] < best)
         best = d + plan_cost[static_cast<size_t>(r - 1)], step = kDecodeStep;
       plan_cost[static_cast<size_t>(r)] = best;
       plan_step[static_cast<size_t>(r)] = step;
@@ -111,7 +105,7 @@ struct Runner::Impl {
     auto t0 = Clock::now();
     HFS_TRY(io->run_prefill(chunk, logits));
     double ms = ms_since(t0);
-    const size_t i = size_index(static_cast<int64_t>(chunk.size()));
+    const size_t i = prefill_size_index(sizes, static_cast<int64_t>(chunk.size()));
     prefill_ms[i] = (prefill_ms[i] * static_cast<double>(prefill_steps[i]) + ms) / static_cast<double>(prefill_steps[i] + 1);
     ++prefill_steps[i];
     history.insert(history.end(), chunk.begin(), chunk.end());

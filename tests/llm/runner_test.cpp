@@ -30,13 +30,8 @@ class FakeIO final : public IOManager {
   // "p8" ran a chunk of 8 whose logits are read, "p8-" one whose logits nobody reads (kSkip).
   Status run_prefill(std::span<const int32_t> t, StepLogits logits) override {
     calls.push_back("p" + std::to_string(t.size()) + (logits == StepLogits::kSkip ? "-" : ""));
-    int64_t T = info_.prefill_tokens;
-    for (int64_t s : info_.prefill_step_sizes)
-      if (s >= static_cast<int64_t>(t.size())) {
-        T = s;
-        break;
-      }
-    take(T);
+    const auto& sizes = info_.prefill_step_sizes;
+    take(sizes.empty() ? info_.prefill_tokens : sizes[prefill_size_index(sizes, static_cast<int64_t>(t.size()))]);
     HFS_TRY(advance(t.back(), static_cast<int64_t>(t.size())));
     has_ = logits == StepLogits::kKeep;
     return Ok{};

@@ -135,14 +135,14 @@ inline void unpack_q4(const uint8_t* wq, int64_t b, uint8_t* buf) {
 // stores to reach L1 (that wait cost as much as the whole float epilogue).
 template <Fmt F, int C>
 __attribute__((always_inline)) inline void issue(const TileArgs<F>& t, int64_t b) {
-  const uint8_t* wb = t.wq + b * 512;
   if constexpr (F == Fmt::kQ4) {
     if (b + 2 < t.blocks) unpack_q4(t.wq, b + 2, t.bbuf[(C + 2) & 3]);
-    wb = t.bbuf[C];
     // GCC's tileloadd is an asm statement without a memory operand: keep the stores above it.
     asm volatile("" ::: "memory");
+    multiply<C, true>(t.xq + 32 * b, t.kp, t.bbuf[C]);
+  } else {
+    multiply<C, false>(t.xq + 32 * b, t.kp, t.wq + b * 512);
   }
-  multiply<C, F == Fmt::kQ4>(t.xq + 32 * b, t.kp, wb);
 }
 
 // C tile P's sums of block b into the accumulators of rows < mr, as the VNNI kernel's epilogue does:
