@@ -5,7 +5,7 @@
 // Build (from the repository root, one command line; no CMake target so it never slows the normal build):
 //   g++ -O3 -std=c++20 -Iinclude -Isrc bench/kernel_bench.cpp src/backends/cpu_fast/{quantize,linear,linear_scalar,
 //     linear_avx2,linear_avx512,linear_amx,thread_pool,cpu_features,attention,attention_scalar,attention_avx2,attention_avx512,
-//     elementwise,elementwise_avx512}.cpp
+//     elementwise,elementwise_avx512,huge_slab}.cpp
 //     src/core/{error,dtype}.cpp -lopenblas -lpthread -o /tmp/kernel_bench
 //   /tmp/kernel_bench            # all formats, 1 and 2 threads, weights from DRAM
 //   /tmp/kernel_bench hot        # same, weights cache-resident (kernel compute ceiling)
@@ -43,15 +43,17 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double triad_gbs(ThreadPool& pool) {
-  const int64_t n = 16 << 20;  // 3 × 64 MB
-  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  const int64_t n = 16 << 20;  // 3 × 64 MB, on huge pages like the packed weights (huge_slab.h)
+  AlignedArray<float> a(n), b(n), c(n);
+  std::fill(b.data(), b.data() + n, 1.0f);
+  std::fill(c.data(), c.data() + n, 2.0f);
   const int64_t chunks = 64;
   double best = 1e30;
   for (int rep = 0; rep < 8; ++rep) {
     auto t0 = Clock::now();
     pool.run(chunks, [&](int64_t ch) {
       const int64_t i0 = n * ch / chunks, i1 = n * (ch + 1) / chunks;
-      for (int64_t i = i0; i < i1; ++i) a[i] = b[i] + 3.0f * c[i];
+      for (int64_t i = i0; i < i1; ++i) a.data()[i] = b.data()[i] + 3.0f * c.data()[i];
     });
     best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
   }

@@ -13,6 +13,7 @@
 #include "backends/cpu_fast/cpu_features.h"
 #include "backends/cpu_fast/elementwise.h"
 #include "backends/cpu_fast/half.h"
+#include "backends/cpu_fast/huge_slab.h"
 #include "backends/cpu_fast/linear_kernels.h"
 #include "backends/cpu_fast/quantize.h"
 #include "backends/cpu_fast/thread_pool.h"
@@ -23,14 +24,18 @@ template <typename T>
 AlignedArray<T>::AlignedArray(size_t n, Init init) : n_(n) {
   if (n == 0) return;
   const size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, bytes);
+  const bool slab = bytes >= kSlabMinBytes;
+  void* p = slab ? HugeSlabs::global().alloc(bytes) : std::aligned_alloc(64, bytes);
   if (p == nullptr) throw std::bad_alloc();  // load-time only; callers report kResourceExhausted
   if (init == Init::kZero) std::memset(p, 0, bytes);
-  p_.reset(static_cast<T*>(p));
+  p_ = std::unique_ptr<T, Free>(static_cast<T*>(p), Free{slab ? bytes : 0});
 }
 template <typename T>
 void AlignedArray<T>::Free::operator()(T* p) const {
-  std::free(p);
+  if (slab_bytes != 0)
+    HugeSlabs::global().free(p, slab_bytes);
+  else
+    std::free(p);
 }
 template class AlignedArray<uint8_t>;
 template class AlignedArray<int8_t>;

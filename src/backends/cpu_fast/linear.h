@@ -35,7 +35,8 @@ namespace hfs::cpu_fast {
 
 class ThreadPool;
 
-// 64-byte-aligned owned array (vectors of over-aligned types would need a custom allocator anyway).
+// 64-byte-aligned owned array (vectors of over-aligned types would need a custom allocator anyway). Arrays
+// of kSlabMinBytes and more live in huge-page slabs (huge_slab.h): packed weights are streamed every step.
 template <typename T>
 class AlignedArray {
  public:
@@ -47,6 +48,7 @@ class AlignedArray {
 
  private:
   struct Free {
+    size_t slab_bytes = 0;  // 0: from aligned_alloc
     void operator()(T* p) const;
   };
   std::unique_ptr<T, Free> p_;

@@ -360,7 +360,9 @@ TEST(CpuFastPack, PackedBytesFollowTheDocumentedLayout) {
         if (row < c.n && b < nb) std::memcpy(&want, src.data() + (row * nb + b) * block, 2);
         ASSERT_EQ(pw->block_scales.data()[(t * B + b) * 16 + cc], want) << "scale of row " << row << " block " << b;
       }
-      if (c.f == DType::kI8) ASSERT_EQ(pw->channel_scales.data()[row], row < c.n ? 0.5f : 0.0f);
+      if (c.f == DType::kI8) {
+        ASSERT_EQ(pw->channel_scales.data()[row], row < c.n ? 0.5f : 0.0f);
+      }
     }
   }
 }
