@@ -11,6 +11,7 @@
 
 #include "backends/cpu_fast/attention.h"
 #include "backends/cpu_fast/elementwise.h"
+#include "backends/cpu_fast/huge_slab.h"
 #include "backends/cpu_fast/linear.h"
 #include "backends/cpu_fast/step_profile.h"
 #include "backends/cpu_fast/thread_pool.h"
@@ -408,6 +409,7 @@ Result<TensorType> out_type(Op op, const NodeDef& node, const std::vector<const 
 CpuFastBackend::CpuFastBackend(int threads) : pool_(std::make_shared<ThreadPool>(threads)) {}
 CpuFastBackend::~CpuFastBackend() = default;
 int CpuFastBackend::threads() const { return pool_->size(); }
+std::shared_ptr<Allocator> CpuFastBackend::allocator() const { return huge_page_allocator(); }
 
 bool CpuFastBackend::supports(const NodeDef& node, std::span<const TensorType* const> types) const {
   auto it = op_table().find(node.op);
@@ -720,7 +722,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   }
   const size_t arena_bytes = plan_arena(items);
   for (size_t i = 0; i < items.size(); ++i) d->vals[static_cast<size_t>(item_val[i])].offset = items[i].offset;
-  auto arena = heap_allocator()->allocate(arena_bytes);
+  auto arena = huge_page_allocator()->allocate(arena_bytes);
   if (!arena.ok()) return arena.error().with_context("cpu_fast: arena");
   d->arena = std::move(*arena);
 

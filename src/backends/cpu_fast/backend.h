@@ -28,6 +28,8 @@ class CpuFastBackend : public Backend {
   std::string_view name() const override { return "cpu_fast"; }
   bool supports(const NodeDef& node, std::span<const TensorType* const> types) const override;
   [[nodiscard]] Result<std::unique_ptr<Delegate>> compile(const Subgraph& subgraph) override;
+  // I/O buffers (the K/V caches) on transparent huge pages: huge_slab.h.
+  std::shared_ptr<Allocator> allocator() const override;
   int threads() const;
 
  private:

@@ -3,10 +3,14 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <cstdint>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace hfs::cpu_fast {
@@ -124,6 +128,45 @@ void HugeSlabs::free(void* ptr, size_t bytes) {
 size_t HugeSlabs::mapped_bytes() const {
   std::lock_guard<std::mutex> lock(s_->mu);
   return s_->mapped;
+}
+
+namespace {
+
+void release_block(void* data, size_t bytes, int) {
+  if (bytes >= kSlabMinBytes)
+    HugeSlabs::global().free(data, bytes);
+  else
+    std::free(data);
+}
+
+class HugePageAllocator final : public Allocator {
+ public:
+  std::string_view name() const override { return "cpu_fast_huge_pages"; }
+
+  Result<Buffer> allocate(size_t bytes) override {
+    if (bytes == 0) return Buffer();
+    if (bytes > SIZE_MAX / 2)
+      return make_error(ErrorCode::kResourceExhausted, "cpu_fast allocator: " + std::to_string(bytes) + " bytes is too large");
+    // Whole cache lines, so that vector kernels may read a block's tail (as the heap allocator rounds).
+    const size_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+    void* p = nullptr;
+    if (bytes >= kSlabMinBytes)
+      p = HugeSlabs::global().alloc(rounded);
+    else if (posix_memalign(&p, kBufferAlignment, rounded) != 0)
+      p = nullptr;
+    if (p == nullptr)
+      return make_error(ErrorCode::kResourceExhausted, "cpu_fast allocator: cannot allocate " + std::to_string(bytes) +
+                                                           " bytes: " + std::strerror(ENOMEM));
+    std::memset(p, 0, rounded);
+    return Buffer(p, bytes, -1, &release_block);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Allocator> huge_page_allocator() {
+  static const std::shared_ptr<Allocator> a = std::make_shared<HugePageAllocator>();
+  return a;
 }
 
 }  // namespace hfs::cpu_fast

@@ -17,6 +17,8 @@
 #include <cstddef>
 #include <memory>
 
+#include "hfstatic/allocator.h"
+
 namespace hfs::cpu_fast {
 
 inline constexpr size_t kSlabMinBytes = size_t{64} << 10;  // AlignedArray: smaller blocks go to aligned_alloc
@@ -43,5 +45,11 @@ class HugeSlabs {
   struct State;
   std::unique_ptr<State> s_;
 };
+
+// cpu_fast's I/O allocator (Backend::allocator): the K/V caches and planned arenas, zero-filled, from the
+// same slabs (blocks under kSlabMinBytes from the heap). A decode step reads every live K/V row once, as
+// it reads the weights: SmolLM2-135M attention at position 576 (30 layers' caches evicted from the caches
+// between steps) took 27-30 µs per layer from huge pages against 35-37 µs from 4 KiB pages.
+[[nodiscard]] std::shared_ptr<Allocator> huge_page_allocator();
 
 }  // namespace hfs::cpu_fast

@@ -13,7 +13,10 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cpu_fast/backend.h"
 #include "backends/cpu_fast/linear.h"
+#include "hfstatic/allocator.h"
+#include "hfstatic/value.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -208,6 +211,37 @@ TEST(CpuFastHugeSlab, AlignedArrayUsesSlabsForBigArrays) {
     EXPECT_EQ(moved.size(), kSlabMinBytes / sizeof(float) + 1);
   }
   EXPECT_EQ(HugeSlabs::global().mapped_bytes(), base);
+}
+
+// The backend's I/O allocator (K/V caches, arenas): zero-filled, 64-byte aligned, whole cache lines usable,
+// big blocks from the slabs (advised huge) and small ones from the heap, all returned on release.
+TEST(CpuFastHugeSlab, IoAllocatorGivesZeroedBuffersAndReturnsThem) {
+  const std::shared_ptr<Allocator> a = huge_page_allocator();
+  EXPECT_EQ(a->name(), "cpu_fast_huge_pages");
+  const size_t base = HugeSlabs::global().mapped_bytes();
+  {
+    Result<Buffer> empty = a->allocate(0);
+    ASSERT_TRUE(empty.ok());
+    EXPECT_EQ(empty->data(), nullptr);
+    for (size_t bytes : {size_t{1}, size_t{100}, kSlabMinBytes - 1, kSlabMinBytes, 3 * kMiB + 7}) {
+      Result<Buffer> b = a->allocate(bytes);
+      ASSERT_TRUE(b.ok()) << bytes;
+      ASSERT_EQ(b->size(), bytes);
+      EXPECT_TRUE(aligned(b->data(), 64)) << bytes;
+      auto* p = static_cast<uint8_t*>(b->data());
+      const size_t lines = (bytes + 63) / 64 * 64;
+      for (size_t i = 0; i < lines; ++i) ASSERT_EQ(p[i], 0) << bytes << " at " << i;
+      std::memset(p, 0xab, lines);  // dirty it: a reused range must come back zeroed next time
+      const std::string flags = vm_flags_of(p);
+      if (!flags.empty()) {
+        EXPECT_EQ(flags.find(" hg ") != std::string::npos, bytes >= kSlabMinBytes) << bytes << flags;
+      }
+    }
+  }
+  EXPECT_EQ(HugeSlabs::global().mapped_bytes(), base);
+  Result<std::unique_ptr<Backend>> be = make_cpu_fast_backend(Value::object());
+  ASSERT_TRUE(be.ok());
+  EXPECT_EQ((*be)->allocator(), a);  // what the runner asks for the caches
 }
 
 }  // namespace
