@@ -188,7 +188,7 @@ Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const
 
 size_t FastDelegate::scratch_bytes() const {
   size_t b = arena.size() + lin_scratch.bytes() + attn_scratch.scores.size() * 4 + rope_cs.size() * 4;
-  for (const auto& w : weights) b += w->is_integer() ? w->weight_bytes() : 0;
+  for (const auto& w : weights) b += w->is_integer() || w->copy.size() > 0 ? w->weight_bytes() : 0;  // packed or copied
   for (const auto& l : live_lists) b += l.size() * 4;
   return b;
 }
@@ -318,7 +318,7 @@ Status FastDelegate::run_step(const Step& s) {
                                                        std::to_string(i) + " is outside the vocabulary [0, " +
                                                        std::to_string(V) + ")");
       if (s.weight >= 0) {
-        gather_rows_i8(*weights[static_cast<size_t>(s.weight)], ids, T, y);
+        gather_rows(*weights[static_cast<size_t>(s.weight)], ids, T, y);
         return Ok{};
       }
       const float* scale = table.dtype == DType::kI8 ? static_cast<const float*>(in_p(2)) : nullptr;
@@ -558,17 +558,17 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
           return make_error(ErrorCode::kUnsupported, "cpu_fast: " + where + ": " + std::string(dtype_name(wv.type.dtype)) +
                                                          " weight '" + wv.name + "' must be a constant (packed at load)");
         std::shared_ptr<PackedWeight> packed;
-        if (is_float_weight(wv.type.dtype)) {
-          // Float weights are used in place. Runtime ones get their pointer per execute; a placeholder
-          // keeps pack_weight happy.
+        if (!is_const) {
+          // A runtime float weight gets its pointer per execute; a placeholder keeps pack_weight happy.
           static const float kPlaceholder = 0;
-          auto pw = pack_weight(wv.type.dtype, is_const ? wv.ptr : &kPlaceholder, n, k, scale);
+          auto pw = pack_weight(wv.type.dtype, &kPlaceholder, n, k, scale);
           if (!pw.ok()) return pw.error().with_context("cpu_fast: " + where);
           packed = std::make_shared<PackedWeight>(std::move(*pw));
         } else {
-          // Only the packed copy is read from now on: a file-mapped program drops the original's pages as
-          // packing moves through it, so peak RSS holds one copy of the weights, not two.
-          auto pw = shared_packed_weight(wv.type.dtype, wv.ptr, n, k, scale, page_releaser(sg.constants, wv.name));
+          // Only the packed copy (for float weights: the copy on huge pages) is read from now on: a
+          // file-mapped program drops the original's pages as packing moves through it, so peak RSS holds
+          // one copy of the weights, not two.
+          auto pw = shared_packed_weight(wv.type.dtype, wv.ptr, n, k, scale, page_releaser(sg.constants, wv.name), pool_.get());
           if (!pw.ok()) return pw.error().with_context("cpu_fast: " + where);
           packed = std::move(*pw);
         }
@@ -582,19 +582,25 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
     d->steps.push_back(std::move(s));
   }
 
-  // An i8 embedding gathers its rows from the table's packed copy — the one a tied LM head uses (packing
-  // is shared process-wide, whichever delegate comes first packs): packing releases the table's pages,
-  // and gathering from the original would fault them back in (~20 µs per new token's page, and RSS
+  // An i8 or float embedding gathers its rows from the table's packed copy — the one a tied LM head uses
+  // (packing is shared process-wide, whichever delegate comes first packs): packing releases the table's
+  // pages, and gathering from the original would fault them back in (~20 µs per new token's page, and RSS
   // creeping toward a second copy of the table over a long session).
   for (Step& s : d->steps) {
-    if (s.op != Op::kEmbedding || s.in.size() < 3 || s.in[2] < 0) continue;
+    if (s.op != Op::kEmbedding || s.in.empty()) continue;
     const Val& table = d->vals[static_cast<size_t>(s.in[0])];
-    const Val& scale = d->vals[static_cast<size_t>(s.in[2])];
-    if (table.kind != Val::kConst || scale.kind != Val::kConst || table.type.dtype != DType::kI8 ||
-        scale.type.shape.numel() != table.type.shape[0])
+    if (table.kind != Val::kConst || table.type.shape.rank() != 2) continue;
+    const float* scale_ptr = nullptr;
+    if (table.type.dtype == DType::kI8) {
+      if (s.in.size() < 3 || s.in[2] < 0) continue;
+      const Val& scale = d->vals[static_cast<size_t>(s.in[2])];
+      if (scale.kind != Val::kConst || scale.type.shape.numel() != table.type.shape[0]) continue;
+      scale_ptr = static_cast<const float*>(scale.ptr);
+    } else if (!is_float_weight(table.type.dtype)) {
       continue;
-    auto pw = shared_packed_weight(DType::kI8, table.ptr, table.type.shape[0], table.type.shape[1],
-                                   static_cast<const float*>(scale.ptr), page_releaser(sg.constants, table.name));
+    }
+    auto pw = shared_packed_weight(table.type.dtype, table.ptr, table.type.shape[0], table.type.shape[1], scale_ptr,
+                                   page_releaser(sg.constants, table.name), pool_.get());
     if (!pw.ok()) return pw.error().with_context("cpu_fast: " + s.label);
     s.weight = static_cast<int>(d->weights.size());
     d->weights.push_back(std::move(*pw));

@@ -213,7 +213,7 @@ Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int6
 
 Result<std::shared_ptr<PackedWeight>> shared_packed_weight(DType format, const void* data, int64_t n, int64_t k,
                                                           const float* channel_scale,
-                                                          const std::function<void(uint64_t)>& done) {
+                                                          const std::function<void(uint64_t)>& done, ThreadPool* pool) {
   // Keyed by the source bytes' address and interpretation; an entry whose copy died (its program was
   // unloaded, so the address may be reused) has expired and is simply replaced.
   using Key = std::tuple<const void*, const float*, DType, int64_t, int64_t>;
@@ -225,6 +225,29 @@ Result<std::shared_ptr<PackedWeight>> shared_packed_weight(DType format, const v
     if (auto sp = it->second.lock()) return sp;
   auto w = pack_weight(format, data, n, k, channel_scale, done);
   if (!w) return w.error();
+  if (!w->is_integer()) {
+    // A copy, 4 MiB at a time so that `done` can release the source as it goes.
+    const size_t bytes = w->weight_bytes();
+    try {
+      w->copy = AlignedArray<uint8_t>(bytes, AlignedArray<uint8_t>::Init::kNone);
+    } catch (const std::bad_alloc&) {
+      return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate a copy of " + std::string(dtype_name(format)) +
+                                                           " weight [" + std::to_string(n) + ", " + std::to_string(k) + "]");
+    }
+    constexpr size_t kStep = size_t{4} << 20;
+    const int64_t threads = pool != nullptr ? pool->size() : 1;
+    for (size_t off = 0; off < bytes; off += kStep) {
+      const size_t len = std::min(kStep, bytes - off);
+      const int64_t parts = len >= (size_t{256} << 10) ? threads : 1;
+      run_tasks(pool, parts, [&](int64_t t) {
+        const size_t a = len * static_cast<size_t>(t) / static_cast<size_t>(parts);
+        const size_t b = len * static_cast<size_t>(t + 1) / static_cast<size_t>(parts);
+        std::memcpy(w->copy.data() + off + a, static_cast<const uint8_t*>(data) + off + a, b - a);
+      });
+      if (done) done(off + len);
+    }
+    w->raw = w->copy.data();
+  }
   auto sp = std::make_shared<PackedWeight>(std::move(*w));
   for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() ? cache.erase(it) : std::next(it);
   cache[key] = sp;
@@ -241,6 +264,14 @@ void gather_rows_i8(const PackedWeight& w, const int32_t* ids, int64_t t, float*
     // Element k sits in 64-byte vector k/4 of the tile (8 per 32-block), at byte k%4 of the row's lane.
     for (int64_t k = 0; k < w.k; ++k) yr[k] = s * static_cast<float>(static_cast<int>(tile[(k / 4) * 64 + k % 4]) - 128);
   }
+}
+
+void gather_rows(const PackedWeight& w, const int32_t* ids, int64_t t, float* y) {
+  if (w.is_integer()) {
+    gather_rows_i8(w, ids, t, y);
+    return;
+  }
+  embedding(w.raw, w.format, nullptr, ids, t, w.k, y);
 }
 
 LinearScratch::LinearScratch(int64_t k_padded, int64_t max_rows) {

@@ -293,6 +293,52 @@ TEST(CpuFastLinearBatch, MatchesSeparateLinears) {
 }
 
 // A tied embedding's rows come from the packed LM head: exactly the rows of the original, dequantized.
+// A constant float weight is copied (on huge pages), shared like a packed one, and its source reported
+// read as the copy moves through it; from then on only the copy is read.
+TEST(CpuFastPack, SharedFloatWeightIsACopyOfItsSource) {
+  const int64_t n = 3001, k = 800;  // 4.8 MB of f16: more than one 4 MiB copy step
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<uint16_t> w(static_cast<size_t>(n * k));
+  for (auto& v : w) v = f32_to_f16(nd(rng));
+  const std::vector<uint16_t> original = w;
+  ThreadPool pool(2);
+  std::vector<uint64_t> progress;
+  auto a = shared_packed_weight(DType::kF16, w.data(), n, k, nullptr, [&](uint64_t b) { progress.push_back(b); }, &pool);
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  const PackedWeight& pw = **a;
+  ASSERT_NE(pw.raw, static_cast<const void*>(w.data()));
+  EXPECT_EQ(pw.raw, static_cast<const void*>(pw.copy.data()));
+  ASSERT_EQ(pw.copy.size(), w.size() * 2);
+  EXPECT_EQ(std::memcmp(pw.raw, w.data(), w.size() * 2), 0);
+  ASSERT_GE(progress.size(), 2u);
+  EXPECT_TRUE(std::is_sorted(progress.begin(), progress.end()));
+  EXPECT_EQ(progress.back(), w.size() * 2);
+  auto b = shared_packed_weight(DType::kF16, w.data(), n, k, nullptr);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->get(), b->get());
+  // The source changes after load (its pages were released and read back as something else, say): the
+  // linear and the row gather still see the copy, i.e. the original values.
+  for (auto& v : w) v = f32_to_f16(7.0f);
+  std::vector<float> x(static_cast<size_t>(k));
+  for (auto& v : x) v = nd(rng);
+  std::vector<float> y(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+  auto in_place = pack_weight(DType::kF16, original.data(), n, k, nullptr);
+  ASSERT_TRUE(in_place.ok());
+  LinearScratch s1(k, 1), s2(k, 1);
+  linear(pw, x.data(), 1, nullptr, y.data(), s1, &pool);
+  linear(*in_place, x.data(), 1, nullptr, want.data(), s2, &pool);
+  EXPECT_EQ(y, want);  // same kernel, same bytes: bit-identical
+  const std::vector<int32_t> ids = {3000, 0, 17};
+  std::vector<float> rows(ids.size() * static_cast<size_t>(k));
+  gather_rows(pw, ids.data(), static_cast<int64_t>(ids.size()), rows.data());
+  for (size_t i = 0; i < ids.size(); ++i)
+    for (int64_t e = 0; e < k; ++e)
+      ASSERT_EQ(rows[i * static_cast<size_t>(k) + static_cast<size_t>(e)],
+                f16_to_f32(original[static_cast<size_t>(ids[i] * k + e)]))
+          << "id " << ids[i] << " elem " << e;
+}
+
 TEST(CpuFastPack, GatherRowsI8FromPackedCopyEqualsOriginalRows) {
   const int64_t n = 37, k = 100;  // a partial last tile and K padding
   std::mt19937 rng(4);
