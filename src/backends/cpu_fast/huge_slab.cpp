@@ -3,10 +3,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -132,33 +130,21 @@ size_t HugeSlabs::mapped_bytes() const {
 
 namespace {
 
-void release_block(void* data, size_t bytes, int) {
-  if (bytes >= kSlabMinBytes)
-    HugeSlabs::global().free(data, bytes);
-  else
-    std::free(data);
-}
+void release_slab_block(void* data, size_t bytes, int) { HugeSlabs::global().free(data, bytes); }
 
 class HugePageAllocator final : public Allocator {
  public:
   std::string_view name() const override { return "cpu_fast_huge_pages"; }
 
   Result<Buffer> allocate(size_t bytes) override {
-    if (bytes == 0) return Buffer();
-    if (bytes > SIZE_MAX / 2)
-      return make_error(ErrorCode::kResourceExhausted, "cpu_fast allocator: " + std::to_string(bytes) + " bytes is too large");
+    if (bytes < kSlabMinBytes || bytes > SIZE_MAX / 2) return heap_allocator()->allocate(bytes);  // and its errors
     // Whole cache lines, so that vector kernels may read a block's tail (as the heap allocator rounds).
     const size_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-    void* p = nullptr;
-    if (bytes >= kSlabMinBytes)
-      p = HugeSlabs::global().alloc(rounded);
-    else if (posix_memalign(&p, kBufferAlignment, rounded) != 0)
-      p = nullptr;
+    void* p = HugeSlabs::global().alloc(rounded);
     if (p == nullptr)
-      return make_error(ErrorCode::kResourceExhausted, "cpu_fast allocator: cannot allocate " + std::to_string(bytes) +
-                                                           " bytes: " + std::strerror(ENOMEM));
+      return make_error(ErrorCode::kResourceExhausted, "cpu_fast allocator: cannot map " + std::to_string(bytes) + " bytes");
     std::memset(p, 0, rounded);
-    return Buffer(p, bytes, -1, &release_block);
+    return Buffer(p, bytes, -1, &release_slab_block);
   }
 };
 
