@@ -40,6 +40,9 @@ class ConstantStore {
   // drops their resident pages, so the process does not hold both copies. The bytes stay valid and
   // unchanged (a later read faults them back in from the page cache). Default: nothing.
   virtual void release_pages(std::string_view /*name*/, uint64_t /*offset*/ = 0, uint64_t /*length*/ = UINT64_MAX) const {}
+  // Whether release_pages really drops resident pages (a file-mapped store). A backend that copies a
+  // constant only to read it faster should not where the original stays resident: that would be two copies.
+  virtual bool releases_pages() const { return false; }
 };
 
 // A graph rewrite run at lowering time. Passes see the whole method and may add constants.

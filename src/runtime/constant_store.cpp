@@ -64,6 +64,8 @@ class ProgramStore final : public OwningStore {
     return it != views_.end() ? &it->second : OwningStore::find(name);
   }
 
+  bool releases_pages() const override { return program_->is_mmapped(); }
+
   // Only for a file mapping: MADV_DONTNEED on the read() path's heap copy would zero the constant.
   void release_pages(std::string_view name, uint64_t offset, uint64_t length) const override {
     if (!program_->is_mmapped()) return;

@@ -450,6 +450,9 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   d->pool = pool_;
   d->n_inputs = sg.inputs.size();
   d->n_outputs = sg.outputs.size();
+  // Float constants are copied onto huge pages only where the originals' pages can be dropped (a file
+  // mapping): decode reads the copy faster, and RSS still holds one copy (docs/cpu-fast-backend.md).
+  const bool copy_floats = sg.constants != nullptr && sg.constants->releases_pages();
   std::map<std::string, int, std::less<>> ids;
   // Steps hold pointers to value types while later values are added: reserve so vals never moves.
   size_t max_vals = sg.inputs.size();
@@ -558,10 +561,11 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
           return make_error(ErrorCode::kUnsupported, "cpu_fast: " + where + ": " + std::string(dtype_name(wv.type.dtype)) +
                                                          " weight '" + wv.name + "' must be a constant (packed at load)");
         std::shared_ptr<PackedWeight> packed;
-        if (!is_const) {
-          // A runtime float weight gets its pointer per execute; a placeholder keeps pack_weight happy.
+        if (!is_const || (is_float_weight(wv.type.dtype) && !copy_floats)) {
+          // Float weights read in place: a runtime one gets its pointer per execute (a placeholder keeps
+          // pack_weight happy); a constant whose pages would stay resident is not worth a second copy.
           static const float kPlaceholder = 0;
-          auto pw = pack_weight(wv.type.dtype, &kPlaceholder, n, k, scale);
+          auto pw = pack_weight(wv.type.dtype, is_const ? wv.ptr : &kPlaceholder, n, k, scale);
           if (!pw.ok()) return pw.error().with_context("cpu_fast: " + where);
           packed = std::make_shared<PackedWeight>(std::move(*pw));
         } else {
@@ -596,7 +600,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
       const Val& scale = d->vals[static_cast<size_t>(s.in[2])];
       if (scale.kind != Val::kConst || scale.type.shape.numel() != table.type.shape[0]) continue;
       scale_ptr = static_cast<const float*>(scale.ptr);
-    } else if (!is_float_weight(table.type.dtype)) {
+    } else if (!is_float_weight(table.type.dtype) || !copy_floats) {
       continue;
     }
     auto pw = shared_packed_weight(table.type.dtype, table.ptr, table.type.shape[0], table.type.shape[1], scale_ptr,
