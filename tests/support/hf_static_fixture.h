@@ -20,7 +20,7 @@ struct TinyModel {
   int layers = 2;
   uint64_t seed = 7;
   // Smaller prefill methods (ExportOptions::prefill_variants): nullopt = the exporter's default.
-  std::optional<std::vector<int64_t>> prefill_variants;
+  std::optional<std::vector<int64_t>> prefill_variants = std::nullopt;
 };
 
 // Exports (once per distinct options, cached for the test binary's lifetime) and returns the path.
