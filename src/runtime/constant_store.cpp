@@ -68,7 +68,7 @@ class ProgramStore final : public OwningStore {
 
   // Only for a file mapping: MADV_DONTNEED on the read() path's heap copy would zero the constant.
   void release_pages(std::string_view name, uint64_t offset, uint64_t length) const override {
-    if (!program_->is_mmapped()) return;
+    if (!releases_pages()) return;
     auto it = views_.find(name);
     if (it == views_.end()) return;
     const uint64_t size = it->second.nbytes();
