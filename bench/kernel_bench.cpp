@@ -2,16 +2,12 @@
 //
 // Weights are cycled through enough copies (≥ 256 MB) that every GEMV streams from DRAM, as in a real
 // decode step, not from L3. GB/s = bytes of weights (+ scales) read per GEMV / best-of time.
-// Build (from the repository root, one command line; no CMake target so it never slows the normal build):
-//   g++ -O3 -std=c++20 -Iinclude -Isrc bench/kernel_bench.cpp src/backends/cpu_fast/{quantize,linear,linear_scalar,
-//     linear_avx2,linear_avx512,linear_amx,thread_pool,cpu_features,attention,attention_scalar,attention_avx2,attention_avx512,
-//     elementwise,elementwise_avx512,huge_slab}.cpp
-//     src/core/{error,dtype}.cpp -lopenblas -lpthread -o /tmp/kernel_bench
-//   /tmp/kernel_bench            # all formats, 1 and 2 threads, weights from DRAM
-//   /tmp/kernel_bench hot        # same, weights cache-resident (kernel compute ceiling)
-//   /tmp/kernel_bench extra      # prefill GEMM vs OpenBLAS, live-slot attention, busy-core decode
-//   /tmp/kernel_bench attention  # prefill attention only: blocked vs per-row kernel
-//   /tmp/kernel_bench gemm       # integer prefill GEMMs: AVX-512 VNNI vs AMX tiles, AMX block costs
+// Built with the rest (bench/kernel_bench.cmake; skipped with a warning where OpenBLAS is missing):
+//   build/kernel_bench            # all formats, 1 and 2 threads, weights from DRAM
+//   build/kernel_bench hot        # same, weights cache-resident (kernel compute ceiling)
+//   build/kernel_bench extra      # prefill GEMM vs OpenBLAS, live-slot attention, busy-core decode
+//   build/kernel_bench attention  # prefill attention only: blocked vs per-row kernel
+//   build/kernel_bench gemm       # integer prefill GEMMs: AVX-512 VNNI vs AMX tiles, AMX block costs
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
