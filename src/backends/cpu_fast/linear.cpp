@@ -172,41 +172,67 @@ Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int6
     return d;
   };
   const int64_t steps = detail::steps_per_block(format);
-  // Whole source blocks of real rows, 4 bytes at a time: a Q4_0 block's 16 bytes are already the packed
-  // nibble pairs (element 4v+j low, 16+4v+j high), and i8 / q8_0 bytes only flip their sign bit (+128).
-  // Pad rows and the padded K tail go through value() below.
+  const int64_t tb = detail::tile_bytes(w);
   const int64_t full_blocks = k / 32;
-  for (int64_t row = 0; row < w.n_padded; ++row) {
-    const int64_t t = row / detail::kTileRows, r = row % detail::kTileRows;
-    uint8_t* tile = w.q.data() + t * detail::tile_bytes(w);
-    const int64_t fast = row < n ? full_blocks : 0;
-    for (int64_t b = 0; b < fast; ++b) {
-      const uint8_t* qs = format == DType::kI8     ? src + row * k + 32 * b
-                          : format == DType::kQ8_0 ? src + (row * nb + b) * kQ8Bytes + 2
-                                                   : src + (row * nb + b) * kQ4Bytes + 2;
+  const int64_t block_bytes = format == DType::kI8 ? 32 : format == DType::kQ8_0 ? kQ8Bytes : kQ4Bytes;
+  const int64_t qs_offset = format == DType::kI8 ? 0 : 2;
+  const uint32_t flip = format == DType::kQ4_0 ? 0u : 0x80808080u;
+  // The AVX-512 packer gathers with 32-bit offsets of up to 15 source rows.
+  const bool vector_pack = active_isa() >= Isa::kAvx512 && 15 * static_cast<uint64_t>(src_row_bytes) + 64 < (uint64_t{1} << 31);
+  auto scale_at = [&](int64_t row, int64_t b) -> uint16_t& {
+    return w.block_scales.data()[(row / detail::kTileRows * blocks + b) * detail::kTileRows + row % detail::kTileRows];
+  };
+  // Whole source blocks of one real row, 4 bytes at a time: a Q4_0 block's 16 bytes are already the
+  // packed nibble pairs (element 4v+j low, 16+4v+j high), and i8 / q8_0 bytes only flip their sign bit.
+  auto pack_row_blocks = [&](int64_t row) {
+    uint8_t* tile = w.q.data() + row / detail::kTileRows * tb;
+    const int64_t r = row % detail::kTileRows;
+    for (int64_t b = 0; b < full_blocks; ++b) {
+      const uint8_t* qs = src + row * static_cast<int64_t>(src_row_bytes) + b * block_bytes + qs_offset;
       for (int64_t v = 0; v < steps; ++v) {
         uint32_t word;
         std::memcpy(&word, qs + 4 * v, 4);
-        if (format != DType::kQ4_0) word ^= 0x80808080u;
+        word ^= flip;
         std::memcpy(tile + (b * steps + v) * 64 + 4 * r, &word, 4);
       }
-      if (format != DType::kI8) w.block_scales.data()[(t * blocks + b) * detail::kTileRows + r] = block_scale(row, b);
+      if (format != DType::kI8) scale_at(row, b) = block_scale(row, b);
     }
-    for (int64_t b = fast; b < blocks; ++b) {
-      for (int64_t v = 0; v < steps; ++v)
-        for (int64_t j = 0; j < 4; ++j) {
-          uint8_t& dst = tile[(b * steps + v) * 64 + 4 * r + j];
-          if (format == DType::kQ4_0)
-            dst = static_cast<uint8_t>((value(row, 32 * b + 4 * v + j) + 8) | ((value(row, 32 * b + 16 + 4 * v + j) + 8) << 4));
-          else
-            dst = static_cast<uint8_t>(value(row, 32 * b + 4 * v + j) + 128);
-        }
-      if (format != DType::kI8) w.block_scales.data()[(t * blocks + b) * detail::kTileRows + r] = block_scale(row, b);
+  };
+  // Block b of one row through value(): pad rows and the padded K tail.
+  auto pack_block_slowly = [&](int64_t row, int64_t b) {
+    uint8_t* tile = w.q.data() + row / detail::kTileRows * tb;
+    const int64_t r = row % detail::kTileRows;
+    for (int64_t v = 0; v < steps; ++v)
+      for (int64_t j = 0; j < 4; ++j) {
+        uint8_t& dst = tile[(b * steps + v) * 64 + 4 * r + j];
+        if (format == DType::kQ4_0)
+          dst = static_cast<uint8_t>((value(row, 32 * b + 4 * v + j) + 8) | ((value(row, 32 * b + 16 + 4 * v + j) + 8) << 4));
+        else
+          dst = static_cast<uint8_t>(value(row, 32 * b + 4 * v + j) + 128);
+      }
+    if (format != DType::kI8) scale_at(row, b) = block_scale(row, b);
+  };
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t row0 = t * detail::kTileRows;
+    const int64_t real = std::min<int64_t>(detail::kTileRows, n - row0);
+    if (vector_pack && real == detail::kTileRows) {
+      // One gather per 64-byte vector: [4864, 896] i8 packs 1.4x, [896, 4864] q4_0 2-3x faster than below.
+      detail::pack_tile_avx512(src + row0 * static_cast<int64_t>(src_row_bytes), static_cast<int64_t>(src_row_bytes),
+                               block_bytes, qs_offset, full_blocks, steps, flip, w.q.data() + t * tb,
+                               format == DType::kI8 ? nullptr : w.block_scales.data() + t * blocks * detail::kTileRows);
+    } else {
+      for (int64_t r = 0; r < real; ++r) pack_row_blocks(row0 + r);
+      for (int64_t r = real; r < detail::kTileRows; ++r)
+        for (int64_t b = 0; b < full_blocks; ++b) pack_block_slowly(row0 + r, b);
     }
-    if (format == DType::kI8) w.channel_scales.data()[row] = row < n ? channel_scale[row] : 0.0f;
-    // Report progress every 1024 source rows (rows are contiguous in every source format).
-    if (done && ((row + 1) % 1024 == 0 || row + 1 == w.n_padded))
-      done(static_cast<uint64_t>(std::min(row + 1, n)) * src_row_bytes);
+    for (int64_t b = full_blocks; b < blocks; ++b)
+      for (int64_t r = 0; r < detail::kTileRows; ++r) pack_block_slowly(row0 + r, b);
+    if (format == DType::kI8)
+      for (int64_t r = 0; r < detail::kTileRows; ++r)
+        w.channel_scales.data()[row0 + r] = row0 + r < n ? channel_scale[row0 + r] : 0.0f;
+    // Report progress every 64 tiles (rows are contiguous in every source format).
+    if (done && ((t + 1) % 64 == 0 || t + 1 == tiles))
+      done(static_cast<uint64_t>(std::min(row0 + detail::kTileRows, n)) * src_row_bytes);
   }
   return w;
 }

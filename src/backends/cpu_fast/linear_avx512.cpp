@@ -447,6 +447,25 @@ void linear_int_avx512(const PackedWeight& w, const QuantizedActs& a, int64_t m,
   }
 }
 
+// Vector v of a block is dword v of each of the 16 rows: one 16-lane gather per vector.
+void pack_tile_avx512(const uint8_t* src, int64_t row_bytes, int64_t block_bytes, int64_t qs_offset, int64_t blocks,
+                      int64_t steps, uint32_t flip, uint8_t* dst, uint16_t* scales) {
+  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(static_cast<int32_t>(row_bytes)));
+  const __m512i fl = _mm512_set1_epi32(static_cast<int32_t>(flip));
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* blk = src + b * block_bytes;
+    for (int64_t v = 0; v < steps; ++v) {
+      const __m512i w = _mm512_i32gather_epi32(rows, blk + qs_offset + 4 * v, 1);
+      _mm512_storeu_si512(dst + (b * steps + v) * 64, _mm512_xor_si512(w, fl));
+    }
+    // The scale's 2 bytes are the low half of the dword at the block's start.
+    if (scales != nullptr)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(scales + b * kTileRows),
+                          _mm512_cvtepi32_epi16(_mm512_i32gather_epi32(rows, blk, 1)));
+  }
+}
+
 }  // namespace hfs::cpu_fast::detail
 
 #if defined(__clang__)

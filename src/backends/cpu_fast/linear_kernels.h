@@ -28,6 +28,15 @@ inline constexpr int64_t kAmxMinRows = 16;
 
 void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a);
 
+// Packs the whole 32-blocks of one tile whose 16 rows are all real (pack_weight's load-time fast path;
+// the same bytes as its portable loop). `src` is row 0's first block, rows `row_bytes` apart, blocks
+// `block_bytes` apart, each block's values `qs_offset` bytes in (after a q8_0/q4_0 block's f16 scale);
+// every 4 value bytes are XORed with `flip` (0x80808080: i8/q8_0's +128; 0 for q4_0's nibble pairs).
+// Writes `blocks` × `steps` 64-byte vectors at `dst` and, if `scales` is non-null, the blocks' f16
+// scales [blocks][16] (read at each block's start).
+void pack_tile_avx512(const uint8_t* src, int64_t row_bytes, int64_t block_bytes, int64_t qs_offset, int64_t blocks,
+                      int64_t steps, uint32_t flip, uint8_t* dst, uint16_t* scales);
+
 // Packed-layout geometry shared by the packer and the kernels (see linear.h).
 inline constexpr int64_t kTileRows = 16;
 inline int64_t steps_per_block(DType f) { return f == DType::kQ4_0 ? 4 : 8; }  // 64-byte vectors per block

@@ -363,15 +363,23 @@ TEST(CpuFastPack, GatherRowsI8FromPackedCopyEqualsOriginalRows) {
 
 // Every packed byte and block scale against the layout linear.h documents, computed here from the source
 // bytes: full blocks, the padded K tail (i8 K = 100 and 40; q formats K = 96 → 128), a partial last tile of
-// pad rows. Pads are zero weights: +128 (i8 / q8_0) or two +8 nibbles (q4_0), scale 0.
+// pad rows. Pads are zero weights: +128 (i8 / q8_0) or two +8 nibbles (q4_0), scale 0. Both packers: the
+// portable loop (scalar cap) and the AVX-512 one that full tiles take where the CPU has it.
 TEST(CpuFastPack, PackedBytesFollowTheDocumentedLayout) {
   struct Shape2 {
     DType f;
     int64_t n, k;
   };
+  struct RestoreCap {
+    ~RestoreCap() { set_isa_cap(Isa::kAmx); }
+  } restore;
+  for (Isa cap : {Isa::kScalar, Isa::kAvx512})
   for (const Shape2& c : {Shape2{DType::kI8, 37, 100}, Shape2{DType::kI8, 16, 40}, Shape2{DType::kQ8_0, 37, 96},
-                          Shape2{DType::kQ4_0, 37, 96}, Shape2{DType::kQ4_0, 20, 64}}) {
-    SCOPED_TRACE(std::string(dtype_name(c.f)) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
+                          Shape2{DType::kQ4_0, 37, 96}, Shape2{DType::kQ4_0, 20, 64}, Shape2{DType::kI8, 48, 512},
+                          Shape2{DType::kQ8_0, 32, 320}, Shape2{DType::kQ4_0, 48, 544}}) {
+    set_isa_cap(cap);
+    SCOPED_TRACE(std::string(dtype_name(c.f)) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+                 " isa=" + std::string(isa_name(active_isa())));
     const int64_t nb = c.k / 32;
     const int64_t block = c.f == DType::kQ4_0 ? 18 : 34;
     std::mt19937 rng(static_cast<uint32_t>(c.n * 1000 + c.k));
