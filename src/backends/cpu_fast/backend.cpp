@@ -219,7 +219,7 @@ Status FastDelegate::run_step(const Step& s) {
         QuantizedActs& a = lin_scratch.acts;
         if (w.is_integer() && (acts_value != s.in[0] || acts_offset != act_offset(w.format) || acts_kp != w.k_padded)) {
           a.k_padded = w.k_padded;
-          quantize_acts(x, m, w.k, act_offset(w.format), a);
+          quantize_acts(x, m, w.k, act_offset(w.format), a, pool.get());
           acts_value = s.in[0];
           acts_offset = act_offset(w.format);
           acts_kp = w.k_padded;
@@ -236,7 +236,7 @@ Status FastDelegate::run_step(const Step& s) {
         QuantizedActs& a = lin_scratch.acts;
         if (acts_value != s.in[0] || acts_offset != act_offset(w.format) || acts_kp != w.k_padded) {
           a.k_padded = w.k_padded;
-          quantize_acts(x, m, w.k, act_offset(w.format), a);
+          quantize_acts(x, m, w.k, act_offset(w.format), a, pool.get());
           acts_value = s.in[0];
           acts_offset = act_offset(w.format);
           acts_kp = w.k_padded;

@@ -313,14 +313,15 @@ size_t LinearScratch::bytes() const {
   return acts.xq.size() + (acts.block_scale.size() + acts.block_bias.size()) * 4;
 }
 
-void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a) {
+namespace {
+
+void quantize_rows(const float* x, int64_t i0, int64_t i1, int64_t k, int offset, QuantizedActs& a) {
   const int64_t kp = a.k_padded;
-  a.offset = offset;
   if (active_isa() >= Isa::kAvx512) {
-    detail::quantize_acts_avx512(x, m, k, offset, a);
+    detail::quantize_acts_avx512(x, i0, i1, k, offset, a);
     return;
   }
-  for (int64_t i = 0; i < m; ++i) {
+  for (int64_t i = i0; i < i1; ++i) {
     int8_t* xq = a.xq.data() + i * kp;
     float* bs = a.block_scale.data() + i * (kp / 32);
     int32_t* bb = a.block_bias.data() + i * (kp / 32);
@@ -343,6 +344,23 @@ void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedAc
   }
 }
 
+}  // namespace
+
+void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a, ThreadPool* pool) {
+  a.offset = offset;
+  // Rows are independent, so a prefill chunk's rows are split over the pool: serial, quantizing
+  // 64 × 4864 (Qwen2.5-0.5B's down projection input) took 164 µs, a quarter of the GEMM after it on two
+  // threads. At least kRowsWork elements a task; decode's single row stays on the caller.
+  constexpr int64_t kRowsWork = int64_t{8} << 10;
+  const int threads = pool != nullptr ? pool->size() : 1;
+  const int64_t tasks = std::min({m, int64_t{threads} * 4, m * k / kRowsWork});
+  if (threads <= 1 || tasks <= 1) {
+    quantize_rows(x, 0, m, k, offset, a);
+    return;
+  }
+  pool->run(tasks, [&](int64_t t) { quantize_rows(x, m * t / tasks, m * (t + 1) / tasks, k, offset, a); });
+}
+
 void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, LinearScratch& scratch,
             ThreadPool* pool) {
   const int threads = pool ? pool->size() : 1;
@@ -358,7 +376,7 @@ void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias,
     run_tasks(pool, chunks, body);
     return;
   }
-  quantize_acts(x, m, w.k, act_offset(w.format), scratch.acts);
+  quantize_acts(x, m, w.k, act_offset(w.format), scratch.acts, pool);
   linear_quantized(w, scratch.acts, m, bias, y, pool);
 }
 

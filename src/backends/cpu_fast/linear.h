@@ -147,6 +147,7 @@ void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, cons
                 float* y, ThreadPool* pool);
 
 // Quantizes rows of x [m, k] (k ≤ acts.k_padded; the rest is zero) for weights stored with `offset`.
-void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& acts);
+// `pool`, if given, shares the rows out (the same bytes either way). Does not allocate.
+void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& acts, ThreadPool* pool = nullptr);
 
 }  // namespace hfs::cpu_fast

@@ -397,10 +397,10 @@ void int_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const f
 
 }  // namespace
 
-void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a) {
+void quantize_acts_avx512(const float* x, int64_t i0, int64_t i1, int64_t k, int offset, QuantizedActs& a) {
   const int64_t kp = a.k_padded, blocks = kp / 32;
   const __m512i off = _mm512_set1_epi8(static_cast<char>(offset));
-  for (int64_t i = 0; i < m; ++i) {
+  for (int64_t i = i0; i < i1; ++i) {
     const float* xr = x + i * k;
     int8_t* xq = a.xq.data() + i * kp;
     float* bs = a.block_scale.data() + i * blocks;

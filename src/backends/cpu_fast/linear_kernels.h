@@ -26,7 +26,8 @@ void linear_int_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const
 void linear_int_amx(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 inline constexpr int64_t kAmxMinRows = 16;
 
-void quantize_acts_avx512(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a);
+// Rows [i0, i1) of x [m, k] into a (quantize_acts splits the rows over the pool).
+void quantize_acts_avx512(const float* x, int64_t i0, int64_t i1, int64_t k, int offset, QuantizedActs& a);
 
 // Packs the whole 32-blocks of one tile whose 16 rows are all real (pack_weight's load-time fast path;
 // the same bytes as its portable loop). `src` is row 0's first block, rows `row_bytes` apart, blocks

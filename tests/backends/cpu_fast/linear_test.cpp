@@ -143,6 +143,33 @@ TEST_P(CpuFastLinear, DecodeShapesSingleAndTwoThreads) {
   }
 }
 
+// Prefill chunks quantize their rows on the pool: the same bytes, scales and biases as one thread, for
+// row counts that do and do not split evenly, a K tail, and both offsets. Rows are quantized
+// independently, so every row is also checked against its own quantization alone.
+TEST_P(CpuFastLinear, PooledActivationQuantizationEqualsSerial) {
+  ThreadPool pool(2);
+  for (auto [m, k] : {std::pair<int64_t, int64_t>{64, 1536}, {19, 900}, {7, 4864}})
+    for (int offset : {128, 8}) {
+      SCOPED_TRACE("m=" + std::to_string(m) + " k=" + std::to_string(k) + " offset=" + std::to_string(offset));
+      const int64_t kp = (k + 63) / 64 * 64;
+      std::vector<float> x(static_cast<size_t>(m * k));
+      std::mt19937 rng(static_cast<uint32_t>(m * k));
+      std::normal_distribution<float> d(0.0f, 1.0f);
+      for (auto& v : x) v = d(rng) * (1 + static_cast<float>(rng() % 8));
+      LinearScratch serial(kp, m), pooled(kp, m), single(kp, 1);
+      quantize_acts(x.data(), m, k, offset, serial.acts);
+      quantize_acts(x.data(), m, k, offset, pooled.acts, &pool);
+      ASSERT_EQ(0, std::memcmp(serial.acts.xq.data(), pooled.acts.xq.data(), serial.acts.xq.size()));
+      ASSERT_EQ(0, std::memcmp(serial.acts.block_scale.data(), pooled.acts.block_scale.data(), serial.acts.block_scale.size() * 4));
+      ASSERT_EQ(0, std::memcmp(serial.acts.block_bias.data(), pooled.acts.block_bias.data(), serial.acts.block_bias.size() * 4));
+      for (int64_t i : {int64_t{0}, m / 2, m - 1}) {
+        quantize_acts(x.data() + i * k, 1, k, offset, single.acts);
+        ASSERT_EQ(0, std::memcmp(single.acts.xq.data(), pooled.acts.xq.data() + i * kp, static_cast<size_t>(kp))) << "row " << i;
+        ASSERT_EQ(0, std::memcmp(single.acts.block_bias.data(), pooled.acts.block_bias.data() + i * (kp / 32), static_cast<size_t>(kp / 32) * 4));
+      }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, CpuFastLinear, all_isas(), isa_test_name);
 
 // The AMX kernel forms the same int32 block sums as VNNI and scales them in the same order, so prefill
