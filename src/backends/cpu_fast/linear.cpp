@@ -349,7 +349,7 @@ void quantize_rows(const float* x, int64_t i0, int64_t i1, int64_t k, int offset
 void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a, ThreadPool* pool) {
   a.offset = offset;
   // Rows are independent, so a prefill chunk's rows are split over the pool: serial, quantizing
-  // 64 × 4864 (Qwen2.5-0.5B's down projection input) took 164 µs, a quarter of the GEMM after it on two
+  // 64 × 4864 (Qwen2.5-0.5B's down projection input) took 164 µs, an eighth of quantize + GEMM on two
   // threads. At least kRowsWork elements a task; decode's single row stays on the caller.
   constexpr int64_t kRowsWork = int64_t{8} << 10;
   const int threads = pool != nullptr ? pool->size() : 1;
