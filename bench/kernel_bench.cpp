@@ -8,6 +8,8 @@
 //   build/kernel_bench extra      # prefill GEMM vs OpenBLAS, live-slot attention, busy-core decode
 //   build/kernel_bench attention  # prefill attention only: blocked vs per-row kernel
 //   build/kernel_bench gemm       # integer prefill GEMMs: AVX-512 VNNI vs AMX tiles, AMX block costs
+//   build/kernel_bench pack       # load-time weight packing: portable loop vs AVX-512
+//   build/kernel_bench quant      # prefill activation quantization on the caller vs on the pool
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -301,7 +303,74 @@ void extra() {
   }
 }
 
+// Load-time packing: pack_weight of one Qwen2.5-0.5B-shaped weight per format, best of 30, with the
+// portable loop (scalar cap) and the ISA's own path alternating call by call.
+void packing() {
+  for (const auto& shape : {std::tuple<DType, int64_t, int64_t>{DType::kI8, 4864, 896}, {DType::kQ8_0, 4864, 896},
+                             {DType::kQ4_0, 896, 4864}}) {
+    // Plain locals, not a structured binding: clang 14 cannot capture those in the lambdas below.
+    const DType f = std::get<0>(shape);
+    const int64_t n = std::get<1>(shape), k = std::get<2>(shape);
+    const size_t bytes = f == DType::kQ4_0 ? q4_0_bytes(n, k) : f == DType::kQ8_0 ? q8_0_bytes(n, k) : n * k;
+    std::vector<uint8_t> src(bytes);
+    std::mt19937 rng(3);
+    for (auto& b : src) b = static_cast<uint8_t>(rng());
+    std::vector<float> scale(n, 0.01f);
+    double t[2] = {1e30, 1e30};
+    for (int r = 0; r < 30; ++r)
+      for (int path = 0; path < 2; ++path) {
+        set_isa_cap(path == 0 ? Isa::kScalar : Isa::kAmx);
+        t[path] = std::min(t[path], seconds_best(1, [&] { (void)pack_weight(f, src.data(), n, k, scale.data()).value(); }));
+      }
+    set_isa_cap(Isa::kAmx);
+    std::printf("pack %-4s [%lld, %lld]: portable %.3f ms, %s %.3f ms (%.2f GB/s of source)\n",
+                std::string(dtype_name(f)).c_str(), static_cast<long long>(n), static_cast<long long>(k), t[0] * 1e3,
+                std::string(isa_name(active_isa())).c_str(), t[1] * 1e3, static_cast<double>(bytes) / t[1] / 1e9);
+  }
+}
+
+// Prefill activation quantization + integer GEMM at m = 64 on 2 threads, the quantization on the caller
+// alone vs shared over the pool, alternating call by call (medians of 400: this VM drifts over seconds).
+void quantization() {
+  ThreadPool pool(2);
+  for (const auto& shape : {std::tuple<DType, int64_t, int64_t>{DType::kQ4_0, 576, 576}, {DType::kQ4_0, 576, 1536},
+                             {DType::kQ4_0, 896, 4864}, {DType::kI8, 4864, 896}, {DType::kI8, 896, 4864}}) {
+    const DType f = std::get<0>(shape);
+    const int64_t n = std::get<1>(shape), k = std::get<2>(shape);
+    constexpr int64_t m = 64;
+    std::mt19937 rng(4);
+    std::normal_distribution<float> nd(0.0f, 0.02f);
+    std::vector<float> wf(n * k), scale(n, 0.01f), x(m * k), y(m * n);
+    for (auto& v : wf) v = nd(rng);
+    for (auto& v : x) v = nd(rng) * 50;
+    std::vector<uint8_t> q(f == DType::kQ4_0 ? q4_0_bytes(n, k) : n * k);
+    if (f == DType::kQ4_0) (void)quantize_q4_0(wf.data(), n, k, q.data());
+    else for (auto& b : q) b = static_cast<uint8_t>(rng());
+    auto pw = pack_weight(f, q.data(), n, k, scale.data()).value();
+    LinearScratch s(pw.k_padded, m);
+    std::vector<double> t[2];
+    for (int r = 0; r < 400; ++r)
+      for (int pooled = 0; pooled < 2; ++pooled)
+        t[pooled].push_back(seconds_best(1, [&] {
+          quantize_acts(x.data(), m, k, act_offset(f), s.acts, pooled ? &pool : nullptr);
+          linear_quantized(pw, s.acts, m, nullptr, y.data(), &pool);
+        }));
+    for (auto& v : t) std::sort(v.begin(), v.end());
+    std::printf("quantize + gemm %-4s [%lld, %lld] m=64, 2 threads: quantization serial %.1f us, pooled %.1f us (medians)\n",
+                std::string(dtype_name(f)).c_str(), static_cast<long long>(n), static_cast<long long>(k),
+                t[0][200] * 1e6, t[1][200] * 1e6);
+  }
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "pack") == 0) {
+    packing();
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "quant") == 0) {
+    quantization();
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "gemm") == 0) {
     prefill_int_gemm();
     return 0;
