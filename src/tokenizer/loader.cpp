@@ -22,8 +22,14 @@ Result<Json> parse_small(std::string_view raw, const std::string& name, const st
   return j;
 }
 
+// Token ids index dense tables (id → symbol, 4 bytes per id up to the largest), so an id is bounded by
+// what the file could describe: at most its size in bytes (every entry takes several), and never less
+// than 2^20 (4 MiB of table). Only INT32_MAX before: a fuzzed 27 KB tokenizer.json with one vocab id near
+// 4·10^8 allocated 1.7 GB before failing on a later key.
+int64_t max_token_id(size_t doc_size) { return std::max<int64_t>(int64_t{1} << 20, static_cast<int64_t>(doc_size)); }
+
 // model.vocab: {"token": id, ...}, in batches like the merges (see load_merges).
-Status load_vocab(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_sym) {
+Status load_vocab(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_sym, int64_t max_id) {
   struct Pending {
     std::string key;
     uint32_t h = 0;
@@ -42,7 +48,9 @@ Status load_vocab(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_s
       HFS_TRY(c.expect(':', "model.vocab"));
       auto id = c.integer("model.vocab value");
       if (!id) return id.error().with_context("model.vocab['" + std::string(*key) + "']");
-      if (*id < 0 || *id > INT32_MAX) return c.error("model.vocab['" + std::string(*key) + "']", "a non-negative int32 id");
+      if (*id < 0 || *id >= max_id)
+        return c.error("model.vocab['" + std::string(*key) + "']",
+                       "an id in [0, " + std::to_string(max_id) + ") (at most the file's size in bytes, or 2^20)");
       Pending& p = batch[n];
       p.key.assign(*key);
       p.h = tok::SymbolTable::hash(p.key);
@@ -157,7 +165,7 @@ Status load_model(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_s
       std::string key(*k);
       HFS_TRY(c.expect(':', "model"));
       if (key == "vocab" && c.peek() == '{') {
-        HFS_TRY(load_vocab(c, m, id_to_sym));
+        HFS_TRY(load_vocab(c, m, id_to_sym, max_token_id(doc_size)));
         has_vocab = true;
       } else if (key == "merges" && c.peek() == '[') {
         HFS_TRY(load_merges(c, m));
@@ -249,6 +257,7 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
   };
 
   // Added tokens: they override the vocabulary entry of their content.
+  const int64_t max_id = max_token_id(tokenizer_json.size());
   auto added_node = node("added_tokens");
   if (!added_node) return added_node.error();
   if (!added_node->is_null()) {
@@ -257,8 +266,8 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
     for (const Json& e : *added_node) {
       std::string where = "added_tokens[" + std::to_string(k++) + "]";
       if (!e.is_object() || !e.contains("content") || !e["content"].is_string() || !e.contains("id") ||
-          !e["id"].is_number_integer() || e["id"].get<int64_t>() < 0 || e["id"].get<int64_t>() > INT32_MAX)
-        return tok::config_error(where, "{\"id\": int >= 0, \"content\": string, ...}", e);
+          !e["id"].is_number_integer() || e["id"].get<int64_t>() < 0 || e["id"].get<int64_t>() >= max_id)
+        return tok::config_error(where, "{\"id\": int in [0, " + std::to_string(max_id) + "), \"content\": string, ...}", e);
       tok::AddedToken t;
       t.content = e["content"].get<std::string>();
       t.id = e["id"].get<int32_t>();

@@ -141,7 +141,15 @@ TEST(TokenizerLoad, MalformedInputsGiveClearErrors) {
   bad_split["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(a"}}}, {"behavior", "Isolated"}};
   json bad_behavior = base_tokenizer();
   bad_behavior["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", "Sideways"}};
+  // Ids index dense tables: one far past anything the file could hold is refused before it is allocated
+  // (a fuzzed file with a vocab id near 4·10^8 once took 1.7 GB), in the vocab and in added_tokens.
+  json huge_id = base_tokenizer();
+  huge_id["model"]["vocab"]["x"] = 400000000;
+  json huge_added = base_tokenizer();
+  huge_added["added_tokens"] = json::array({json{{"id", 400000000}, {"content", "<s>"}}});
   for (const Case& c : std::vector<Case>{{"{\"model\": ", "expected"},
+                                         {huge_id.dump(), "model.vocab['x']: expected an id in [0, 1048576)"},
+                                         {huge_added.dump(), "added_tokens[0]"},
                                          {"[1, 2]", "JSON object"},
                                          {json{{"normalizer", nullptr}}.dump(), "missing 'model'"},
                                          {no_vocab.dump(), "model.vocab"},
