@@ -31,7 +31,7 @@ Kernels kernels_for(Isa isa) {
   switch (isa) {
     case Isa::kAmx:
     case Isa::kAvx512: return {detail::attn_scores_avx512, detail::attn_accum_avx512, detail::attn_softmax_avx512};
-    case Isa::kAvx2: return {detail::attn_scores_avx2, detail::attn_accum_avx2, detail::attn_softmax_scalar};
+    case Isa::kAvx2: return {detail::attn_scores_avx2, detail::attn_accum_avx2, detail::attn_softmax_avx2};
     default: return {detail::attn_scores_scalar, detail::attn_accum_scalar, detail::attn_softmax_scalar};
   }
 }
@@ -171,8 +171,10 @@ AttentionScratch::AttentionScratch(int threads_, int64_t group_, int64_t s, int6
 }
 
 int64_t live_slots(const float* mask, int64_t t, int64_t s, int32_t* slots) {
-  return active_isa() >= Isa::kAvx512 ? detail::live_slots_avx512(mask, t, s, slots)
-                                      : detail::live_slots_scalar(mask, t, s, slots);
+  const Isa isa = active_isa();
+  if (isa >= Isa::kAvx512) return detail::live_slots_avx512(mask, t, s, slots);
+  if (isa >= Isa::kAvx2) return detail::live_slots_avx2(mask, t, s, slots);
+  return detail::live_slots_scalar(mask, t, s, slots);
 }
 
 void attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, AttentionScratch& scratch, ThreadPool* pool) {

@@ -60,8 +60,10 @@ void attn_accum_scalar(const float*, int, const void*, bool, int64_t, const int3
 void attn_accum_avx2(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
 void attn_accum_avx512(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
 float attn_softmax_scalar(float*, int64_t, const float*, const int32_t*, float, float*);
+float attn_softmax_avx2(float*, int64_t, const float*, const int32_t*, float, float*);
 float attn_softmax_avx512(float*, int64_t, const float*, const int32_t*, float, float*);
 int64_t live_slots_scalar(const float*, int64_t, int64_t, int32_t*);
+int64_t live_slots_avx2(const float*, int64_t, int64_t, int32_t*);
 int64_t live_slots_avx512(const float*, int64_t, int64_t, int32_t*);
 
 }  // namespace hfs::cpu_fast::detail

@@ -10,6 +10,7 @@ namespace hfs::cpu_fast {
 
 void rms_norm(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y) {
   if (active_isa() >= Isa::kAvx512) return detail::rms_norm_avx512(x, w, rows, d, eps, unit_offset, y);
+  if (active_isa() >= Isa::kAvx2) return detail::rms_norm_avx2(x, w, rows, d, eps, unit_offset, y);
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * d;
     float* yr = y + r * d;
@@ -28,6 +29,7 @@ void silu(const float* x, int64_t n, float* y) {
 }
 void silu_mul(const float* gate, const float* up, int64_t n, float* y) {
   if (active_isa() >= Isa::kAvx512) return detail::silu_mul_avx512(gate, up, n, y);
+  if (active_isa() >= Isa::kAvx2) return detail::silu_mul_avx2(gate, up, n, y);
   for (int64_t i = 0; i < n; ++i) y[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 void gelu_tanh(const float* x, int64_t n, float* y) {
@@ -66,6 +68,7 @@ void rope_angles(const int32_t* positions, const float* inv_freq, int64_t t, int
 
 void rope_apply(const float* x, const float* cs, int64_t t, int64_t h, int64_t d, int64_t r, float* y) {
   if (active_isa() >= Isa::kAvx512) return detail::rope_apply_avx512(x, cs, t, h, d, r, y);
+  if (active_isa() >= Isa::kAvx2) return detail::rope_apply_avx2(x, cs, t, h, d, r, y);
   const int64_t half = r / 2;
   for (int64_t ti = 0; ti < t; ++ti) {
     const float* c = cs + ti * r;
@@ -85,6 +88,7 @@ void rope_apply(const float* x, const float* cs, int64_t t, int64_t h, int64_t d
 
 void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n) {
   if (active_isa() >= Isa::kAvx512) return detail::f32_to_f16_avx512(src, dst, n);
+  if (active_isa() >= Isa::kAvx2) return detail::f32_to_f16_avx2(src, dst, n);
   for (int64_t e = 0; e < n; ++e) dst[e] = f32_to_f16(src[e]);
 }
 

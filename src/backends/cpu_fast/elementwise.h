@@ -4,7 +4,7 @@
 // passes: silu_mul fuses silu(gate)·up, RoPE's angles are computed once per step for every layer, and
 // the backend quantizes one normalized activation once for every integer linear that reads it. The
 // loops a baseline x86-64 build cannot vectorize well (float reductions, exp, f16 conversion, RoPE)
-// have AVX-512 versions chosen at run time; results match the portable loops (tests compare both with
+// have AVX-512 and AVX2 versions chosen at run time; results match the portable loops (tests compare both with
 // double-precision definitions, and the f16 conversion bit for bit).
 // Semantics match the reference ops in ops.h.
 #pragma once
@@ -18,13 +18,17 @@ namespace hfs::cpu_fast {
 // y[r] = x[r] / sqrt(mean(x[r]²) + eps) * (unit_offset ? 1 + w : w), rows of d.
 void rms_norm(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y);
 void silu(const float* x, int64_t n, float* y);
-void silu_mul(const float* gate, const float* up, int64_t n, float* y);  // silu(gate) · up (AVX-512 when available)
+void silu_mul(const float* gate, const float* up, int64_t n, float* y);  // silu(gate) · up
 
 namespace detail {
 void silu_mul_avx512(const float* gate, const float* up, int64_t n, float* y);
 void rms_norm_avx512(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y);
 void rope_apply_avx512(const float* x, const float* cs, int64_t t, int64_t h, int64_t d, int64_t r, float* y);
 void f32_to_f16_avx512(const float* src, uint16_t* dst, int64_t n);
+void silu_mul_avx2(const float* gate, const float* up, int64_t n, float* y);
+void rms_norm_avx2(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y);
+void rope_apply_avx2(const float* x, const float* cs, int64_t t, int64_t h, int64_t d, int64_t r, float* y);
+void f32_to_f16_avx2(const float* src, uint16_t* dst, int64_t n);
 }  // namespace detail
 void gelu_tanh(const float* x, int64_t n, float* y);
 void add(const float* a, const float* b, int64_t n, float* y);

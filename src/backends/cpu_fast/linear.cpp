@@ -321,6 +321,10 @@ void quantize_rows(const float* x, int64_t i0, int64_t i1, int64_t k, int offset
     detail::quantize_acts_avx512(x, i0, i1, k, offset, a);
     return;
   }
+  if (active_isa() >= Isa::kAvx2) {
+    detail::quantize_acts_avx2(x, i0, i1, k, offset, a);
+    return;
+  }
   for (int64_t i = i0; i < i1; ++i) {
     int8_t* xq = a.xq.data() + i * kp;
     float* bs = a.block_scale.data() + i * (kp / 32);

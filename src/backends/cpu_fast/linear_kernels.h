@@ -28,6 +28,7 @@ inline constexpr int64_t kAmxMinRows = 16;
 
 // Rows [i0, i1) of x [m, k] into a (quantize_acts splits the rows over the pool).
 void quantize_acts_avx512(const float* x, int64_t i0, int64_t i1, int64_t k, int offset, QuantizedActs& a);
+void quantize_acts_avx2(const float* x, int64_t i0, int64_t i1, int64_t k, int offset, QuantizedActs& a);
 
 // Packs the whole 32-blocks of one tile whose 16 rows are all real (pack_weight's load-time fast path;
 // the same bytes as its portable loop). `src` is row 0's first block, rows `row_bytes` apart, blocks

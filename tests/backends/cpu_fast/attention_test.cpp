@@ -111,6 +111,7 @@ TEST_P(CpuFastAttention, MatchesReferenceDefinition) {
     run_case({3, 4, 1, 48, 16, f16, 2.0f, causal_mask(3, 48, 7)}, 2);       // softcap, MQA
     run_case({32, 9, 3, 300, 64, f16, 0.0f, causal_mask(32, 300, 200)}, 2);  // SmolLM2 prefill chunk
     run_case({7, 14, 2, 90, 128, f16, 0.0f, causal_mask(7, 90, 60)}, 2);      // g = 7, D = 128
+    run_case({2, 8, 2, 45, 32, f16, 0.0f, causal_mask(2, 45, 30)}, 1);        // D = 32, slot tail
   }
 }
 

@@ -114,11 +114,12 @@ TEST_P(CpuFastLinear, FloatFormatsMatchDoubleReference) {
       for (auto nk : {std::pair<int64_t, int64_t>{13, 37}, {40, 128}, {9, 16}}) check(f, m, nk.first, nk.second, 2);
 }
 
-// Prefill through the AVX-512 panel GEMM (32 outputs × 256 K per panel): full 8-row groups and every
-// tail, several K panels (partial sums carried in y) with a K tail, partial output panels, bias.
+// Prefill through the panel GEMMs (AVX-512: 32 outputs × 256 K per panel, 8-row groups; AVX2: 16 outputs,
+// 6-row groups): full row groups and every tail, several K panels (partial sums carried in y) with a K
+// tail, partial output panels, bias.
 TEST_P(CpuFastLinear, FloatPrefillPanelsMatchDoubleReference) {
   for (DType f : {DType::kF32, DType::kF16, DType::kBF16}) {
-    for (int64_t m : {8, 9, 17, 23}) check(f, m, 70, 600, 2);
+    for (int64_t m : {7, 8, 9, 17, 23}) check(f, m, 70, 600, 2);  // every row-group tail of both ISAs
     check(f, 16, 32, 256, 1);   // exactly one panel
     check(f, 5, 33, 257, 1);    // one row and one k past a panel
   }
@@ -167,6 +168,31 @@ TEST_P(CpuFastLinear, PooledActivationQuantizationEqualsSerial) {
         ASSERT_EQ(0, std::memcmp(single.acts.xq.data(), pooled.acts.xq.data() + i * kp, static_cast<size_t>(kp))) << "row " << i;
         ASSERT_EQ(0, std::memcmp(single.acts.block_bias.data(), pooled.acts.block_bias.data() + i * (kp / 32), static_cast<size_t>(kp / 32) * 4));
       }
+    }
+}
+
+// Every ISA's activation quantizer writes the portable loop's bytes, scales and block biases (the vector
+// paths round with cvtps, the portable one with a magic-number add; both to nearest even), for K tails
+// inside a block and past one, both offsets, and values that round exactly half-way.
+TEST_P(CpuFastLinear, ActivationQuantizationIsBitIdenticalToPortable) {
+  for (int64_t k : {int64_t{32}, int64_t{50}, int64_t{900}, int64_t{4864}})
+    for (int offset : {128, 8}) {
+      SCOPED_TRACE("k=" + std::to_string(k) + " offset=" + std::to_string(offset));
+      const int64_t m = 3, kp = (k + 63) / 64 * 64;
+      std::vector<float> x(static_cast<size_t>(m * k));
+      std::mt19937 rng(static_cast<uint32_t>(k + offset));
+      std::normal_distribution<float> d(0.0f, 1.0f);
+      for (auto& v : x) v = d(rng) * (1 + static_cast<float>(rng() % 8));
+      // Row 2: every block's max is 127 exactly, so the others are on integer and half-integer steps.
+      for (int64_t e = 0; e < k; ++e) x[static_cast<size_t>(2 * k + e)] = e % 32 == 0 ? 127.0f : static_cast<float>(e % 17) - 8.5f;
+      LinearScratch vec(kp, m), portable(kp, m);
+      quantize_acts(x.data(), m, k, offset, vec.acts);
+      set_isa_cap(Isa::kScalar);
+      quantize_acts(x.data(), m, k, offset, portable.acts);
+      set_isa_cap(GetParam());
+      ASSERT_EQ(0, std::memcmp(vec.acts.xq.data(), portable.acts.xq.data(), vec.acts.xq.size()));
+      ASSERT_EQ(0, std::memcmp(vec.acts.block_scale.data(), portable.acts.block_scale.data(), vec.acts.block_scale.size() * 4));
+      ASSERT_EQ(0, std::memcmp(vec.acts.block_bias.data(), portable.acts.block_bias.data(), vec.acts.block_bias.size() * 4));
     }
 }
 
