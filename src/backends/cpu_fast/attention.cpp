@@ -55,6 +55,32 @@ void uniform_average(const AttentionArgs& a, const void* vb, int g, float* out) 
   for (int64_t e = 0; e < g * d; ++e) out[e] /= static_cast<float>(a.s);
 }
 
+// One (row, head)'s scores sj[0, n) (raw q·k) → exp(s - max) in place, with the row's mask; returns
+// Σ exp and sets *mx to the max, or returns 0 with *mx = -inf (and sj zeroed) when the row sees none of
+// these slots.
+float softmax_row(const AttentionArgs& a, const Kernels& kn, float* sj, int64_t n, const float* mrow, const int32_t* live,
+                  float* mx) {
+  float m = -INFINITY, total = 0;
+  if (a.softcap > 0) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = std::tanh(sj[i] * a.scale / a.softcap) * a.softcap + mrow[live[i]];
+      sj[i] = v;
+      m = std::max(m, v);
+    }
+    if (m > kHiddenThreshold)
+      for (int64_t i = 0; i < n; ++i) total += (sj[i] = std::exp(sj[i] - m));
+  } else {
+    total = kn.softmax(sj, n, mrow, live, a.scale, &m);
+  }
+  if (m <= kHiddenThreshold) {  // nothing in this range is visible to the row: contributes nothing
+    std::memset(sj, 0, static_cast<size_t>(n) * sizeof(float));
+    *mx = -INFINITY;
+    return 0;
+  }
+  *mx = m;
+  return total;
+}
+
 // Unnormalized attention of `g` query heads over live slots [i0, i1): acc_j = Σ exp(s - max_j) v,
 // mx[j] = max_j (-inf when this range holds no slot visible to the row), sum[j] = Σ exp(s - max_j).
 void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q, const void* kb, const void* vb,
@@ -65,28 +91,8 @@ void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q
   kn.scores(q, g, kb, f16, a.d, live, n, sc);
   bool any = false;
   for (int j = 0; j < g; ++j) {
-    float* sj = sc + j * n;
-    float m = -INFINITY, total = 0;
-    if (a.softcap > 0) {
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = std::tanh(sj[i] * a.scale / a.softcap) * a.softcap + mrow[live[i]];
-        sj[i] = v;
-        m = std::max(m, v);
-      }
-      if (m > kHiddenThreshold)
-        for (int64_t i = 0; i < n; ++i) total += (sj[i] = std::exp(sj[i] - m));
-    } else {
-      total = kn.softmax(sj, n, mrow, live, a.scale, &m);
-    }
-    if (m <= kHiddenThreshold) {  // nothing in this range is visible to the row: contributes nothing
-      m = -INFINITY;
-      total = 0;
-      std::memset(sj, 0, static_cast<size_t>(n) * sizeof(float));
-    } else {
-      any = true;
-    }
-    mx[j] = m;
-    sum[j] = total;
+    sum[j] = softmax_row(a, kn, sc + j * n, n, mrow, live, &mx[j]);
+    any = any || mx[j] > -INFINITY;
   }
   if (any) kn.accum(sc, g, vb, f16, a.d, live, n, acc);
 }
@@ -106,6 +112,22 @@ void run_units(ThreadPool* pool, int64_t units, int tasks_per_thread, const Body
   });
 }
 
+// Last live slot (exclusive) any of `rows` mask rows starting at mrow (S apart) sees: a causal chunk's first
+// rows skip the chunk's later slots.
+int64_t visible_end(const float* mrow, int64_t s, int rows, const int32_t* live, int64_t n_live) {
+  int64_t n = 0;
+  for (int r = 0; r < rows; ++r) {
+    const float* m = mrow + r * s;
+    int64_t i = n_live;
+    while (i > n && m[live[i - 1]] <= kHiddenThreshold) --i;
+    n = i;
+  }
+  return n;
+}
+
+// Query vectors per unit of the row-block prefill path: R = 16/g rows of the g heads of one kv head.
+constexpr int kRowBlockVectors = 16;
+
 // Prefill: units of (block of 32/g rows, kv head). A block visits the live slots up to the last one any
 // of its rows sees (a causal chunk's first rows skip the chunk's later slots); rows that see nothing
 // get the reference's uniform average.
@@ -120,13 +142,7 @@ void block_attention(const AttentionArgs& a, const int32_t* live, int64_t n_live
     const int64_t h = unit % a.hkv, r0 = unit / a.hkv * rows_per_block;
     const int rows = static_cast<int>(std::min<int64_t>(rows_per_block, a.t - r0));
     const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
-    int64_t n = 0;
-    for (int r = 0; r < rows; ++r) {
-      const float* mrow = a.mask + (r0 + r) * S;
-      int64_t i = n_live;
-      while (i > n && mrow[live[i - 1]] <= kHiddenThreshold) --i;
-      n = i;
-    }
+    const int64_t n = visible_end(a.mask + r0 * S, S, rows, live, n_live);
     if (n > 0) {
       detail::AttnBlock b;
       b.q = a.q + (r0 * a.hq + h * g) * d;
@@ -151,6 +167,54 @@ void block_attention(const AttentionArgs& a, const int32_t* live, int64_t n_live
       if (!row_sees_a_slot(a.mask + (r0 + r) * S, live, n)) uniform_average(a, vb, g, a.out + ((r0 + r) * a.hq + h * g) * d);
   };
   run_units(pool, units, 4, body);  // blocks are 16× larger units than the per-row path's
+}
+
+// Prefill without the AVX-512 lane kernel: units of (R rows, kv head). The R·g query vectors of a unit go
+// through the ISA's decode kernels as one group, so each K/V row is read (and on AVX2 widened from f16)
+// once for R·g vectors instead of once per row; each (row, head) then takes its own mask row in the
+// softmax. Needs scratch.block (sized for the prefill head dim): [R·g][d] queries, [R·g][d] sums,
+// [R·g][n] scores.
+void row_block_attention(const AttentionArgs& a, const Kernels& kn, const int32_t* live, int64_t n_live,
+                         AttentionScratch& scratch, ThreadPool* pool) {
+  const int g = static_cast<int>(a.hq / a.hkv);
+  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s;
+  const bool f16 = a.kv_dtype == DType::kF16;
+  const int rows_per_block = std::max(1, kRowBlockVectors / g);
+  const int64_t blocks = (a.t + rows_per_block - 1) / rows_per_block;
+  auto body = [&](int64_t unit, int thread) {
+    const int64_t h = unit % a.hkv, r0 = unit / a.hkv * rows_per_block;
+    const int rows = static_cast<int>(std::min<int64_t>(rows_per_block, a.t - r0));
+    const int nv = rows * g;
+    const void* kb = static_cast<const char*>(a.k) + h * S * d * es;
+    const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
+    const float* mask0 = a.mask + r0 * S;
+    const int64_t n = visible_end(mask0, S, rows, live, n_live);
+    float* qb = scratch.block.data() + thread * scratch.block_per_thread;  // [nv][d]
+    float* acc = qb + nv * d;                                               // [nv][d]
+    float* sc = acc + nv * d;                                               // [nv][n]
+    float mx[2 * kRowBlockVectors], sum[2 * kRowBlockVectors];
+    if (n > 0) {
+      for (int r = 0; r < rows; ++r)
+        std::memcpy(qb + r * g * d, a.q + ((r0 + r) * a.hq + h * g) * d, static_cast<size_t>(g * d) * sizeof(float));
+      kn.scores(qb, nv, kb, f16, d, live, n, sc);
+      bool any = false;
+      for (int v = 0; v < nv; ++v) {
+        sum[v] = softmax_row(a, kn, sc + v * n, n, mask0 + (v / g) * S, live, &mx[v]);
+        any = any || mx[v] > -INFINITY;
+      }
+      std::memset(acc, 0, static_cast<size_t>(nv * d) * sizeof(float));
+      if (any) kn.accum(sc, nv, vb, f16, d, live, n, acc);
+      for (int v = 0; v < nv; ++v) {
+        if (mx[v] == -INFINITY) continue;  // the row sees nothing: averaged below
+        const float inv = 1.0f / sum[v];
+        float* o = a.out + ((r0 + v / g) * a.hq + h * g + v % g) * d;
+        for (int64_t e = 0; e < d; ++e) o[e] = acc[v * d + e] * inv;
+      }
+    }
+    for (int r = 0; r < rows; ++r)
+      if (!row_sees_a_slot(mask0 + r * S, live, n)) uniform_average(a, vb, g, a.out + ((r0 + r) * a.hq + h * g) * d);
+  };
+  run_units(pool, blocks * a.hkv, 4, body);
 }
 
 }  // namespace
@@ -196,6 +260,13 @@ void attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, Atte
   if (a.t > 1 && a.softcap == 0 && active_isa() >= Isa::kAvx512 && detail::attn_block_supports(d) &&
       d <= scratch.block_d && g <= 16) {
     block_attention(a, live, n_live, scratch, pool);
+    return;
+  }
+  // Other prefill: blocks of rows through the decode kernels, where the block buffer holds them.
+  const int64_t nv_max = std::max(kRowBlockVectors, g);  // query vectors of a row-block unit
+  if (a.t > 1 && g <= 2 * kRowBlockVectors && d <= scratch.block_d &&
+      nv_max * (2 * d + n_live) <= scratch.block_per_thread) {
+    row_block_attention(a, kn, live, n_live, scratch, pool);
     return;
   }
 
