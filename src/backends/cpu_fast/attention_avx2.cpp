@@ -30,12 +30,6 @@ inline __m256 load8(const void* base, bool f16, int64_t i) {
 inline float load1(const void* base, bool f16, int64_t i) {
   return f16 ? _cvtsh_ss(static_cast<const uint16_t*>(base)[i]) : static_cast<const float*>(base)[i];
 }
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // Decode streams a kv head's K and V rows once per step: prefetch them this many slots ahead, as the
 // AVX-512 kernels do.
@@ -70,6 +64,19 @@ inline void widen_rows(const void* cache, int64_t d, const int32_t* slots, int64
     const uint16_t* src = c + static_cast<int64_t>(slots[i0 + i]) * d;
     for (int64_t e = 0; e < d; e += 8)
       _mm256_store_ps(buf + i * d + e, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + e))));
+  }
+}
+
+// body(i0, cn, buf) for consecutive chunks of the live rows slots[0, n) of an f16 cache, buf holding rows
+// i0 .. i0 + cn - 1 widened to f32 ([cn][d], in one 32 KiB stack buffer reused for every chunk).
+template <typename Body>
+void for_widened_chunks(const void* cache, int64_t d, const int32_t* slots, int64_t n, const Body& body) {
+  alignas(32) float buf[kWidenFloats];
+  const int64_t chunk = kWidenFloats / d;
+  for (int64_t i0 = 0; i0 < n; i0 += chunk) {
+    const int64_t cn = std::min(chunk, n - i0);
+    widen_rows(cache, d, slots, i0, cn, n, buf);
+    body(i0, cn, static_cast<const float*>(buf));
   }
 }
 
@@ -150,13 +157,9 @@ void scores_nd(const float* q, int g, const void* k, bool f16, const int32_t* sl
   constexpr int64_t d = 8 * ND;
   if (!f16) return scores_direct<ND, float>(q, g, k, slots, n, out);
   if (g < kWidenMinHeads) return scores_direct<ND, uint16_t>(q, g, k, slots, n, out);
-  alignas(32) float buf[kWidenFloats];
-  constexpr int64_t chunk = kWidenFloats / d;
-  for (int64_t i0 = 0; i0 < n; i0 += chunk) {
-    const int64_t cn = std::min(chunk, n - i0);
-    widen_rows(k, d, slots, i0, cn, n, buf);
+  for_widened_chunks(k, d, slots, n, [&](int64_t i0, int64_t cn, const float* buf) {
     scores_rows<ND>(q, g, [&](int64_t i) { return buf + i * d; }, cn, out + i0, n, [](int64_t) {});
-  }
+  });
 }
 
 template <int ND, typename T>
@@ -174,13 +177,9 @@ void accum_nd(const float* p, int g, const void* v, bool f16, const int32_t* slo
   constexpr int64_t d = 8 * ND;
   if (!f16) return accum_direct<ND, float>(p, g, v, slots, n, out);
   if (g < kWidenMinHeads) return accum_direct<ND, uint16_t>(p, g, v, slots, n, out);
-  alignas(32) float buf[kWidenFloats];
-  constexpr int64_t chunk = kWidenFloats / d;
-  for (int64_t i0 = 0; i0 < n; i0 += chunk) {
-    const int64_t cn = std::min(chunk, n - i0);
-    widen_rows(v, d, slots, i0, cn, n, buf);
+  for_widened_chunks(v, d, slots, n, [&](int64_t i0, int64_t cn, const float* buf) {
     accum_rows<ND>(p + i0, n, g, [&](int64_t i) { return buf + i * d; }, cn, out, [](int64_t) {});
-  }
+  });
 }
 
 // exp(x) for x ≤ 0 (scores minus their max); below -87.3 it returns 0, which is what a hidden slot

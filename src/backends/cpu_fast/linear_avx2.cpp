@@ -63,13 +63,6 @@ inline int64_t elem_size(F32) { return 4; }
 inline int64_t elem_size(F16) { return 2; }
 inline int64_t elem_size(BF16) { return 2; }
 
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // Decode (one activation row): weight rows one after another, four FMA chains, so the read is a single
 // sequential stream the prefetchers follow (4 interleaved rows split it into 4 short strided streams; two
 // interleaved rows read f16 at 0.6-0.7x the speed here). f32 takes no software prefetch: on the Zen 3 it

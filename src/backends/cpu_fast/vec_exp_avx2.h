@@ -1,5 +1,5 @@
-// cpu_fast/vec_exp_avx2.h — exp over 8 floats (AVX2+FMA), for kernels compiled under an AVX2 target
-// pragma: include it AFTER the pragma, so it inherits the target (internal).
+// cpu_fast/vec_exp_avx2.h — exp, a lane sum and tail masks over 8 floats (AVX2+FMA), for kernels compiled
+// under an AVX2 target pragma: include it AFTER the pragma, so it inherits the target (internal).
 //
 // The same Cephes expf as vec_exp_avx512.h (x = n·ln2 + r, |r| ≤ ln2/2, degree-6 polynomial), ≈ 1 ulp
 // over the clamped range [-87.3, 88.7]. AVX2 has no scalef, and n reaches 128 at the top of the range
@@ -31,6 +31,14 @@ inline __m256 exp256(__m256 x) {
   const __m256i ni = _mm256_cvtps_epi32(n);
   const __m256i n1 = _mm256_srai_epi32(ni, 1);
   return _mm256_mul_ps(_mm256_mul_ps(y, pow2i_avx2(n1)), pow2i_avx2(_mm256_sub_epi32(ni, n1)));
+}
+
+// Σ of the 8 lanes.
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
 }
 
 // Lanes [0, n) of a vector for a partial tail (n ≥ 8: all lanes).
