@@ -171,6 +171,53 @@ TEST_P(CpuFastLinear, PooledActivationQuantizationEqualsSerial) {
     }
 }
 
+// Integer dot products at the edge of their intermediate ranges: every activation byte ±127 against the
+// largest weights (q4_0 nibbles 15 and 0, i8 and q8_0 values ±127), where the AVX2 kernels' 16-bit pair
+// sums reach 30480 (q4_0, summed over a whole block) and 32258 (i8/q8_0) — one more product would wrap.
+// The sums are integers, so the outputs are exact up to the float scales: y = ±K·(largest weight).
+TEST_P(CpuFastLinear, IntegerSumsAtTheirBoundsAreExact) {
+  const int64_t n = 16, k = 256, m = 5;
+  for (DType f : {DType::kI8, DType::kQ8_0, DType::kQ4_0})
+    for (int pattern = 0; pattern < 2; ++pattern) {
+      SCOPED_TRACE(std::string(dtype_name(f)) + " pattern " + std::to_string(pattern));
+      // pattern 0: weights at +max, x = +1; pattern 1: weights at -max (q4_0: -8) for even rows, x = -1.
+      const float xv = pattern == 0 ? 1.0f : -1.0f;
+      std::vector<uint8_t> bytes;
+      std::vector<float> scale(static_cast<size_t>(n), 1.0f / 127.0f);
+      auto wmax = [&](int64_t row) { return pattern == 1 && row % 2 == 0 ? -1 : 1; };  // sign per row
+      if (f == DType::kI8) {
+        bytes.resize(static_cast<size_t>(n * k));
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t c = 0; c < k; ++c) bytes[r * k + c] = static_cast<uint8_t>(static_cast<int8_t>(127 * wmax(r)));
+      } else {
+        const int64_t bb = f == DType::kQ8_0 ? 34 : 18, nb = k / 32;
+        bytes.resize(static_cast<size_t>(n * nb * bb));
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t b = 0; b < nb; ++b) {
+            uint8_t* blk = bytes.data() + (r * nb + b) * bb;
+            const uint16_t d = f32_to_f16(1.0f);
+            std::memcpy(blk, &d, 2);
+            for (int64_t i = 2; i < bb; ++i)
+              blk[i] = f == DType::kQ8_0 ? static_cast<uint8_t>(static_cast<int8_t>(127 * wmax(r)))
+                                         : (wmax(r) > 0 ? 0xFF : 0x00);  // nibbles 15 (+7) or 0 (-8)
+          }
+      }
+      auto pw = pack_weight(f, bytes.data(), n, k, scale.data());
+      ASSERT_TRUE(pw.ok());
+      std::vector<float> x(static_cast<size_t>(m * k), xv), y(static_cast<size_t>(m * n), 0.0f);
+      LinearScratch scratch(pw->k_padded, m);
+      for (int64_t rows : {int64_t{1}, m}) {
+        linear(*pw, x.data(), rows, nullptr, y.data(), scratch, nullptr);
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t r = 0; r < n; ++r) {
+            const double w = f == DType::kI8 ? 127.0 * wmax(r) / 127.0 : f == DType::kQ8_0 ? 127.0 * wmax(r) : (wmax(r) > 0 ? 7.0 : -8.0);
+            const double want = static_cast<double>(k) * w * xv;
+            ASSERT_NEAR(y[static_cast<size_t>(i * n + r)], want, 1e-5 * std::fabs(want)) << "rows " << rows << " row " << i << " col " << r;
+          }
+      }
+    }
+}
+
 // Every ISA's activation quantizer writes the portable loop's bytes, scales and block biases (the vector
 // paths round with cvtps, the portable one with a magic-number add; both to nearest even), for K tails
 // inside a block and past one, both offsets, and values that round exactly half-way.
