@@ -10,6 +10,7 @@
 //   build/kernel_bench gemm       # integer prefill GEMMs: AVX-512 VNNI vs AMX tiles, AMX block costs
 //   build/kernel_bench pack       # load-time weight packing: portable loop vs AVX-512
 //   build/kernel_bench quant      # prefill activation quantization on the caller vs on the pool
+//   build/kernel_bench scaling    # 2-thread gain by kind of work: registers, L2 streams, a prefill GEMM
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -362,9 +363,69 @@ void quantization() {
   }
 }
 
+// What two threads can gain on this machine, by kind of work: the same work on a 1-thread and a 2-thread
+// pool, alternating call by call, medians of 200. Register-only arithmetic shows the cores themselves,
+// an L2-resident sum whether the two cores' caches stay independent, and a q4_0 prefill GEMM (split as in
+// a model step) what the kernels keep of that. A model's 2-thread prefill gain (hfstatic bench, or
+// bench/compare's prefill_2t_over_1t) below the GEMM's is lost outside the kernels.
+void scaling() {
+  // The worker spins through the 1-thread turns (with the default 50 µs it would sleep and each 2-thread
+  // call would time a wake-up: on a KVM guest 40-300 µs on average, and the caller takes both tasks first).
+  ThreadPool one(1), two(2);
+  two.set_spin_us(200'000);
+  constexpr int64_t kL2Floats = 32 << 10;  // 128 KiB per task: both tasks' buffers fit one core's L2
+  std::vector<float> buf[2] = {std::vector<float>(kL2Floats, 1.0f), std::vector<float>(kL2Floats, 1.0f)};
+  volatile float sink = 0;
+  auto registers = [&](int64_t) {
+    float a[8] = {1, 2, 3, 4, 5, 6, 7, 8};  // eight independent chains the compiler keeps in registers
+    for (int i = 0; i < 2'000'000; ++i)
+      for (float& v : a) v = v * 0.9999999f + 1e-7f;
+    sink = sink + a[0] + a[7];
+  };
+  auto l2_stream = [&](int64_t t) {
+    float acc[16] = {};
+    for (int r = 0; r < 64; ++r)
+      for (int64_t i = 0; i < kL2Floats; i += 16)
+        for (int j = 0; j < 16; ++j) acc[j] += buf[t][i + j];
+    sink = sink + acc[0] + acc[15];
+  };
+  // SmolLM2-135M's gate projection [1536, 576] in q4_0 against a 64-row prefill chunk.
+  const int64_t n = 1536, k = 576, m = 64;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  std::vector<float> wf(n * k), x(m * k), y(m * n);
+  for (auto& v : wf) v = nd(rng);
+  for (auto& v : x) v = nd(rng) * 50;
+  std::vector<uint8_t> q(q4_0_bytes(n, k));
+  (void)quantize_q4_0(wf.data(), n, k, q.data());
+  const PackedWeight pw = pack_weight(DType::kQ4_0, q.data(), n, k, nullptr).value();
+  LinearScratch s(pw.k_padded, m);
+  quantize_acts(x.data(), m, k, act_offset(pw.format), s.acts, nullptr);
+  // The register and L2 work as two tasks; the GEMM through linear_quantized, split as in a model step.
+  auto two_tasks = [](const std::function<void(int64_t)>& task) {
+    return [task](ThreadPool& pool) { pool.run(2, [&](int64_t i) { task(i); }); };
+  };
+  const std::pair<const char*, std::function<void(ThreadPool&)>> kinds[] = {
+      {"register arithmetic", two_tasks(registers)},
+      {"L2-resident sum (128 KiB per task)", two_tasks(l2_stream)},
+      {"q4_0 prefill GEMM [1536, 576] m=64", [&](ThreadPool& pool) { linear_quantized(pw, s.acts, m, nullptr, y.data(), &pool); }}};
+  for (const auto& [name, work] : kinds) {
+    std::vector<double> t[2];
+    for (int r = 0; r < 200; ++r)
+      for (int p = 0; p < 2; ++p) t[p].push_back(seconds_best(1, [&] { work(p == 0 ? one : two); }));
+    for (auto& v : t) std::sort(v.begin(), v.end());
+    std::printf("%-36s 1 thread %8.1f us  2 threads %8.1f us  2t/1t %.2f (medians)\n", name, t[0][100] * 1e6,
+                t[1][100] * 1e6, t[0][100] / t[1][100]);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "pack") == 0) {
     packing();
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "scaling") == 0) {
+    scaling();
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "quant") == 0) {
