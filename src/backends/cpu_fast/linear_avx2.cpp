@@ -230,38 +230,74 @@ inline __m256i bcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Σ over one 4-K step of 8 outputs (one half of the step's 64-byte vector at p) against activation
-// bytes xl (K 4v..4v+3) and xh (K 16+4v..): q4_0 → int16 lanes (pair sums, added up over the block's
-// steps); i8/q8_0 → int32 lanes.
+// The weights of one half (8 outputs) of one 4-K step v of a 32-block at wb, loaded once for every
+// activation row: q4_0 the low and high nibbles (K 4v.. and 16+4v..); i8/q8_0 the bytes of both K groups
+// and their magnitudes, so that each row's product is |w|·(x·sgn w) = w·x (maddubs takes unsigned × signed;
+// |−128| = 128 stays exact as an unsigned byte).
 template <IntFmt F>
-inline __m256i step_sum(const uint8_t* p, __m256i xl, __m256i xh) {
+struct HalfStep {
+  __m256i lo, hi;
+};
+template <>
+struct HalfStep<IntFmt::kI8> {
+  __m256i lo, hi, alo, ahi;
+};
+template <>
+struct HalfStep<IntFmt::kQ8> : HalfStep<IntFmt::kI8> {};
+
+template <IntFmt F>
+inline HalfStep<F> load_half_step(const uint8_t* wb, int v, int h) {
+  HalfStep<F> s;
   if constexpr (F == IntFmt::kQ4) {
     const __m256i low4 = _mm256_set1_epi8(0x0f);
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    const __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-    return _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_maddubs_epi16(hi, xh));
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + v * 64 + h * 32));
+    s.lo = _mm256_and_si256(raw, low4);
+    s.hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
   } else {
-    const __m256i flip = _mm256_set1_epi8(-128), ones = _mm256_set1_epi16(1);
-    const __m256i lo = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), flip);
-    const __m256i hi = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * 64)), flip);
-    const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(xl), _mm256_sign_epi8(lo, xl)), ones);
-    const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(xh), _mm256_sign_epi8(hi, xh)), ones);
+    const __m256i flip = _mm256_set1_epi8(-128);
+    s.lo = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + v * 64 + h * 32)), flip);
+    s.hi = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + (v + 4) * 64 + h * 32)), flip);
+    s.alo = _mm256_abs_epi8(s.lo);
+    s.ahi = _mm256_abs_epi8(s.hi);
+  }
+  return s;
+}
+
+// One row's products for one half step, x at the row's K 4v of the block: q4_0 int16 lanes (added up over
+// the block's 4 steps a lane holds 16 products of at most 15·127: 30480 < 2^15), i8/q8_0 int32 lanes.
+template <IntFmt F>
+inline __m256i half_step_dot(const HalfStep<F>& w, const int8_t* x) {
+  if constexpr (F == IntFmt::kQ4) {
+    return _mm256_add_epi16(_mm256_maddubs_epi16(w.lo, bcast4(x)), _mm256_maddubs_epi16(w.hi, bcast4(x + 16)));
+  } else {
+    const __m256i xl = bcast4(x), xh = bcast4(x + 16), ones = _mm256_set1_epi16(1);
+    const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(w.alo, _mm256_sign_epi8(xl, w.lo)), ones);
+    const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(w.ahi, _mm256_sign_epi8(xh, w.hi)), ones);
     return _mm256_add_epi32(pl, ph);
   }
+}
+
+template <IntFmt F>
+inline __m256i add_step(__m256i sum, __m256i step) {
+  return F == IntFmt::kQ4 ? _mm256_add_epi16(sum, step) : _mm256_add_epi32(sum, step);
+}
+
+// A block's int32 sums from its step sums: q4_0 widens its int16 pairs and adds the activation offset's
+// correction (the row's block bias); i8/q8_0 sums are final.
+template <IntFmt F>
+inline __m256i finish_block(__m256i sum, int32_t bias) {
+  if constexpr (F == IntFmt::kQ4)
+    return _mm256_add_epi32(_mm256_madd_epi16(sum, _mm256_set1_epi16(1)), _mm256_set1_epi32(bias));
+  else
+    return sum;
 }
 
 // The int32 sums of one 32-block of 8 outputs (half h of the tile's vectors at wb) for one activation row.
 template <IntFmt F>
 inline __m256i block_sum(const uint8_t* wb, int h, const int8_t* xr, int32_t bias) {
-  if constexpr (F == IntFmt::kQ4) {
-    __m256i s16 = step_sum<F>(wb + h * 32, bcast4(xr), bcast4(xr + 16));
-    for (int v = 1; v < 4; ++v) s16 = _mm256_add_epi16(s16, step_sum<F>(wb + v * 64 + h * 32, bcast4(xr + 4 * v), bcast4(xr + 16 + 4 * v)));
-    return _mm256_add_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), _mm256_set1_epi32(bias));
-  } else {
-    __m256i s = step_sum<F>(wb + h * 32, bcast4(xr), bcast4(xr + 16));
-    for (int v = 1; v < 4; ++v) s = _mm256_add_epi32(s, step_sum<F>(wb + v * 64 + h * 32, bcast4(xr + 4 * v), bcast4(xr + 16 + 4 * v)));
-    return s;
-  }
+  __m256i s = half_step_dot<F>(load_half_step<F>(wb, 0, h), xr);
+  for (int v = 1; v < 4; ++v) s = add_step<F>(s, half_step_dot<F>(load_half_step<F>(wb, v, h), xr + 4 * v));
+  return finish_block<F>(s, bias);
 }
 
 // acc += (block sums → float) × block scales × activation scale, the AVX-512 kernel's order.
@@ -309,38 +345,13 @@ inline void int_rows_half(const PackedWeight& w, const QuantizedActs& a, int64_t
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* wb = wq + b * block_bytes<F>();
     __m256i s[MR];
-    if constexpr (F == IntFmt::kQ4) {
-      const __m256i low4 = _mm256_set1_epi8(0x0f);
-      ((s[I] = _mm256_setzero_si256()), ...);
-      for (int v = 0; v < 4; ++v) {
-        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + v * 64 + h * 32));
-        const __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-        ((s[I] = _mm256_add_epi16(s[I], _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(xq + I * kp + 32 * b + 4 * v)),
-                                                        _mm256_maddubs_epi16(hi, bcast4(xq + I * kp + 32 * b + 16 + 4 * v))))),
-         ...);
-        (pin(s[I]), ...);
-      }
-      const __m256i ones = _mm256_set1_epi16(1);
-      ((s[I] = _mm256_add_epi32(_mm256_madd_epi16(s[I], ones), _mm256_set1_epi32(xb[I * blocks + b]))), ...);
-    } else {
-      ((s[I] = _mm256_setzero_si256()), ...);
-      for (int v = 0; v < 4; ++v) {
-        const __m256i flip = _mm256_set1_epi8(-128), ones = _mm256_set1_epi16(1);
-        const __m256i lo = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + v * 64 + h * 32)), flip);
-        const __m256i hi =
-            _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + (v + 4) * 64 + h * 32)), flip);
-        // |w| once for all rows, then per row x with w's sign: |w|·(x·sgn w) = w·x.
-        const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
-        auto dot = [&](int64_t i) {
-          const __m256i xl = bcast4(xq + i * kp + 32 * b + 4 * v), xh = bcast4(xq + i * kp + 32 * b + 16 + 4 * v);
-          const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(alo, _mm256_sign_epi8(xl, lo)), ones);
-          const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, _mm256_sign_epi8(xh, hi)), ones);
-          return _mm256_add_epi32(pl, ph);
-        };
-        ((s[I] = _mm256_add_epi32(s[I], dot(I))), ...);
-        (pin(s[I]), ...);
-      }
+    ((s[I] = _mm256_setzero_si256()), ...);
+    for (int v = 0; v < 4; ++v) {
+      const HalfStep<F> wv = load_half_step<F>(wb, v, h);
+      ((s[I] = add_step<F>(s[I], half_step_dot<F>(wv, xq + I * kp + 32 * b + 4 * v))), ...);
+      (pin(s[I]), ...);
     }
+    ((s[I] = finish_block<F>(s[I], xb[I * blocks + b])), ...);
     const __m256 ws = half_scales<F>(w, t, b, h);
     ((acc[I] = block_accumulate<F>(acc[I], s[I], ws, xs[I * blocks + b])), ...);
   }

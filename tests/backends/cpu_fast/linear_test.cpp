@@ -172,23 +172,29 @@ TEST_P(CpuFastLinear, PooledActivationQuantizationEqualsSerial) {
 }
 
 // Integer dot products at the edge of their intermediate ranges: every activation byte ±127 against the
-// largest weights (q4_0 nibbles 15 and 0, i8 and q8_0 values ±127), where the AVX2 kernels' 16-bit pair
-// sums reach 30480 (q4_0, summed over a whole block) and 32258 (i8/q8_0) — one more product would wrap.
+// largest weights (q4_0 nibbles 15 and 0, i8 and q8_0 values ±127 and -128), where the AVX2 kernels' 16-bit
+// pair sums reach 30480 (q4_0, summed over a whole block) and 32512 (i8/q8_0) — one more product would wrap.
+// Our exporter's quantizers stop at ±127, but a program file may hold -128: before 2026-12-02 AVX2 decode
+// negated it in int8 (wrapping back to -128) and got the sign wrong against negative activations.
 // The sums are integers, so the outputs are exact up to the float scales: y = ±K·(largest weight).
 TEST_P(CpuFastLinear, IntegerSumsAtTheirBoundsAreExact) {
   const int64_t n = 16, k = 256, m = 5;
   for (DType f : {DType::kI8, DType::kQ8_0, DType::kQ4_0})
-    for (int pattern = 0; pattern < 2; ++pattern) {
+    for (int pattern = 0; pattern < 3; ++pattern) {
+      if (pattern == 2 && f == DType::kQ4_0) continue;  // q4_0's -8 is pattern 1
       SCOPED_TRACE(std::string(dtype_name(f)) + " pattern " + std::to_string(pattern));
-      // pattern 0: weights at +max, x = +1; pattern 1: weights at -max (q4_0: -8) for even rows, x = -1.
+      // pattern 0: weights at +127 (q4_0: +7), x = +1; pattern 1: weights at -127 (q4_0: -8) for even
+      // rows, x = -1; pattern 2: int8 weights at -128, the one value whose magnitude int8 cannot hold
+      // (x·sgn w, not w·sgn x, must carry the sign), x = -1.
       const float xv = pattern == 0 ? 1.0f : -1.0f;
+      const int wmag = pattern == 2 ? 128 : 127;
       std::vector<uint8_t> bytes;
       std::vector<float> scale(static_cast<size_t>(n), 1.0f / 127.0f);
-      auto wmax = [&](int64_t row) { return pattern == 1 && row % 2 == 0 ? -1 : 1; };  // sign per row
+      auto wmax = [&](int64_t row) { return pattern == 2 || (pattern == 1 && row % 2 == 0) ? -1 : 1; };  // sign per row
       if (f == DType::kI8) {
         bytes.resize(static_cast<size_t>(n * k));
         for (int64_t r = 0; r < n; ++r)
-          for (int64_t c = 0; c < k; ++c) bytes[r * k + c] = static_cast<uint8_t>(static_cast<int8_t>(127 * wmax(r)));
+          for (int64_t c = 0; c < k; ++c) bytes[r * k + c] = static_cast<uint8_t>(static_cast<int8_t>(wmag * wmax(r)));
       } else {
         const int64_t bb = f == DType::kQ8_0 ? 34 : 18, nb = k / 32;
         bytes.resize(static_cast<size_t>(n * nb * bb));
@@ -198,7 +204,7 @@ TEST_P(CpuFastLinear, IntegerSumsAtTheirBoundsAreExact) {
             const uint16_t d = f32_to_f16(1.0f);
             std::memcpy(blk, &d, 2);
             for (int64_t i = 2; i < bb; ++i)
-              blk[i] = f == DType::kQ8_0 ? static_cast<uint8_t>(static_cast<int8_t>(127 * wmax(r)))
+              blk[i] = f == DType::kQ8_0 ? static_cast<uint8_t>(static_cast<int8_t>(wmag * wmax(r)))
                                          : (wmax(r) > 0 ? 0xFF : 0x00);  // nibbles 15 (+7) or 0 (-8)
           }
       }
@@ -210,7 +216,9 @@ TEST_P(CpuFastLinear, IntegerSumsAtTheirBoundsAreExact) {
         linear(*pw, x.data(), rows, nullptr, y.data(), scratch, nullptr);
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t r = 0; r < n; ++r) {
-            const double w = f == DType::kI8 ? 127.0 * wmax(r) / 127.0 : f == DType::kQ8_0 ? 127.0 * wmax(r) : (wmax(r) > 0 ? 7.0 : -8.0);
+            const double w = f == DType::kI8     ? wmag * wmax(r) / 127.0
+                             : f == DType::kQ8_0 ? static_cast<double>(wmag * wmax(r))
+                                                 : (wmax(r) > 0 ? 7.0 : -8.0);
             const double want = static_cast<double>(k) * w * xv;
             ASSERT_NEAR(y[static_cast<size_t>(i * n + r)], want, 1e-5 * std::fabs(want)) << "rows " << rows << " row " << i << " col " << r;
           }
