@@ -112,6 +112,12 @@ TEST_P(CpuFastAttention, MatchesReferenceDefinition) {
     run_case({32, 9, 3, 300, 64, f16, 0.0f, causal_mask(32, 300, 200)}, 2);  // SmolLM2 prefill chunk
     run_case({7, 14, 2, 90, 128, f16, 0.0f, causal_mask(7, 90, 60)}, 2);      // g = 7, D = 128
     run_case({2, 8, 2, 45, 32, f16, 0.0f, causal_mask(2, 45, 30)}, 1);        // D = 32, slot tail
+    // Decode with 2 and 3 heads per kv head (AVX2 converts each f16 row once for all of them), live
+    // counts that leave 1-3 rows after the 4-row score blocks, D = 32/64/128.
+    run_case({1, 4, 2, 80, 64, f16, 0.0f, causal_mask(1, 80, 61)}, 1);        // g = 2, 62 live
+    run_case({1, 6, 3, 80, 64, f16, 0.0f, causal_mask(1, 80, 62)}, 1);        // g = 3, 63 live
+    run_case({1, 4, 2, 140, 128, f16, 0.0f, causal_mask(1, 140, 130)}, 1);    // g = 2, D = 128, 131 live
+    run_case({1, 3, 1, 50, 32, f16, 0.0f, causal_mask(1, 50, 36)}, 1);        // g = 3, D = 32, 37 live
   }
 }
 
