@@ -137,6 +137,11 @@ void accum_rows(const float* p, int64_t ldp, int g, Row row, int64_t n, float* o
 // store and reload cost what the saved conversions do, and the rows are read in place.
 constexpr int kWidenMinHeads = 4;
 
+// Before the block of 8 rows at i: the 8 rows kSlotsAhead on.
+inline void prefetch_block_ahead(const void* cache, int64_t row_bytes, const int32_t* slots, int64_t i, int64_t n) {
+  for (int64_t s = i + kSlotsAhead; s < std::min(n, i + kSlotsAhead + 8); ++s) prefetch_row(cache, row_bytes, slots[s]);
+}
+
 template <typename T>
 inline const T* cache_row(const void* cache, int64_t d, int32_t slot) {
   return static_cast<const T*>(cache) + static_cast<int64_t>(slot) * d;
@@ -147,24 +152,21 @@ void scores_direct(const float* q, int g, const void* k, const int32_t* slots, i
   constexpr int64_t d = 8 * ND;
   scores_rows<ND>(
       q, g, [&](int64_t i) { return cache_row<T>(k, d, slots[i]); }, n, out, n,
-      [&](int64_t i) {
-        for (int64_t s = i + kSlotsAhead; s < std::min(n, i + kSlotsAhead + 8); ++s) prefetch_row(k, d * sizeof(T), slots[s]);
-      });
+      [&](int64_t i) { prefetch_block_ahead(k, d * sizeof(T), slots, i, n); });
 }
 
 // f16 rows read in place by 2 or 3 heads (SmolLM2's 3 per kv head): each row slice is converted once and
 // feeds every head, where scores_direct/accum_direct convert it once per head — vcvtph2ps then bounded
 // the kernel (one per cycle on Zen 3, against two FMAs).
 // Scores: R = 8/G rows at a time, G·R accumulators (head j, row s in lane-sum j·R + s), one reduce8 for
-// all G·R scores; rows past the last whole block one by one. Used for G = 2 (4-row blocks).
+// all G·R scores. Used for G = 2 (4-row blocks).
 template <int ND, int G>
 void scores_grouped(const float* q, const void* k, const int32_t* slots, int64_t n, float* out) {
   constexpr int64_t d = 8 * ND;
   constexpr int R = 8 / G;
   int64_t i = 0;
   for (; i + R <= n; i += R) {
-    if (i % 8 < R)  // once per 8 rows, the rows kSlotsAhead on
-      for (int64_t s = i + kSlotsAhead; s < std::min(n, i + kSlotsAhead + 8); ++s) prefetch_row(k, d * 2, slots[s]);
+    if (i % 8 < R) prefetch_block_ahead(k, d * 2, slots, i, n);  // once per 8 rows
     const uint16_t* r[R];
     for (int s = 0; s < R; ++s) r[s] = cache_row<uint16_t>(k, d, slots[i + s]);
     __m256 acc[8];
@@ -182,14 +184,9 @@ void scores_grouped(const float* q, const void* k, const int32_t* slots, int64_t
     for (int j = 0; j < G; ++j)
       for (int s = 0; s < R; ++s) out[j * n + i + s] = sums[j * R + s];
   }
-  for (; i < n; ++i) {
-    const uint16_t* ri = cache_row<uint16_t>(k, d, slots[i]);
-    for (int j = 0; j < G; ++j) {
-      __m256 acc = _mm256_setzero_ps();
-      for (int e = 0; e < ND; ++e) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + j * d + 8 * e), vload(ri + 8 * e), acc);
-      out[j * n + i] = hsum(acc);
-    }
-  }
+  // The last < R rows: fewer than 8, so scores_rows takes them one by one.
+  scores_rows<ND>(
+      q, G, [&](int64_t t) { return cache_row<uint16_t>(k, d, slots[i + t]); }, n - i, out + i, n, [](int64_t) {});
 }
 
 // out_j += Σ_i p[j·n + i] · row(i) for the G heads: passes over 4 output vectors (32 floats of D) with
@@ -244,10 +241,8 @@ template <int ND>
 void accum_nd(const float* p, int g, const void* v, bool f16, const int32_t* slots, int64_t n, float* out) {
   constexpr int64_t d = 8 * ND;
   if (!f16) return accum_direct<ND, float>(p, g, v, slots, n, out);
-  if constexpr (ND % 4 == 0) {
-    if (g == 2) return accum_grouped<ND, 2>(p, v, slots, n, out);
-    if (g == 3) return accum_grouped<ND, 3>(p, v, slots, n, out);
-  }
+  if (g == 2) return accum_grouped<ND, 2>(p, v, slots, n, out);
+  if (g == 3) return accum_grouped<ND, 3>(p, v, slots, n, out);
   if (g < kWidenMinHeads) return accum_direct<ND, uint16_t>(p, g, v, slots, n, out);
   for_widened_chunks(v, d, slots, n, [&](int64_t i0, int64_t cn, const float* buf) {
     accum_rows<ND>(p + i0, n, g, [&](int64_t i) { return buf + i * d; }, cn, out, [](int64_t) {});
