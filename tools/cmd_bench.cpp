@@ -172,7 +172,8 @@ RunFn setup(CLI::App& sub) {
   sub.add_option("--backend", a->backends, "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")->capture_default_str();
   sub.add_option("--threads", a->threads, "Threads for the selected backends (0 = their default)");
   sub.footer(
-      "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind; "
+      "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
+      "its threads were; "
       "HFS_CPU_FAST_ISA=scalar|avx2|avx512|amx caps the kernels cpu_fast picks.");
   sub.add_flag("--json", a->json, "Print one JSON object");
   return [a] { return bench(*a); };

@@ -170,9 +170,18 @@ Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const
   if (profile.on()) profile.count_execute();
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
-    const auto t0 = profile.on() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (!profile.on()) {
+      Status st = run_step(s);
+      if (!st.ok()) return st.error().with_context("cpu_fast: " + s.label);
+      continue;
+    }
+    const ThreadPool::Accounting a0 = pool->accounting();
+    const auto t0 = std::chrono::steady_clock::now();
     Status st = run_step(s);
-    if (profile.on()) profile.add(i, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const ThreadPool::Accounting a1 = pool->accounting();
+    profile.add(i, seconds, {a1.jobs - a0.jobs, 1e-9 * static_cast<double>(a1.wall_ns - a0.wall_ns),
+                             1e-9 * static_cast<double>(a1.busy_ns - a0.busy_ns), a1.woke_workers - a0.woke_workers});
     if (!st.ok()) return st.error().with_context("cpu_fast: " + s.label);
   }
   for (auto [v, o] : output_copies) {
@@ -780,6 +789,8 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
       kinds.push_back(std::move(k));
     }
     d->profile.enable(std::move(kinds));
+    d->profile.set_threads(pool_->size());
+    pool_->set_accounting(true);
   }
   return std::unique_ptr<Delegate>(std::move(d));
 }

@@ -12,25 +12,44 @@ void StepProfile::enable(std::vector<std::string> kinds) {
   kinds_ = std::move(kinds);
   seconds_.assign(kinds_.size(), 0.0);
   calls_.assign(kinds_.size(), 0);
+  jobs_.assign(kinds_.size(), Jobs{});
 }
 
 void StepProfile::report(std::FILE* out) const {
   if (!on()) return;
-  std::map<std::string, std::pair<double, int64_t>> by_kind;
+  struct Row {
+    double seconds = 0;
+    int64_t calls = 0;
+    Jobs jobs;
+  };
+  std::map<std::string, Row> by_kind;
   double total = 0;
   for (size_t i = 0; i < kinds_.size(); ++i) {
-    auto& e = by_kind[kinds_[i]];
-    e.first += seconds_[i];
-    e.second += calls_[i];
+    Row& r = by_kind[kinds_[i]];
+    r.seconds += seconds_[i];
+    r.calls += calls_[i];
+    r.jobs.jobs += jobs_[i].jobs;
+    r.jobs.wall_s += jobs_[i].wall_s;
+    r.jobs.busy_s += jobs_[i].busy_s;
+    r.jobs.woke += jobs_[i].woke;
     total += seconds_[i];
   }
-  std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(by_kind.begin(), by_kind.end());
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-  std::fprintf(out, "cpu_fast profile: %zu steps, %lld executes, %.1f ms in steps\n", kinds_.size(),
-               static_cast<long long>(executes_), total * 1e3);
-  for (const auto& [kind, e] : rows)
-    std::fprintf(out, "  %-20s %9.2f ms %5.1f%% %6lld calls\n", kind.c_str(), e.first * 1e3,
-                 total > 0 ? 100.0 * e.first / total : 0.0, static_cast<long long>(e.second));
+  std::vector<std::pair<std::string, Row>> rows(by_kind.begin(), by_kind.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  std::fprintf(out, "cpu_fast profile: %zu steps, %lld executes, %.1f ms in steps, %d thread%s\n", kinds_.size(),
+               static_cast<long long>(executes_), total * 1e3, threads_, threads_ == 1 ? "" : "s");
+  std::fprintf(out, "  %-20s %10s %6s %7s %6s %8s %9s %5s\n", "kind", "ms", "%", "calls", "jobs", "in jobs", "busy/job",
+               "woke");
+  for (const auto& [kind, r] : rows) {
+    std::fprintf(out, "  %-20s %10.2f %5.1f%% %7lld %6lld", kind.c_str(), r.seconds * 1e3,
+                 total > 0 ? 100.0 * r.seconds / total : 0.0, static_cast<long long>(r.calls),
+                 static_cast<long long>(r.jobs.jobs));
+    if (r.jobs.jobs > 0 && r.seconds > 0 && r.jobs.wall_s > 0)
+      std::fprintf(out, " %7.1f%% %9.2f %5lld\n", 100.0 * r.jobs.wall_s / r.seconds, r.jobs.busy_s / r.jobs.wall_s,
+                   static_cast<long long>(r.jobs.woke));
+    else
+      std::fprintf(out, " %8s %9s %5s\n", "-", "-", "-");
+  }
 }
 
 }  // namespace hfs::cpu_fast

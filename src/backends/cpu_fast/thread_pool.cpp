@@ -79,6 +79,7 @@ int ThreadPool::default_threads() {
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = default_threads();
   contention_ = std::make_unique<Contention[]>(static_cast<size_t>(threads));
+  busy_ = std::make_unique<Busy[]>(static_cast<size_t>(threads));
   for (int i = 0; i < threads; ++i) contention_[static_cast<size_t>(i)].hold_ns = kMinHoldNs;
   workers_.reserve(static_cast<size_t>(threads - 1));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_main(i); });
@@ -100,6 +101,13 @@ int ThreadPool::benched_workers() const {
   int n = 0;
   for (size_t i = 0; i < workers_.size(); ++i) n += contention_[i].benched.load(std::memory_order_relaxed);
   return n;
+}
+
+ThreadPool::Accounting ThreadPool::accounting() const {
+  std::lock_guard<std::mutex> lock(run_mu_);
+  Accounting a = acct_;
+  for (int t = 0; t < size(); ++t) a.busy_ns += busy_[static_cast<size_t>(t)].ns.load(std::memory_order_relaxed);
+  return a;
 }
 
 void ThreadPool::check_contention() {
@@ -153,7 +161,13 @@ void ThreadPool::work(uint32_t gen, int thread) {
     // returned while its tasks still ran.) Acquire: reads the caller's release store of this job.
     if (!claim_.compare_exchange_weak(cur, cur - 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     const int64_t n = n_tasks_;  // stable until our done_ increment below completes the task
-    fn_(ctx_, n - left, thread);
+    if (accounting_.load(std::memory_order_relaxed)) {
+      const int64_t t0 = now_ns();
+      fn_(ctx_, n - left, thread);
+      busy_[static_cast<size_t>(thread)].ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    } else {
+      fn_(ctx_, n - left, thread);
+    }
     // seq_cst pairs with the caller's caller_sleeping_ store / done_ load (no lost wake-up).
     if (done_.fetch_add(1) + 1 == static_cast<uint32_t>(n) && caller_sleeping_.load() != 0) futex_wake_all(done_);
     cur = claim_.load(std::memory_order_acquire);
@@ -189,12 +203,22 @@ void ThreadPool::worker_main(int thread) {
 
 void ThreadPool::run_impl(int64_t n_tasks, TaskFn fn, void* ctx) {
   if (n_tasks <= 0) return;
+  const bool acct = accounting_.load(std::memory_order_relaxed);
   if (workers_.empty() || n_tasks == 1) {
+    const int64_t t0 = acct ? now_ns() : 0;
     for (int64_t t = 0; t < n_tasks; ++t) fn(ctx, t, 0);
+    if (acct) {
+      std::lock_guard<std::mutex> lock(run_mu_);
+      const int64_t ns = now_ns() - t0;
+      ++acct_.jobs;
+      acct_.wall_ns += ns;
+      acct_.busy_ns += ns;
+    }
     return;
   }
   std::lock_guard<std::mutex> lock(run_mu_);
   check_contention();
+  const int64_t t_start = acct ? now_ns() : 0;
   fn_ = fn;
   ctx_ = ctx;
   n_tasks_ = n_tasks;
@@ -202,13 +226,20 @@ void ThreadPool::run_impl(int64_t n_tasks, TaskFn fn, void* ctx) {
   const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
   claim_.store(static_cast<uint64_t>(gen) << 32 | static_cast<uint32_t>(n_tasks), std::memory_order_release);
   generation_.store(gen);  // seq_cst: publishes the job
-  if (sleepers_.load() != 0) futex_wake_all(generation_);
+  if (const int sleeping = sleepers_.load(); sleeping != 0) {
+    futex_wake_all(generation_);
+    if (acct) acct_.woke_workers += sleeping;
+  }
   work(gen, 0);
   const auto all = static_cast<uint32_t>(n_tasks);
   if (!spin_until([&] { return done_.load(std::memory_order_acquire) == all; }, spin_us_.load())) {
     caller_sleeping_.store(1);
     for (uint32_t d = done_.load(); d != all; d = done_.load()) futex_wait(done_, d);
     caller_sleeping_.store(0);
+  }
+  if (acct) {
+    ++acct_.jobs;
+    acct_.wall_ns += now_ns() - t_start;
   }
 }
 

@@ -60,6 +60,16 @@ class ThreadPool {
   int benched_workers() const;
   int64_t probes() const { return probes_.load(std::memory_order_relaxed); }
 
+  // Where a job's time goes (HFS_PROFILE, step_profile.h), counted only while accounting is on: jobs
+  // run, their wall time (publish to last task done), the time threads spent inside tasks (all threads
+  // summed; a job on T threads that lost nothing has busy = T x wall), and workers a job had to wake.
+  // Turning it on adds two clock reads per task. Jobs run inline (one task, or no workers) count too.
+  struct Accounting {
+    int64_t jobs = 0, wall_ns = 0, busy_ns = 0, woke_workers = 0;
+  };
+  void set_accounting(bool on) { accounting_.store(on, std::memory_order_relaxed); }
+  Accounting accounting() const;
+
  private:
   using TaskFn = void (*)(void*, int64_t, int);
   void run_impl(int64_t n_tasks, TaskFn fn, void* ctx);
@@ -84,7 +94,7 @@ class ThreadPool {
   std::unique_ptr<Contention[]> contention_;
   int64_t last_sample_ns_ = 0;
   std::atomic<int64_t> probes_{0};
-  std::mutex run_mu_;
+  mutable std::mutex run_mu_;
   // Job description, written before the job's claim word is published (release) and read by workers
   // only after a successful claim (acquire), so plain fields suffice.
   TaskFn fn_ = nullptr;
@@ -102,6 +112,14 @@ class ThreadPool {
   alignas(64) std::atomic<uint32_t> bench_gen_{0};  // futex word benched workers sleep on
   std::atomic<bool> stop_{false};
   std::atomic<int> spin_us_{50};
+  std::atomic<bool> accounting_{false};
+  // Accounting: the job counters are the caller's (under run_mu_); busy time is per thread, each on its
+  // own line, added by the thread that ran the task.
+  Accounting acct_;
+  struct alignas(64) Busy {
+    std::atomic<int64_t> ns{0};
+  };
+  std::unique_ptr<Busy[]> busy_;
 };
 
 }  // namespace hfs::cpu_fast

@@ -376,32 +376,38 @@ TEST(CpuFastBackend, ProfileReportsStepTimesByKindOnlyWhenAsked) {
     ++reports;
   EXPECT_EQ(reports, 2u) << err;
   EXPECT_NE(err.find(" 1 executes"), std::string::npos) << err;
+  EXPECT_NE(err.find(" 2 threads\n"), std::string::npos) << err;
+  EXPECT_NE(err.find(" busy/job "), std::string::npos) << err;
   for (const char* kind : {"linear_glu", "linear_batch", "linear_batched", "attention", "rms_norm", "rope", "embedding",
                            "kv_cache_write"})
     EXPECT_NE(err.find(std::string("  ") + kind + " "), std::string::npos) << kind << " missing in\n" << err;
 }
 
+// Hand-computed: linear has 3.5 ms over 3 calls with 6 jobs of 2.4 ms wall and 4.0 ms busy, so 68.6 % of
+// its time in jobs and 1.67 threads busy in them; attention ran no job.
 TEST(CpuFastStepProfile, SumsStepsOfOneKindAndListsTheLargestFirst) {
   StepProfile p;
   EXPECT_FALSE(p.on());
   p.enable({"linear", "attention", "linear"});
+  p.set_threads(2);
   p.count_execute();
-  p.add(0, 0.001);
-  p.add(1, 0.004);
-  p.add(2, 0.002);
-  p.add(2, 0.0005);
+  p.add(0, 0.001, {2, 0.0008, 0.0016, 1});
+  p.add(1, 0.004, {});
+  p.add(2, 0.002, {4, 0.0016, 0.0024, 0});
+  p.add(2, 0.0005, {});
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
   p.report(f);
   std::rewind(f);
-  char buf[512] = {};
+  char buf[1024] = {};
   const size_t got = std::fread(buf, 1, sizeof buf - 1, f);
   std::fclose(f);
   const std::string out(buf, got);
   EXPECT_EQ(out,
-            "cpu_fast profile: 3 steps, 1 executes, 7.5 ms in steps\n"
-            "  attention                 4.00 ms  53.3%      1 calls\n"
-            "  linear                    3.50 ms  46.7%      3 calls\n");
+            "cpu_fast profile: 3 steps, 1 executes, 7.5 ms in steps, 2 threads\n"
+            "  kind                         ms      %   calls   jobs  in jobs  busy/job  woke\n"
+            "  attention                  4.00  53.3%       1      0        -         -     -\n"
+            "  linear                     3.50  46.7%       3      6    68.6%      1.67     1\n");
 }
 
 TEST(CpuFastBackend, SupportsAndSettings) {

@@ -128,6 +128,48 @@ TEST(CpuFastThreadPool, SingleThreadPoolRunsInline) {
   EXPECT_EQ(sum, 45);
 }
 
+void spin_for(std::chrono::microseconds us) {
+  const auto until = std::chrono::steady_clock::now() + us;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+// HFS_PROFILE's counters: off by default; on, a job's wall time spans its tasks (8 tasks of 2 ms on 2
+// threads cannot finish in under 8 ms) and the threads' busy time is every task's time, at most both
+// threads over the whole wall time. A one-task job runs inline and counts as a job too.
+TEST(CpuFastThreadPool, AccountingCountsJobsWallAndBusyTimeOnlyWhenOn) {
+  ThreadPool pool(2);
+  pool.run(8, [](int64_t) { spin_for(std::chrono::microseconds(200)); });
+  ThreadPool::Accounting a = pool.accounting();
+  EXPECT_EQ(a.jobs, 0);
+  EXPECT_EQ(a.busy_ns, 0);
+  EXPECT_EQ(a.wall_ns, 0);
+
+  pool.set_accounting(true);
+  pool.run(8, [](int64_t) { spin_for(std::chrono::milliseconds(2)); });
+  a = pool.accounting();
+  EXPECT_EQ(a.jobs, 1);
+  EXPECT_GE(a.busy_ns, 8 * 2'000'000);
+  EXPECT_GE(a.wall_ns, 8'000'000);
+  EXPECT_LE(a.busy_ns, 2 * a.wall_ns);
+
+  pool.run(1, [](int64_t) { spin_for(std::chrono::milliseconds(1)); });
+  const ThreadPool::Accounting b = pool.accounting();
+  EXPECT_EQ(b.jobs, 2);
+  EXPECT_GE(b.busy_ns - a.busy_ns, 1'000'000);
+  EXPECT_GE(b.wall_ns - a.wall_ns, 1'000'000);
+  EXPECT_LE(b.busy_ns - a.busy_ns, b.wall_ns - a.wall_ns);
+
+  // A sleeping worker is counted when a job wakes it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin window
+  pool.run(4, [](int64_t) {});
+  EXPECT_EQ(pool.accounting().woke_workers, b.woke_workers + 1);
+
+  pool.set_accounting(false);
+  pool.run(8, [](int64_t) { spin_for(std::chrono::microseconds(200)); });
+  EXPECT_EQ(pool.accounting().jobs, 3);
+}
+
 double process_cpu_seconds() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
