@@ -219,7 +219,8 @@ template <int ND>
 void scores_nd(const float* q, int g, const void* k, bool f16, const int32_t* slots, int64_t n, float* out) {
   constexpr int64_t d = 8 * ND;
   if (!f16) return scores_direct<ND, float>(q, g, k, slots, n, out);
-  // g = 3 keeps scores_direct: its 2-row blocks ran 3-6 % slower than 8-row blocks converting per head.
+  // g = 3 keeps scores_direct: 8-row blocks converting per head beat 2-row blocks (3-6 %) and 4-row blocks
+  // with 12 accumulators (1-2 % at D = 64, 7-9 % at 128; those win only at D = 32).
   if (g == 2) return scores_grouped<ND, 2>(q, k, slots, n, out);
   if (g < kWidenMinHeads) return scores_direct<ND, uint16_t>(q, g, k, slots, n, out);
   for_widened_chunks(k, d, slots, n, [&](int64_t i0, int64_t cn, const float* buf) {
