@@ -179,9 +179,7 @@ Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const
     const auto t0 = std::chrono::steady_clock::now();
     Status st = run_step(s);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const ThreadPool::Accounting a1 = pool->accounting();
-    profile.add(i, seconds, {a1.jobs - a0.jobs, 1e-9 * static_cast<double>(a1.wall_ns - a0.wall_ns),
-                             1e-9 * static_cast<double>(a1.busy_ns - a0.busy_ns), a1.woke_workers - a0.woke_workers});
+    profile.add(i, seconds, pool->accounting() - a0);
     if (!st.ok()) return st.error().with_context("cpu_fast: " + s.label);
   }
   for (auto [v, o] : output_copies) {

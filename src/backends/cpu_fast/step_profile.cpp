@@ -12,7 +12,7 @@ void StepProfile::enable(std::vector<std::string> kinds) {
   kinds_ = std::move(kinds);
   seconds_.assign(kinds_.size(), 0.0);
   calls_.assign(kinds_.size(), 0);
-  jobs_.assign(kinds_.size(), Jobs{});
+  jobs_.assign(kinds_.size(), ThreadPool::Accounting{});
 }
 
 void StepProfile::report(std::FILE* out) const {
@@ -20,7 +20,7 @@ void StepProfile::report(std::FILE* out) const {
   struct Row {
     double seconds = 0;
     int64_t calls = 0;
-    Jobs jobs;
+    ThreadPool::Accounting jobs;
   };
   std::map<std::string, Row> by_kind;
   double total = 0;
@@ -28,10 +28,7 @@ void StepProfile::report(std::FILE* out) const {
     Row& r = by_kind[kinds_[i]];
     r.seconds += seconds_[i];
     r.calls += calls_[i];
-    r.jobs.jobs += jobs_[i].jobs;
-    r.jobs.wall_s += jobs_[i].wall_s;
-    r.jobs.busy_s += jobs_[i].busy_s;
-    r.jobs.woke += jobs_[i].woke;
+    r.jobs += jobs_[i];
     total += seconds_[i];
   }
   std::vector<std::pair<std::string, Row>> rows(by_kind.begin(), by_kind.end());
@@ -44,9 +41,10 @@ void StepProfile::report(std::FILE* out) const {
     std::fprintf(out, "  %-20s %10.2f %5.1f%% %7lld %6lld", kind.c_str(), r.seconds * 1e3,
                  total > 0 ? 100.0 * r.seconds / total : 0.0, static_cast<long long>(r.calls),
                  static_cast<long long>(r.jobs.jobs));
-    if (r.jobs.jobs > 0 && r.seconds > 0 && r.jobs.wall_s > 0)
-      std::fprintf(out, " %7.1f%% %9.2f %5lld\n", 100.0 * r.jobs.wall_s / r.seconds, r.jobs.busy_s / r.jobs.wall_s,
-                   static_cast<long long>(r.jobs.woke));
+    if (r.jobs.jobs > 0 && r.seconds > 0 && r.jobs.wall_ns > 0)
+      std::fprintf(out, " %7.1f%% %9.2f %5lld\n", 100.0 * 1e-9 * static_cast<double>(r.jobs.wall_ns) / r.seconds,
+                   static_cast<double>(r.jobs.busy_ns) / static_cast<double>(r.jobs.wall_ns),
+                   static_cast<long long>(r.jobs.woke_workers));
     else
       std::fprintf(out, " %8s %9s %5s\n", "-", "-", "-");
   }

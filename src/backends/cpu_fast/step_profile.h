@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu_fast/thread_pool.h"
+
 namespace hfs::cpu_fast {
 
 class StepProfile {
@@ -37,20 +39,11 @@ class StepProfile {
   void enable(std::vector<std::string> kinds);
   bool on() const { return !kinds_.empty(); }
   void count_execute() { ++executes_; }
-  // The pool's counters over one step (differences of ThreadPool::accounting()).
-  struct Jobs {
-    int64_t jobs = 0;
-    double wall_s = 0, busy_s = 0;
-    int64_t woke = 0;
-  };
-  void add(size_t step, double seconds, const Jobs& jobs) {
+  // `jobs`: the pool's counters over the step (the difference of two ThreadPool::accounting() readings).
+  void add(size_t step, double seconds, const ThreadPool::Accounting& jobs) {
     seconds_[step] += seconds;
     ++calls_[step];
-    Jobs& j = jobs_[step];
-    j.jobs += jobs.jobs;
-    j.wall_s += jobs.wall_s;
-    j.busy_s += jobs.busy_s;
-    j.woke += jobs.woke;
+    jobs_[step] += jobs;
   }
   void set_threads(int threads) { threads_ = threads; }
   // Totals per kind, largest first.
@@ -60,7 +53,7 @@ class StepProfile {
   std::vector<std::string> kinds_;
   std::vector<double> seconds_;
   std::vector<int64_t> calls_;
-  std::vector<Jobs> jobs_;
+  std::vector<ThreadPool::Accounting> jobs_;
   int64_t executes_ = 0;
   int threads_ = 1;
 };

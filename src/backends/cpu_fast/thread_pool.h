@@ -66,6 +66,14 @@ class ThreadPool {
   // Turning it on adds two clock reads per task. Jobs run inline (one task, or no workers) count too.
   struct Accounting {
     int64_t jobs = 0, wall_ns = 0, busy_ns = 0, woke_workers = 0;
+    Accounting& operator+=(const Accounting& o) {
+      jobs += o.jobs, wall_ns += o.wall_ns, busy_ns += o.busy_ns, woke_workers += o.woke_workers;
+      return *this;
+    }
+    // What happened between two readings.
+    Accounting operator-(const Accounting& earlier) const {
+      return {jobs - earlier.jobs, wall_ns - earlier.wall_ns, busy_ns - earlier.busy_ns, woke_workers - earlier.woke_workers};
+    }
   };
   void set_accounting(bool on) { accounting_.store(on, std::memory_order_relaxed); }
   Accounting accounting() const;

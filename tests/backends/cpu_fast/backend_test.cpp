@@ -391,9 +391,9 @@ TEST(CpuFastStepProfile, SumsStepsOfOneKindAndListsTheLargestFirst) {
   p.enable({"linear", "attention", "linear"});
   p.set_threads(2);
   p.count_execute();
-  p.add(0, 0.001, {2, 0.0008, 0.0016, 1});
+  p.add(0, 0.001, {2, 800'000, 1'600'000, 1});  // jobs, wall ns, busy ns, workers woken
   p.add(1, 0.004, {});
-  p.add(2, 0.002, {4, 0.0016, 0.0024, 0});
+  p.add(2, 0.002, {4, 1'600'000, 2'400'000, 0});
   p.add(2, 0.0005, {});
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
