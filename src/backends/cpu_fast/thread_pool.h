@@ -1,9 +1,14 @@
 // cpu_fast/thread_pool.h — one persistent pool of workers for the fast CPU kernels.
 //
-// The caller's thread takes part; tasks are claimed one at a time from a shared counter, so a worker
-// that lost its core to another process simply takes fewer tasks (a fixed split would make every step
-// wait for the slowest core). Idle workers spin briefly — steps issue kernels microseconds apart —
-// then sleep on a futex, so they never burn a core another process needs.
+// The caller's thread takes part. A job's tasks are dealt out as one contiguous range per thread
+// (thread t owns [n·t/T, n·(t+1)/T)); each thread claims its own range's tasks one at a time, front to
+// back, then takes what is left of the others' ranges the same way. So a worker that lost its core to
+// another process simply runs fewer tasks (a fixed split would make every step wait for the slowest
+// core), while on free cores every thread works on the same part of every job: consecutive GEMMs write
+// the same output columns from the same core, and the lines stay in that core's cache instead of
+// moving between cores (one shared counter dealt the columns out by arrival: the 2-thread prefill GEMMs
+// ran 5-10 % slower, see docs/cpu-fast-backend.md). Idle workers spin briefly — steps issue kernels
+// microseconds apart — then sleep on a futex, so they never burn a core another process needs.
 //
 // A worker that shares its core with another busy process still stalls the step whenever it is
 // descheduled while holding a task. So every 4 ms the caller reads how long each worker waited for a
@@ -95,8 +100,11 @@ class ThreadPool {
     int64_t bench_until_ns = 0;
     int64_t hold_ns = 0;
   };
-  // Claims and runs tasks of job `gen` until none are left or the job is no longer current.
+  // Claims and runs tasks of job `gen`, its own range first, until none are left or the job is no
+  // longer current.
   void work(uint32_t gen, int thread);
+  // Range r's end in a job of n tasks: ranges split [0, n) as evenly as whole tasks allow.
+  int64_t range_end(int64_t n, int r) const { return n * (r + 1) / size(); }
 
   std::vector<std::thread> workers_;
   std::unique_ptr<Contention[]> contention_;
@@ -108,11 +116,15 @@ class ThreadPool {
   TaskFn fn_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_tasks_ = 0;
-  // (generation << 32) | tasks not yet claimed; task index = n_tasks_ - count. A claim is a CAS that
-  // checks the generation and a count > 0, so a worker that wakes late can never claim a task of a job
-  // that finished (nor read the job fields while the caller rewrites them), and the caller never waits
-  // for a worker that has not started: it only waits for tasks actually claimed (done_ counts them).
-  alignas(64) std::atomic<uint64_t> claim_{0};
+  // One claim word per thread's range, each on its own line: (generation << 32) | tasks of the range not
+  // yet claimed; task index = range end - count. A claim is a CAS that checks the generation and a count
+  // > 0, so a worker that wakes late can never claim a task of a job that finished (nor read the job
+  // fields while the caller rewrites them), and the caller never waits for a worker that has not
+  // started: it only waits for tasks actually claimed (done_ counts them).
+  struct alignas(64) Claim {
+    std::atomic<uint64_t> word{0};
+  };
+  std::unique_ptr<Claim[]> claims_;
   alignas(64) std::atomic<uint32_t> generation_{0};  // futex word for sleeping workers
   std::atomic<int> sleepers_{0};
   alignas(64) std::atomic<uint32_t> done_{0};        // tasks finished in the current job (futex word)

@@ -31,6 +31,37 @@ TEST(CpuFastThreadPool, EveryTaskRunsOnceWithValidThreadIndex) {
   }
 }
 
+// Each thread starts on its own range of the job (thread t: tasks [n·t/T, n·(t+1)/T)), so consecutive
+// jobs of one shape give every thread the same tasks, and only then takes what is left of the others'.
+// Deterministic: each thread's first task waits (bounded) until the other thread has started one, so
+// neither can run through its own range and into the other's before both have claimed their first.
+TEST(CpuFastThreadPool, EachThreadStartsOnItsOwnRangeThenTakesTheRest) {
+  ThreadPool pool(2);
+  for (int rep = 0; rep < 20; ++rep) {
+    std::vector<std::atomic<int>> hits(8);
+    std::atomic<int> first[2] = {-1, -1};
+    std::atomic<int> started{0};
+    pool.run(8, [&](int64_t t, int thread) {
+      hits[static_cast<size_t>(t)].fetch_add(1);
+      int none = -1;
+      if (first[thread].compare_exchange_strong(none, static_cast<int>(t))) {
+        started.fetch_add(1);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (started.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      }
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    EXPECT_EQ(first[0].load(), 0);  // the caller: the start of range 0
+    EXPECT_EQ(first[1].load(), 4);  // the worker: the start of range 1
+  }
+  // Uneven: 3 tasks on 2 threads are ranges [0, 1) and [1, 3); a range of none (1 task) still runs.
+  for (int64_t n : {1, 2, 3, 5}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    pool.run(n, [&](int64_t t) { hits[static_cast<size_t>(t)].fetch_add(1); });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+}
+
 // Regression (found by ThreadSanitizer): a worker finishing the last task of a job could read the *next*
 // job's larger task count while the caller was still publishing it, claim a task in the old generation
 // and run the new job's function with a stale context or index, ending that job early (caller's stack
