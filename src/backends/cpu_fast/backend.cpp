@@ -65,6 +65,10 @@ struct Step {
   bool batched = false;    // linear: run by an earlier step's batch
   int glu_out = -1;        // linear batch of gate + up: also writes silu(gate)·up to this value
   bool glu_gate_first = true;  // the lead is the gate (else the up projection)
+  // Integer linear (lead or single): the residual add and/or RMSNorm steps right before it that make its
+  // input run row by row inside its activation quantization job (indices into steps, -1: none).
+  int pre_add = -1, pre_norm = -1;
+  int run_by = -1;  // an add / rms_norm step that pre_add / pre_norm of step run_by runs instead
 };
 
 class FastDelegate : public Delegate {
@@ -96,6 +100,18 @@ class FastDelegate : public Delegate {
   std::vector<float> rope_cs;
   int rope_pos_value = -1, rope_freq_value = -1;
   float rope_scaling = 0;
+
+  // The add / RMSNorm a linear's input quantization runs first (fills prologue_; RowPrologue{} if none).
+  RowPrologue input_prologue(const Step& linear);
+  struct InputPrologue {
+    const float *a = nullptr, *b = nullptr;  // add: sum = a + b
+    float* sum = nullptr;
+    const float *norm_in = nullptr, *norm_w = nullptr;  // rms_norm: out = norm(norm_in) · w
+    float* norm_out = nullptr;
+    int64_t d = 0;  // row length
+    float eps = 0;
+    bool unit_offset = false;
+  } prologue_;
 
  private:
   Status run_step(const Step& s);
@@ -200,7 +216,39 @@ size_t FastDelegate::scratch_bytes() const {
   return b;
 }
 
+RowPrologue FastDelegate::input_prologue(const Step& l) {
+  if (l.pre_add < 0 && l.pre_norm < 0) return {};
+  InputPrologue& p = prologue_;
+  p = InputPrologue{};
+  if (l.pre_add >= 0) {
+    const Step& a = steps[static_cast<size_t>(l.pre_add)];
+    p.a = fp(ptr, a.in[0]);
+    p.b = fp(ptr, a.in[1]);
+    p.sum = fp(ptr, a.out);
+  }
+  if (l.pre_norm >= 0) {
+    const Step& nm = steps[static_cast<size_t>(l.pre_norm)];
+    p.norm_in = fp(ptr, nm.in[0]);
+    p.norm_w = fp(ptr, nm.in[1]);
+    p.norm_out = fp(ptr, nm.out);
+    p.eps = nm.f0;
+    p.unit_offset = nm.flag;
+  }
+  const Step& last = steps[static_cast<size_t>(l.pre_norm >= 0 ? l.pre_norm : l.pre_add)];
+  const TensorType& t = vals[static_cast<size_t>(last.out)].type;
+  p.d = t.shape[t.shape.rank() - 1];
+  // The same kernels the two steps run, on whole rows: bit-identical to running the steps.
+  return {[](void* ctx, int64_t r0, int64_t r1) {
+            const auto& q = *static_cast<const InputPrologue*>(ctx);
+            const int64_t o = r0 * q.d, n = (r1 - r0) * q.d;
+            if (q.sum != nullptr) add(q.a + o, q.b + o, n, q.sum + o);
+            if (q.norm_out != nullptr) rms_norm(q.norm_in + o, q.norm_w, r1 - r0, q.d, q.eps, q.unit_offset, q.norm_out + o);
+          },
+          &p};
+}
+
 Status FastDelegate::run_step(const Step& s) {
+  if (s.run_by >= 0) return Ok{};  // runs inside that linear's quantization job
   const TensorType& ot = vals[static_cast<size_t>(s.out)].type;
   float* y = fp(ptr, s.out);
   auto in_t = [&](int k) -> const TensorType& { return vals[static_cast<size_t>(s.in[static_cast<size_t>(k)])].type; };
@@ -226,7 +274,7 @@ Status FastDelegate::run_step(const Step& s) {
         QuantizedActs& a = lin_scratch.acts;
         if (w.is_integer() && (acts_value != s.in[0] || acts_offset != act_offset(w.format) || acts_kp != w.k_padded)) {
           a.k_padded = w.k_padded;
-          quantize_acts(x, m, w.k, act_offset(w.format), a, pool.get());
+          quantize_acts(x, m, w.k, act_offset(w.format), a, pool.get(), input_prologue(s));
           acts_value = s.in[0];
           acts_offset = act_offset(w.format);
           acts_kp = w.k_padded;
@@ -243,7 +291,7 @@ Status FastDelegate::run_step(const Step& s) {
         QuantizedActs& a = lin_scratch.acts;
         if (acts_value != s.in[0] || acts_offset != act_offset(w.format) || acts_kp != w.k_padded) {
           a.k_padded = w.k_padded;
-          quantize_acts(x, m, w.k, act_offset(w.format), a, pool.get());
+          quantize_acts(x, m, w.k, act_offset(w.format), a, pool.get(), input_prologue(s));
           acts_value = s.in[0];
           acts_offset = act_offset(w.format);
           acts_kp = w.k_padded;
@@ -709,16 +757,53 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
       break;
     }
   }
+  // Fuse [add →] rms_norm → integer linear: when an RMSNorm's output is read first by the integer linear
+  // (or batch) right after it, and maybe its input is the residual add right before it, both run row by
+  // row inside the linear's activation quantization job (RowPrologue): on the pool instead of as two
+  // serial passes, each core normalizing and quantizing the same rows while they are in its cache.
+  // Their outputs are still written (the residual stream and later readers need them); only where
+  // and when changes. Only reshapes (views) may sit between the three steps.
+  auto prev_step = [&](size_t i) -> int {  // the nearest earlier step that does work, -1 if none
+    for (size_t j = i; j-- > 0;)
+      if (d->steps[j].op != Op::kReshape) return static_cast<int>(j);
+    return -1;
+  };
+  for (size_t i = 0; i < d->steps.size(); ++i) {
+    Step& l = d->steps[i];
+    if (l.op != Op::kLinear || l.batched || !d->weights[static_cast<size_t>(l.weight)]->is_integer()) continue;
+    const int ni = prev_step(i);
+    if (ni < 0) continue;
+    Step& nm = d->steps[static_cast<size_t>(ni)];
+    const TensorType& nt = d->vals[static_cast<size_t>(nm.out)].type;
+    if (nm.op != Op::kRmsNorm || nm.out != l.in[0] || nm.run_by >= 0 ||
+        nt.shape[nt.shape.rank() - 1] != d->weights[static_cast<size_t>(l.weight)]->k)
+      continue;
+    l.pre_norm = ni;
+    nm.run_by = static_cast<int>(i);
+    const int ai = prev_step(static_cast<size_t>(ni));
+    if (ai < 0) continue;
+    Step& ad = d->steps[static_cast<size_t>(ai)];
+    if (ad.op != Op::kAdd || ad.out != nm.in[0] || ad.run_by >= 0) continue;
+    const int64_t n_out = d->vals[static_cast<size_t>(ad.out)].type.shape.numel();
+    if (d->vals[static_cast<size_t>(ad.in[0])].type.shape.numel() != n_out ||
+        d->vals[static_cast<size_t>(ad.in[1])].type.shape.numel() != n_out)
+      continue;
+    l.pre_add = ai;
+    ad.run_by = static_cast<int>(i);
+  }
+  // Lifetimes: a step that a later linear runs uses its inputs there (a value planned over them after
+  // their old last use would be written while the linear's job still reads them).
   const int end = static_cast<int>(d->steps.size());
   for (size_t si = 0; si < d->steps.size(); ++si)
     for (int v : d->steps[si].in) {
       if (v < 0) continue;
+      const int at = d->steps[si].run_by >= 0 ? d->steps[si].run_by : static_cast<int>(si);
       int r = v;
       while (d->vals[static_cast<size_t>(r)].kind == Val::kAlias) {
-        d->vals[static_cast<size_t>(r)].last = std::max(d->vals[static_cast<size_t>(r)].last, static_cast<int>(si));
+        d->vals[static_cast<size_t>(r)].last = std::max(d->vals[static_cast<size_t>(r)].last, at);
         r = d->vals[static_cast<size_t>(r)].root;
       }
-      d->vals[static_cast<size_t>(r)].last = std::max(d->vals[static_cast<size_t>(r)].last, static_cast<int>(si));
+      d->vals[static_cast<size_t>(r)].last = std::max(d->vals[static_cast<size_t>(r)].last, at);
     }
   for (auto [v, o] : d->output_copies) {
     int r = v;
@@ -784,6 +869,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
       k = k.substr(0, k.find(' '));
       if (s.op == Op::kLinear) k += s.batched ? "_batched" : s.glu_out >= 0 ? "_glu" : !s.batch.empty() ? "_batch" : "";
       if (s.op == Op::kReshape) k = s.label.find("(reshape") != std::string::npos ? "reshape" : "fused_away";
+      if (s.run_by >= 0) k = "fused_away";
       kinds.push_back(std::move(k));
     }
     d->profile.enable(std::move(kinds));

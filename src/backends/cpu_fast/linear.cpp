@@ -350,7 +350,8 @@ void quantize_rows(const float* x, int64_t i0, int64_t i1, int64_t k, int offset
 
 }  // namespace
 
-void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a, ThreadPool* pool) {
+void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& a, ThreadPool* pool,
+                   RowPrologue before) {
   a.offset = offset;
   // Rows are independent, so a prefill chunk's rows are split over the pool: serial, quantizing
   // 64 × 4864 (Qwen2.5-0.5B's down projection input) took 164 µs, an eighth of quantize + GEMM on two
@@ -358,11 +359,15 @@ void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedAc
   constexpr int64_t kRowsWork = int64_t{8} << 10;
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t tasks = std::min({m, int64_t{threads} * 4, m * k / kRowsWork});
+  auto rows = [&](int64_t r0, int64_t r1) {
+    if (before.fn != nullptr) before.fn(before.ctx, r0, r1);
+    quantize_rows(x, r0, r1, k, offset, a);
+  };
   if (threads <= 1 || tasks <= 1) {
-    quantize_rows(x, 0, m, k, offset, a);
+    rows(0, m);
     return;
   }
-  pool->run(tasks, [&](int64_t t) { quantize_rows(x, m * t / tasks, m * (t + 1) / tasks, k, offset, a); });
+  pool->run(tasks, [&](int64_t t) { rows(m * t / tasks, m * (t + 1) / tasks); });
 }
 
 void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, LinearScratch& scratch,

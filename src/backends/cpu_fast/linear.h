@@ -146,8 +146,17 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
 void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, const QuantizedActs* acts, int64_t m,
                 float* y, ThreadPool* pool);
 
+// Work that produces rows of a linear's input, run by quantize_acts just before it quantizes them, on
+// the same thread: fn(ctx, r0, r1) writes rows [r0, r1) of x (e.g. residual add + RMSNorm), so they are
+// computed on the pool and quantized while in that core's cache instead of in a serial pass of their own.
+struct RowPrologue {
+  void (*fn)(void* ctx, int64_t r0, int64_t r1) = nullptr;
+  void* ctx = nullptr;
+};
 // Quantizes rows of x [m, k] (k ≤ acts.k_padded; the rest is zero) for weights stored with `offset`.
-// `pool`, if given, shares the rows out (the same bytes either way). Does not allocate.
-void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& acts, ThreadPool* pool = nullptr);
+// `pool`, if given, shares the rows out (the same bytes either way). `before`, if set, runs for each
+// range of rows first (see RowPrologue). Does not allocate.
+void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedActs& acts, ThreadPool* pool = nullptr,
+                   RowPrologue before = {});
 
 }  // namespace hfs::cpu_fast

@@ -8,6 +8,7 @@
 #include <string>
 #include <map>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include "backends/cpu_fast/half.h"
@@ -381,6 +382,32 @@ TEST(CpuFastBackend, ProfileReportsStepTimesByKindOnlyWhenAsked) {
   for (const char* kind : {"linear_glu", "linear_batch", "linear_batched", "attention", "rms_norm", "rope", "embedding",
                            "kv_cache_write"})
     EXPECT_NE(err.find(std::string("  ") + kind + " "), std::string::npos) << kind << " missing in\n" << err;
+}
+
+// Integer linears run the RMSNorm before them (and the residual add before that) inside their activation
+// quantization job: the profile of the quantized block has no rms_norm kind, and one add per execute is
+// left (the block's last, which no norm follows). QuantizedWeightBlockMatchesReference checks the values.
+TEST(CpuFastBackend, IntegerLinearRunsTheNormAndResidualAddBeforeIt) {
+  setenv("HFS_PROFILE", "1", 1);
+  testing::internal::CaptureStderr();
+  run_block({DType::kF16, DType::kQ4_0, DType::kQ8_0, DType::kI8, DType::kQ4_0, DType::kQ4_0, DType::kQ8_0, DType::kQ4_0},
+            1e-3, 2);
+  const std::string err = testing::internal::GetCapturedStderr();
+  unsetenv("HFS_PROFILE");
+  EXPECT_EQ(err.find("  rms_norm "), std::string::npos) << err;
+  EXPECT_NE(err.find("  fused_away "), std::string::npos) << err;
+  // "  add   <ms>   <%>   1   ..." in both the prefill and the decode delegate's table: calls = 1.
+  size_t adds = 0;
+  for (size_t at = err.find("  add "); at != std::string::npos; at = err.find("  add ", at + 1)) {
+    std::istringstream row(err.substr(at, err.find('\n', at) - at));
+    std::string kind, pct;
+    double ms = 0;
+    int calls = 0;
+    row >> kind >> ms >> pct >> calls;
+    EXPECT_EQ(calls, 1) << err;
+    ++adds;
+  }
+  EXPECT_EQ(adds, 2u) << err;
 }
 
 // Hand-computed: linear has 3.5 ms over 3 calls with 6 jobs of 2.4 ms wall and 4.0 ms busy, so 68.6 % of

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -169,6 +170,47 @@ TEST_P(CpuFastLinear, PooledActivationQuantizationEqualsSerial) {
         ASSERT_EQ(0, std::memcmp(single.acts.block_bias.data(), pooled.acts.block_bias.data() + i * (kp / 32), static_cast<size_t>(kp / 32) * 4));
       }
     }
+}
+
+// A row prologue (the residual add + RMSNorm the backend runs inside a linear's quantization job) runs
+// once for every row, on the thread that then quantizes that row, before it does: the acts equal those of
+// the serial prologue-then-quantize. The prologue writes x from two other buffers, so a row quantized
+// before its prologue ran would read the NaNs x starts with.
+TEST_P(CpuFastLinear, QuantizationRunsTheRowPrologueFirstOncePerRow) {
+  ThreadPool pool(2);
+  const int64_t m = 64, k = 576, kp = 576;
+  std::vector<float> a(static_cast<size_t>(m * k)), b(a.size()), x(a.size()), expect(a.size());
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (auto& v : a) v = d(rng);
+  for (auto& v : b) v = d(rng);
+  for (size_t i = 0; i < a.size(); ++i) expect[i] = a[i] + 2 * b[i];
+  LinearScratch serial(kp, m), fused(kp, m);
+  quantize_acts(expect.data(), m, k, 8, serial.acts);
+  struct Ctx {
+    const float *a, *b;
+    float* x;
+    int64_t k;
+    std::vector<std::atomic<int>>* seen;
+  };
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    std::fill(x.begin(), x.end(), std::numeric_limits<float>::quiet_NaN());
+    std::vector<std::atomic<int>> seen(static_cast<size_t>(m));
+    Ctx c{a.data(), b.data(), x.data(), k, &seen};
+    RowPrologue before{[](void* ctx, int64_t r0, int64_t r1) {
+                         auto& c = *static_cast<Ctx*>(ctx);
+                         for (int64_t r = r0; r < r1; ++r) {
+                           (*c.seen)[static_cast<size_t>(r)].fetch_add(1);
+                           for (int64_t j = 0; j < c.k; ++j) c.x[r * c.k + j] = c.a[r * c.k + j] + 2 * c.b[r * c.k + j];
+                         }
+                       },
+                       &c};
+    quantize_acts(x.data(), m, k, 8, fused.acts, p, before);
+    for (auto& v : seen) ASSERT_EQ(v.load(), 1);
+    ASSERT_EQ(0, std::memcmp(serial.acts.xq.data(), fused.acts.xq.data(), serial.acts.xq.size()));
+    ASSERT_EQ(0, std::memcmp(serial.acts.block_scale.data(), fused.acts.block_scale.data(), serial.acts.block_scale.size() * 4));
+    ASSERT_EQ(0, std::memcmp(serial.acts.block_bias.data(), fused.acts.block_bias.data(), serial.acts.block_bias.size() * 4));
+  }
 }
 
 // Integer dot products at the edge of their intermediate ranges: every activation byte ±127 against the
