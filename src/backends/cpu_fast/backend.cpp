@@ -68,7 +68,10 @@ struct Step {
   // Integer linear (lead or single): the residual add and/or RMSNorm steps right before it that make its
   // input run row by row inside its activation quantization job (indices into steps, -1: none).
   int pre_add = -1, pre_norm = -1;
-  int run_by = -1;  // an add / rms_norm step that pre_add / pre_norm of step run_by runs instead
+  int run_by = -1;  // a step that step run_by runs instead (its pre_add / pre_norm, or a group member)
+  // The last step of a run of RoPE and K/V-cache-write steps (q, k rotated, k and v written): all of
+  // them, in order, run as one pool job over the chunk's rows (members, this one included).
+  std::vector<int> group;
 };
 
 class FastDelegate : public Delegate {
@@ -115,6 +118,12 @@ class FastDelegate : public Delegate {
 
  private:
   Status run_step(const Step& s);
+  Status run_op(const Step& s);  // s's own work, whether or not another step runs it
+  Status run_rope_kv_group(const Step& last);
+  // Fills rope_cs for a RoPE step's positions and inv_freq unless it holds them already.
+  void prepare_rope(const Step& s);
+  // A cache write's slots: an error for a slot outside the cache; *increasing = no slot repeats.
+  Status check_slots(const Step& s, bool* increasing) const;
   // Runs fn(r0, r1) over [0, rows) on the pool when rows × row_elems is worth splitting (prefill's
   // [T, H] activations), on the calling thread otherwise (decode's single row).
   template <typename Fn>
@@ -248,7 +257,97 @@ RowPrologue FastDelegate::input_prologue(const Step& l) {
 }
 
 Status FastDelegate::run_step(const Step& s) {
-  if (s.run_by >= 0) return Ok{};  // runs inside that linear's quantization job
+  if (s.run_by >= 0) return Ok{};  // runs inside a later step (that linear's quantization job, a group)
+  if (!s.group.empty()) return run_rope_kv_group(s);
+  return run_op(s);
+}
+
+void FastDelegate::prepare_rope(const Step& s) {
+  const TensorType& x = vals[static_cast<size_t>(s.in[0])].type;
+  const int64_t T = x.shape[1], r = 2 * vals[static_cast<size_t>(s.in[2])].type.shape[0];
+  if (rope_pos_value != s.in[1] || rope_freq_value != s.in[2] || rope_scaling != s.f0) {
+    rope_angles(static_cast<const int32_t*>(ptr[static_cast<size_t>(s.in[1])]),
+                static_cast<const float*>(ptr[static_cast<size_t>(s.in[2])]), T, r, s.f0, rope_cs.data());
+    rope_pos_value = s.in[1];
+    rope_freq_value = s.in[2];
+    rope_scaling = s.f0;
+  }
+}
+
+Status FastDelegate::check_slots(const Step& s, bool* increasing) const {
+  const auto* slots = static_cast<const int32_t*>(ptr[static_cast<size_t>(s.in[2])]);
+  const int64_t T = vals[static_cast<size_t>(s.in[2])].type.shape.numel();
+  const int64_t S = vals[static_cast<size_t>(s.in[0])].type.shape[2];
+  for (int64_t i = 0; i < T; ++i)
+    if (slots[i] >= S)
+      return make_error(ErrorCode::kExecution, "slot " + std::to_string(slots[i]) + " for row " + std::to_string(i) +
+                                                   " is outside the cache (" + std::to_string(S) + " slots)");
+  // Rows are written in parallel only when no slot repeats (then order cannot matter); the contract's
+  // slots always increase, anything else keeps the sequential last-write-wins order.
+  *increasing = true;
+  for (int64_t i = 0, last = -1; i < T && *increasing; ++i)
+    if (slots[i] >= 0) {
+      *increasing = slots[i] > last;
+      last = slots[i];
+    }
+  return Ok{};
+}
+
+// Every member works on rows of the same chunk, and row t of a member's output depends only on row t
+// of its inputs, so one task can run all members on its rows in order: the k it rotates is in its cache
+// when it writes it to the K cache, and the four passes are one job instead of four serial ones.
+Status FastDelegate::run_rope_kv_group(const Step& last) {
+  bool increasing = true;
+  for (int m : last.group) {
+    const Step& s = steps[static_cast<size_t>(m)];
+    if (s.op == Op::kRope) prepare_rope(s);
+    if (s.op == Op::kKvWrite) {
+      bool inc = true;
+      if (Status st = check_slots(s, &inc); !st.ok()) return st.error().with_context("cpu_fast: " + s.label);
+      increasing = increasing && inc;
+    }
+  }
+  if (!increasing) {  // a repeated slot: each step on its own, in order
+    for (int m : last.group)
+      if (Status st = run_op(steps[static_cast<size_t>(m)]); !st.ok()) return st;
+    return Ok{};
+  }
+  // [1, T, H, D] rows for RoPE, [1, T, H, D] source rows for a cache write.
+  const int64_t T = vals[static_cast<size_t>(steps[static_cast<size_t>(last.group[0])].in[0])].type.shape[1];
+  int64_t row_elems = 0;
+  for (int m : last.group) {
+    const TensorType& x = vals[static_cast<size_t>(steps[static_cast<size_t>(m)].in[steps[static_cast<size_t>(m)].op == Op::kRope ? 0 : 1])].type;
+    row_elems += x.shape.numel() / T;
+  }
+  auto rows = [&](int64_t t0, int64_t t1) {
+    for (int m : last.group) {
+      const Step& s = steps[static_cast<size_t>(m)];
+      float* y = fp(ptr, s.out);
+      if (s.op == Op::kRope) {
+        const TensorType& x = vals[static_cast<size_t>(s.in[0])].type;
+        const int64_t H = x.shape[2], D = x.shape[3], r = 2 * vals[static_cast<size_t>(s.in[2])].type.shape[0];
+        rope_apply(fp(ptr, s.in[0]) + t0 * H * D, rope_cs.data() + t0 * r, t1 - t0, H, D, r, y + t0 * H * D);
+      } else {
+        const TensorType& c = vals[static_cast<size_t>(s.in[0])].type;
+        const int64_t H = c.shape[1], S = c.shape[2], D = c.shape[3];
+        const auto* slots = static_cast<const int32_t*>(ptr[static_cast<size_t>(s.in[2])]);
+        kv_cache_write(y, c.dtype, fp(ptr, s.in[1]) + t0 * H * D, slots + t0, t1 - t0, H, S, D);
+      }
+    }
+  };
+  // One task per thread (each its own rows) once a chunk has ≥ 8 rows and the group ≥ 16 Ki elements:
+  // the separate steps were each below for_rows' threshold and ran serially.
+  const int64_t tasks = pool && pool->size() > 1 && T >= 8 && T * row_elems >= (int64_t{16} << 10)
+                            ? std::min<int64_t>(pool->size(), T)
+                            : 1;
+  if (tasks <= 1)
+    rows(0, T);
+  else
+    pool->run(tasks, [&](int64_t t) { rows(T * t / tasks, T * (t + 1) / tasks); });
+  return Ok{};
+}
+
+Status FastDelegate::run_op(const Step& s) {
   const TensorType& ot = vals[static_cast<size_t>(s.out)].type;
   float* y = fp(ptr, s.out);
   auto in_t = [&](int k) -> const TensorType& { return vals[static_cast<size_t>(s.in[static_cast<size_t>(k)])].type; };
@@ -351,12 +450,7 @@ Status FastDelegate::run_step(const Step& s) {
     case Op::kRope: {
       const TensorType& x = in_t(0);
       const int64_t T = x.shape[1], H = x.shape[2], D = x.shape[3], r = 2 * in_t(2).shape[0];
-      if (rope_pos_value != s.in[1] || rope_freq_value != s.in[2] || rope_scaling != s.f0) {
-        rope_angles(static_cast<const int32_t*>(in_p(1)), static_cast<const float*>(in_p(2)), T, r, s.f0, rope_cs.data());
-        rope_pos_value = s.in[1];
-        rope_freq_value = s.in[2];
-        rope_scaling = s.f0;
-      }
+      prepare_rope(s);
       const auto* xp = static_cast<const float*>(in_p(0));
       for_rows(T, H * D, [&](int64_t t0, int64_t t1) {
         rope_apply(xp + t0 * H * D, rope_cs.data() + t0 * r, t1 - t0, H, D, r, y + t0 * H * D);
@@ -384,21 +478,11 @@ Status FastDelegate::run_step(const Step& s) {
       const TensorType& c = in_t(0);
       const auto* slots = static_cast<const int32_t*>(in_p(2));
       const int64_t T = in_t(2).shape.numel(), S = c.shape[2];
-      for (int64_t i = 0; i < T; ++i)
-        if (slots[i] >= S)
-          return make_error(ErrorCode::kExecution, "slot " + std::to_string(slots[i]) + " for row " + std::to_string(i) +
-                                                       " is outside the cache (" + std::to_string(S) + " slots)");
+      bool increasing = true;
+      HFS_TRY(check_slots(s, &increasing));
       // The output aliases the cache: writing through it updates the caller's state buffer in place.
       const auto* rows = static_cast<const float*>(in_p(1));
       const int64_t H = c.shape[1], D = c.shape[3];
-      // Rows are written in parallel only when no slot repeats (then order cannot matter); the contract's
-      // slots always increase, anything else keeps the sequential last-write-wins order.
-      bool increasing = true;
-      for (int64_t i = 0, last = -1; i < T && increasing; ++i)
-        if (slots[i] >= 0) {
-          increasing = slots[i] > last;
-          last = slots[i];
-        }
       auto write = [&](int64_t t0, int64_t t1) { kv_cache_write(y, c.dtype, rows + t0 * H * D, slots + t0, t1 - t0, H, S, D); };
       if (increasing)
         for_rows(T, H * D, write);
@@ -791,6 +875,34 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
     l.pre_add = ai;
     ad.run_by = static_cast<int>(i);
   }
+  // Group runs of RoPE / K/V-cache-write steps (only reshapes between them) over the same rows: the
+  // last one runs them all (run_rope_kv_group). Members read values made before the run or by earlier
+  // members, so running them at the last member's place reads nothing that is not ready yet.
+  for (size_t i = 0; i < d->steps.size();) {
+    auto rows_of = [&](const Step& s) -> int64_t {  // the chunk's rows, or -1 if not a groupable step
+      if (s.op == Op::kRope) return d->vals[static_cast<size_t>(s.in[0])].type.shape[1];
+      if (s.op == Op::kKvWrite) {
+        const TensorType& src = d->vals[static_cast<size_t>(s.in[1])].type;
+        return src.shape.rank() == 4 ? src.shape[1] : -1;
+      }
+      return -1;
+    };
+    std::vector<int> run;
+    const int64_t T = rows_of(d->steps[i]);
+    size_t j = i;
+    for (; j < d->steps.size() && T > 0; ++j) {
+      const Step& s = d->steps[j];
+      if (s.op == Op::kReshape && s.run_by < 0) continue;
+      if (s.run_by >= 0 || rows_of(s) != T) break;
+      run.push_back(static_cast<int>(j));
+    }
+    if (run.size() >= 2) {
+      Step& last = d->steps[static_cast<size_t>(run.back())];
+      last.group = run;
+      for (size_t k = 0; k + 1 < run.size(); ++k) d->steps[static_cast<size_t>(run[k])].run_by = run.back();
+    }
+    i = std::max(j, i + 1);
+  }
   // Lifetimes: a step that a later linear runs uses its inputs there (a value planned over them after
   // their old last use would be written while the linear's job still reads them).
   const int end = static_cast<int>(d->steps.size());
@@ -870,6 +982,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
       if (s.op == Op::kLinear) k += s.batched ? "_batched" : s.glu_out >= 0 ? "_glu" : !s.batch.empty() ? "_batch" : "";
       if (s.op == Op::kReshape) k = s.label.find("(reshape") != std::string::npos ? "reshape" : "fused_away";
       if (s.run_by >= 0) k = "fused_away";
+      if (!s.group.empty()) k = "rope_kv_write";
       kinds.push_back(std::move(k));
     }
     d->profile.enable(std::move(kinds));

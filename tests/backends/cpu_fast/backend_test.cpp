@@ -379,9 +379,92 @@ TEST(CpuFastBackend, ProfileReportsStepTimesByKindOnlyWhenAsked) {
   EXPECT_NE(err.find(" 1 executes"), std::string::npos) << err;
   EXPECT_NE(err.find(" 2 threads\n"), std::string::npos) << err;
   EXPECT_NE(err.find(" busy/job "), std::string::npos) << err;
-  for (const char* kind : {"linear_glu", "linear_batch", "linear_batched", "attention", "rms_norm", "rope", "embedding",
-                           "kv_cache_write"})
+  for (const char* kind : {"linear_glu", "linear_batch", "linear_batched", "attention", "rms_norm", "rope_kv_write", "embedding",
+                           "fused_away"})
     EXPECT_NE(err.find(std::string("  ") + kind + " "), std::string::npos) << kind << " missing in\n" << err;
+  // RoPE of q and k and both cache writes run as one group (the kinds' names are followed by spaces).
+  EXPECT_EQ(err.find("  rope "), std::string::npos) << err;
+  EXPECT_EQ(err.find("  kv_cache_write "), std::string::npos) << err;
+}
+
+// RoPE of q and k and the two cache writes run as one job over the chunk's rows (one task per thread
+// once the chunk is large enough): the rotated q and both caches against a double RoPE (HF rotate-half)
+// and f16 rounding, and 2 threads bit-identical to 1. Slots skip one (0, 2, 4, ...) so a row written to
+// the wrong slot shows; the unwritten slots must stay as they were.
+TEST(CpuFastBackend, RopeAndCacheWritesOfAChunkRunAsOneJob) {
+  constexpr int64_t T = 64, Hq = 8, Hkv = 4, Dh = 32, Sl = 2 * T;
+  MethodDef m;
+  m.name = "rope_kv";
+  m.inputs = {{"q", {DType::kF32, {1, T, Hq, Dh}}, IORole::kInput, ""},
+              {"k", {DType::kF32, {1, T, Hkv, Dh}}, IORole::kInput, ""},
+              {"v", {DType::kF32, {1, T, Hkv, Dh}}, IORole::kInput, ""},
+              {"pos", {DType::kI32, {1, T}}, IORole::kInput, ""},
+              {"slots", {DType::kI32, {T}}, IORole::kInput, ""},
+              {"kc", {DType::kF16, {1, Hkv, Sl, Dh}}, IORole::kState, ""},
+              {"vc", {DType::kF16, {1, Hkv, Sl, Dh}}, IORole::kState, ""}};
+  m.nodes = {{"rope", {"q", "pos", "inv_freq"}, {"qr"}, {}},
+             {"rope", {"k", "pos", "inv_freq"}, {"kr"}, {}},
+             {"kv_cache_write", {"kc", "kr", "slots"}, {"kc2"}, {}},
+             {"kv_cache_write", {"vc", "v", "slots"}, {"vc2"}, {}}};
+  m.outputs = {{"qr", {DType::kF32, {1, T, Hq, Dh}}, IORole::kOutput, ""},
+               {"kc2", {DType::kF16, {1, Hkv, Sl, Dh}}, IORole::kState, "kc"},
+               {"vc2", {DType::kF16, {1, Hkv, Sl, Dh}}, IORole::kState, "vc"}};
+  Store st;
+  std::vector<float> inv(Dh / 2);
+  for (int64_t i = 0; i < Dh / 2; ++i) inv[i] = static_cast<float>(std::pow(10000.0, -2.0 * i / Dh));
+  ASSERT_TRUE(st.add("inv_freq", {DType::kF32, {Dh / 2}}, std::as_bytes(std::span(inv))).ok());
+  const auto q = randn(T * Hq * Dh, 21, 1.0f), k = randn(T * Hkv * Dh, 22, 1.0f), v = randn(T * Hkv * Dh, 23, 1.0f);
+  std::vector<int32_t> pos(T), slots(T);
+  for (int64_t t = 0; t < T; ++t) pos[t] = static_cast<int32_t>(100 + t), slots[t] = static_cast<int32_t>(2 * t);
+  auto rope_ref = [&](const std::vector<float>& x, int64_t heads, int64_t t, int64_t h, int64_t i) {
+    const float* r = &x[static_cast<size_t>((t * heads + h) * Dh)];
+    const double a = pos[t] * static_cast<double>(inv[i % (Dh / 2)]);
+    return i < Dh / 2 ? r[i] * std::cos(a) - r[i + Dh / 2] * std::sin(a) : r[i] * std::cos(a) + r[i - Dh / 2] * std::sin(a);
+  };
+  std::vector<float> qr_first;
+  std::vector<uint16_t> kc_first, vc_first;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    CpuFastBackend be(threads);
+    auto del = be.compile(subgraph_of(m, st));
+    ASSERT_TRUE(del.ok()) << del.error().to_string();
+    std::vector<float> qr(q.size());
+    const uint16_t kUnwritten = f32_to_f16(7.0f);
+    std::vector<uint16_t> kc(Hkv * Sl * Dh, kUnwritten), vc(kc.size(), kUnwritten);
+    std::vector<TensorView> in = {TensorView(const_cast<float*>(q.data()), DType::kF32, {1, T, Hq, Dh}),
+                                  TensorView(const_cast<float*>(k.data()), DType::kF32, {1, T, Hkv, Dh}),
+                                  TensorView(const_cast<float*>(v.data()), DType::kF32, {1, T, Hkv, Dh}),
+                                  TensorView(pos.data(), DType::kI32, {1, T}), TensorView(slots.data(), DType::kI32, {T}),
+                                  TensorView(kc.data(), DType::kF16, {1, Hkv, Sl, Dh}),
+                                  TensorView(vc.data(), DType::kF16, {1, Hkv, Sl, Dh})};
+    std::vector<TensorView> outs = {TensorView(qr.data(), DType::kF32, {1, T, Hq, Dh}), in[5], in[6]};
+    Status run = (*del)->execute(in, outs);
+    ASSERT_TRUE(run.ok()) << run.error().to_string();
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < Hq; ++h)
+        for (int64_t i = 0; i < Dh; ++i)
+          ASSERT_NEAR(qr[static_cast<size_t>((t * Hq + h) * Dh + i)], rope_ref(q, Hq, t, h, i), 2e-5) << t << " " << h << " " << i;
+    for (int64_t h = 0; h < Hkv; ++h)
+      for (int64_t sl = 0; sl < Sl; ++sl)
+        for (int64_t i = 0; i < Dh; ++i) {
+          const size_t c = static_cast<size_t>((h * Sl + sl) * Dh + i);
+          if (sl % 2 == 1) {
+            ASSERT_EQ(kc[c], kUnwritten);
+            ASSERT_EQ(vc[c], kUnwritten);
+            continue;
+          }
+          const int64_t t = sl / 2;
+          ASSERT_NEAR(f16_to_f32(kc[c]), rope_ref(k, Hkv, t, h, i), 2e-3) << "k " << t << " " << h << " " << i;
+          ASSERT_EQ(vc[c], f32_to_f16(v[static_cast<size_t>((t * Hkv + h) * Dh + i)])) << "v " << t << " " << h << " " << i;
+        }
+    if (threads == 1) {
+      qr_first = qr, kc_first = kc, vc_first = vc;
+    } else {
+      EXPECT_EQ(qr, qr_first);
+      EXPECT_EQ(kc, kc_first);
+      EXPECT_EQ(vc, vc_first);
+    }
+  }
 }
 
 // Integer linears run the RMSNorm before them (and the residual add before that) inside their activation
