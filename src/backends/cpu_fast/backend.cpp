@@ -104,6 +104,7 @@ class FastDelegate : public Delegate {
   int rope_pos_value = -1, rope_freq_value = -1;
   float rope_scaling = 0;
 
+ private:
   // The add / RMSNorm a linear's input quantization runs first (fills prologue_; RowPrologue{} if none).
   RowPrologue input_prologue(const Step& linear);
   struct InputPrologue {
@@ -115,8 +116,6 @@ class FastDelegate : public Delegate {
     float eps = 0;
     bool unit_offset = false;
   } prologue_;
-
- private:
   Status run_step(const Step& s);
   Status run_op(const Step& s);  // s's own work, whether or not another step runs it
   Status run_rope_kv_group(const Step& last);
@@ -157,6 +156,17 @@ std::function<void(uint64_t)> page_releaser(const ConstantStore* store, const st
     if (store != nullptr && bytes > released) store->release_pages(name, released, bytes - released);
     released = bytes;
   };
+}
+
+// The chunk's rows T of a RoPE step ([1, T, H, D] input) or of a K/V cache write ([1, T, H, D] source
+// rows, operand 1; operand 0 is the cache), or -1 for any other step: what groups them (run_rope_kv_group).
+int64_t rope_kv_rows(const Step& s, const std::vector<Val>& vals) {
+  if (s.op == Op::kRope) return vals[static_cast<size_t>(s.in[0])].type.shape[1];
+  if (s.op == Op::kKvWrite) {
+    const TensorType& src = vals[static_cast<size_t>(s.in[1])].type;
+    return src.shape.rank() == 4 ? src.shape[1] : -1;
+  }
+  return -1;
 }
 
 float* fp(const std::vector<void*>& p, int id) { return id < 0 ? nullptr : static_cast<float*>(p[static_cast<size_t>(id)]); }
@@ -312,8 +322,7 @@ Status FastDelegate::run_rope_kv_group(const Step& last) {
       if (Status st = run_op(steps[static_cast<size_t>(m)]); !st.ok()) return st;
     return Ok{};
   }
-  // [1, T, H, D] rows for RoPE, [1, T, H, D] source rows for a cache write.
-  const int64_t T = vals[static_cast<size_t>(steps[static_cast<size_t>(last.group[0])].in[0])].type.shape[1];
+  const int64_t T = rope_kv_rows(last, vals);  // every member's
   int64_t row_elems = 0;
   for (int m : last.group) {
     const TensorType& x = vals[static_cast<size_t>(steps[static_cast<size_t>(m)].in[steps[static_cast<size_t>(m)].op == Op::kRope ? 0 : 1])].type;
@@ -879,21 +888,13 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   // last one runs them all (run_rope_kv_group). Members read values made before the run or by earlier
   // members, so running them at the last member's place reads nothing that is not ready yet.
   for (size_t i = 0; i < d->steps.size();) {
-    auto rows_of = [&](const Step& s) -> int64_t {  // the chunk's rows, or -1 if not a groupable step
-      if (s.op == Op::kRope) return d->vals[static_cast<size_t>(s.in[0])].type.shape[1];
-      if (s.op == Op::kKvWrite) {
-        const TensorType& src = d->vals[static_cast<size_t>(s.in[1])].type;
-        return src.shape.rank() == 4 ? src.shape[1] : -1;
-      }
-      return -1;
-    };
     std::vector<int> run;
-    const int64_t T = rows_of(d->steps[i]);
+    const int64_t T = rope_kv_rows(d->steps[i], d->vals);
     size_t j = i;
     for (; j < d->steps.size() && T > 0; ++j) {
       const Step& s = d->steps[j];
       if (s.op == Op::kReshape && s.run_by < 0) continue;
-      if (s.run_by >= 0 || rows_of(s) != T) break;
+      if (s.run_by >= 0 || rope_kv_rows(s, d->vals) != T) break;
       run.push_back(static_cast<int>(j));
     }
     if (run.size() >= 2) {
@@ -903,8 +904,8 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
     }
     i = std::max(j, i + 1);
   }
-  // Lifetimes: a step that a later linear runs uses its inputs there (a value planned over them after
-  // their old last use would be written while the linear's job still reads them).
+  // Lifetimes: a step that a later step runs (a linear's prologue, a group member) uses its inputs there
+  // (a value planned over them after their old last use would be written while that job still reads them).
   const int end = static_cast<int>(d->steps.size());
   for (size_t si = 0; si < d->steps.size(); ++si)
     for (int v : d->steps[si].in) {

@@ -402,10 +402,13 @@ TEST(CpuFastBackend, RopeAndCacheWritesOfAChunkRunAsOneJob) {
               {"slots", {DType::kI32, {T}}, IORole::kInput, ""},
               {"kc", {DType::kF16, {1, Hkv, Sl, Dh}}, IORole::kState, ""},
               {"vc", {DType::kF16, {1, Hkv, Sl, Dh}}, IORole::kState, ""}};
-  m.nodes = {{"rope", {"q", "pos", "inv_freq"}, {"qr"}, {}},
-             {"rope", {"k", "pos", "inv_freq"}, {"kr"}, {}},
-             {"kv_cache_write", {"kc", "kr", "slots"}, {"kc2"}, {}},
-             {"kv_cache_write", {"vc", "v", "slots"}, {"vc2"}, {}}};
+  const std::vector<NodeDef> write_v_last = {{"rope", {"q", "pos", "inv_freq"}, {"qr"}, {}},
+                                             {"rope", {"k", "pos", "inv_freq"}, {"kr"}, {}},
+                                             {"kv_cache_write", {"kc", "kr", "slots"}, {"kc2"}, {}},
+                                             {"kv_cache_write", {"vc", "v", "slots"}, {"vc2"}, {}}};
+  // The same steps with a cache write first: the group's rows come from a write's source rows, not from
+  // its cache operand ([1, Hkv, S, D], whose dim 1 is not T).
+  const std::vector<NodeDef> write_v_first = {write_v_last[3], write_v_last[0], write_v_last[1], write_v_last[2]};
   m.outputs = {{"qr", {DType::kF32, {1, T, Hq, Dh}}, IORole::kOutput, ""},
                {"kc2", {DType::kF16, {1, Hkv, Sl, Dh}}, IORole::kState, "kc"},
                {"vc2", {DType::kF16, {1, Hkv, Sl, Dh}}, IORole::kState, "vc"}};
@@ -423,8 +426,10 @@ TEST(CpuFastBackend, RopeAndCacheWritesOfAChunkRunAsOneJob) {
   };
   std::vector<float> qr_first;
   std::vector<uint16_t> kc_first, vc_first;
-  for (int threads : {1, 2}) {
-    SCOPED_TRACE(std::to_string(threads) + " threads");
+  for (int pass = 0; pass < 4; ++pass) {
+    const int threads = 1 + pass % 2;
+    m.nodes = pass < 2 ? write_v_last : write_v_first;
+    SCOPED_TRACE(std::to_string(threads) + " threads, v written " + (pass < 2 ? "last" : "first"));
     CpuFastBackend be(threads);
     auto del = be.compile(subgraph_of(m, st));
     ASSERT_TRUE(del.ok()) << del.error().to_string();
@@ -457,7 +462,7 @@ TEST(CpuFastBackend, RopeAndCacheWritesOfAChunkRunAsOneJob) {
           ASSERT_NEAR(f16_to_f32(kc[c]), rope_ref(k, Hkv, t, h, i), 2e-3) << "k " << t << " " << h << " " << i;
           ASSERT_EQ(vc[c], f32_to_f16(v[static_cast<size_t>((t * Hkv + h) * Dh + i)])) << "v " << t << " " << h << " " << i;
         }
-    if (threads == 1) {
+    if (pass == 0) {
       qr_first = qr, kc_first = kc, vc_first = vc;
     } else {
       EXPECT_EQ(qr, qr_first);
