@@ -11,6 +11,7 @@
 //   build/kernel_bench pack       # load-time weight packing: portable loop vs AVX-512
 //   build/kernel_bench quant      # prefill activation quantization on the caller vs on the pool
 //   build/kernel_bench scaling    # 2-thread gain by kind of work: registers, L2 streams, a prefill GEMM
+//                                 # (weights cached, and weights from memory)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -401,6 +402,11 @@ void scaling() {
   const PackedWeight pw = pack_weight(DType::kQ4_0, q.data(), n, k, nullptr).value();
   LinearScratch s(pw.k_padded, m);
   quantize_acts(x.data(), m, k, act_offset(pw.format), s.acts, nullptr);
+  // The same GEMM over 256 copies of the weight (128 MiB, past any L3), one copy per call, as a model's
+  // prefill meets its weights: streamed from memory once per chunk.
+  std::vector<PackedWeight> cold;
+  for (int c = 0; c < 256; ++c) cold.push_back(pack_weight(DType::kQ4_0, q.data(), n, k, nullptr).value());
+  size_t next_cold = 0;
   // The register and L2 work as two tasks; the GEMM through linear_quantized, split as in a model step.
   auto two_tasks = [](const std::function<void(int64_t)>& task) {
     return [task](ThreadPool& pool) { pool.run(2, [&](int64_t i) { task(i); }); };
@@ -408,7 +414,10 @@ void scaling() {
   const std::pair<const char*, std::function<void(ThreadPool&)>> kinds[] = {
       {"register arithmetic", two_tasks(registers)},
       {"L2-resident sum (128 KiB per task)", two_tasks(l2_stream)},
-      {"q4_0 prefill GEMM [1536, 576] m=64", [&](ThreadPool& pool) { linear_quantized(pw, s.acts, m, nullptr, y.data(), &pool); }}};
+      {"q4_0 prefill GEMM [1536, 576] m=64", [&](ThreadPool& pool) { linear_quantized(pw, s.acts, m, nullptr, y.data(), &pool); }},
+      {"the same GEMM, weights from memory", [&](ThreadPool& pool) {
+         linear_quantized(cold[next_cold++ % cold.size()], s.acts, m, nullptr, y.data(), &pool);
+       }}};
   for (const auto& [name, work] : kinds) {
     std::vector<double> t[2];
     for (int r = 0; r < 200; ++r)

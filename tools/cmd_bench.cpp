@@ -27,6 +27,7 @@ struct BenchArgs {
   bool json = false;
   std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;
+  int reps = 1;
 };
 
 // A float array on transparent huge pages, as cpu_fast's packed weights are (src/backends/cpu_fast/
@@ -122,9 +123,35 @@ int bench(const BenchArgs& a) {
   GenerationConfig g;
   g.max_new_tokens = gen_n;
   g.ignore_eos = true;
-  auto out = r.generate(prompt, g);
-  if (!out) return fail(out.error());
-  const RunnerStats& s = r.stats();
+  // Each repetition starts over (reset) on the same prompt; its numbers are the stats' growth over it. One
+  // prefill is a single ~0.1-1 s sample, and on a shared machine one sample can land in someone else's
+  // burst: the median of a few (llama-bench's -r) is what a rerun reproduces.
+  std::vector<RunnerStats> runs;
+  for (int rep = 0; rep < a.reps; ++rep) {
+    const RunnerStats before = r.stats();
+    r.reset();
+    auto out = r.generate(prompt, g);
+    if (!out) return fail(out.error());
+    RunnerStats d = r.stats();
+    d.prompt_tokens -= before.prompt_tokens;
+    d.prefill_ms -= before.prefill_ms;
+    d.generated_tokens -= before.generated_tokens;
+    d.decode_steps -= before.decode_steps;
+    d.decode_ms -= before.decode_ms;
+    runs.push_back(d);
+  }
+  // Prefill time, decode time and TTFT: each the median of its own list over the runs.
+  RunnerStats s = runs.front();
+  auto median = [&](double RunnerStats::*field) {
+    std::vector<double> v;
+    for (const RunnerStats& x : runs) v.push_back(x.*field);
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  s.prefill_ms = median(&RunnerStats::prefill_ms);
+  s.decode_ms = median(&RunnerStats::decode_ms);
+  s.ttft_ms = median(&RunnerStats::ttft_ms);
+  s.peak_rss_bytes = r.stats().peak_rss_bytes;
   double bw = triad_bandwidth_gbs();
   double bytes = decode_bytes_per_token(**prog, prompt_n + gen_n / 2);
   double roofline_tps = bytes > 0 ? bw * 1e9 / bytes : 0;
@@ -144,6 +171,13 @@ int bench(const BenchArgs& a) {
   j["cache_bytes"] = cache_bytes;
   j["rss_overhead_mib"] = (static_cast<double>(s.peak_rss_bytes) - static_cast<double>(weight_bytes + cache_bytes)) / (1 << 20);
   j["model"] = a.model;
+  j["reps"] = a.reps;
+  if (a.reps > 1) {
+    nlohmann::json per = nlohmann::json::array();
+    for (const RunnerStats& x : runs)
+      per.push_back({{"prefill_tok_s", x.prefill_tok_s()}, {"decode_tok_s", x.decode_tok_s()}, {"ttft_ms", x.ttft_ms}});
+    j["runs"] = per;
+  }
   j["backends"] = a.backends;
   j["prompt_tokens"] = prompt_n;
   j["bandwidth_gbs"] = bw;
@@ -171,6 +205,10 @@ RunFn setup(CLI::App& sub) {
   sub.add_option("--gen", a->gen, "Tokens to generate")->capture_default_str();
   sub.add_option("--backend", a->backends, "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")->capture_default_str();
   sub.add_option("--threads", a->threads, "Threads for the selected backends (0 = their default)");
+  sub.add_option("--reps", a->reps,
+                 "Runs in this process, each from an empty cache; prefill/decode tok/s and TTFT are their medians")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   sub.footer(
       "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
       "its threads were; "

@@ -2,7 +2,9 @@
 // ggml/include/ggml-backend.h from the same release as the prebuilt libraries it links). It exists so the
 // llama.cpp numbers carry no wrapper overhead (no Node, no sampling chain, no tokenizer).
 //
-//   driver bench    MODEL.gguf --prompt 512 --gen 128 --threads 2   -> one JSON line: prefill_tok_s, decode_tok_s, ...
+//   driver bench    MODEL.gguf --prompt 512 --gen 128 --threads 2 [--reps N]
+//                                                                   -> one JSON line: prefill_tok_s, decode_tok_s, ...
+//                                                                      (medians of N runs, each from an empty cache)
 //   driver logits   MODEL.gguf --tokens 1,2,3 --out FILE.f32        -> logits [T, vocab] float32, row-major
 //                                                                      (f32 K/V cache, flash attention off unless
 //                                                                      HFS_LLAMA_FLASH is set; bench keeps defaults)
@@ -37,7 +39,7 @@ int die(const std::string& msg) {
 
 struct Args {
   std::string cmd, model, out, qtype;
-  int prompt = 512, gen = 128, threads = 2;
+  int prompt = 512, gen = 128, threads = 2, reps = 1;
   std::vector<llama_token> tokens;
 };
 
@@ -69,6 +71,7 @@ bool parse(int argc, char** argv, Args& a, std::string& err) {
     if (k == "--prompt") a.prompt = std::atoi(v.c_str());
     else if (k == "--gen") a.gen = std::atoi(v.c_str());
     else if (k == "--threads") a.threads = std::atoi(v.c_str());
+    else if (k == "--reps") a.reps = std::atoi(v.c_str());
     else if (k == "--out") a.out = v;
     else if (k == "--tokens") {
       size_t p = 0;
@@ -153,7 +156,7 @@ llama_token argmax(const float* logits, int n) {
 }
 
 int bench(const Args& a) {
-  if (a.prompt < 1 || a.gen < 1) return die("bench: --prompt and --gen must be >= 1");
+  if (a.prompt < 1 || a.gen < 1 || a.reps < 1) return die("bench: --prompt, --gen and --reps must be >= 1");
   Loaded L;
   std::string err;
   if (!load(a, static_cast<uint32_t>(a.prompt + a.gen), static_cast<uint32_t>(a.prompt), false, L, err)) return die(err);
@@ -163,24 +166,36 @@ int bench(const Args& a) {
   std::vector<llama_token> prompt(static_cast<size_t>(a.prompt));
   for (llama_token& t : prompt) t = static_cast<llama_token>(rng() % static_cast<uint32_t>(n_vocab));
 
-  double t0 = now_s();
-  if (llama_decode(L.ctx, llama_batch_get_one(prompt.data(), a.prompt)) != 0) return die("llama_decode(prompt) failed");
-  llama_token next = argmax(llama_get_logits_ith(L.ctx, -1), n_vocab);
-  double t1 = now_s();
-  // Greedy decode of `gen` tokens: gen - 1 single-token decodes after the token the prefill produced, the
-  // same count `hfstatic bench` times (its generate() emits the first token from the prefill logits).
+  // Runs as `hfstatic bench --reps` does them: each from an empty cache, prefill and decode times medians.
+  std::vector<double> prefill_s, decode_s;
   int steps = 0;
-  for (int i = 1; i < a.gen; ++i) {
-    if (llama_decode(L.ctx, llama_batch_get_one(&next, 1)) != 0) return die("llama_decode(token) failed");
-    next = argmax(llama_get_logits_ith(L.ctx, -1), n_vocab);
-    ++steps;
+  for (int rep = 0; rep < a.reps; ++rep) {
+    llama_memory_clear(llama_get_memory(L.ctx), true);
+    double t0 = now_s();
+    if (llama_decode(L.ctx, llama_batch_get_one(prompt.data(), a.prompt)) != 0) return die("llama_decode(prompt) failed");
+    llama_token next = argmax(llama_get_logits_ith(L.ctx, -1), n_vocab);
+    double t1 = now_s();
+    // Greedy decode of `gen` tokens: gen - 1 single-token decodes after the token the prefill produced, the
+    // same count `hfstatic bench` times (its generate() emits the first token from the prefill logits).
+    steps = 0;
+    for (int i = 1; i < a.gen; ++i) {
+      if (llama_decode(L.ctx, llama_batch_get_one(&next, 1)) != 0) return die("llama_decode(token) failed");
+      next = argmax(llama_get_logits_ith(L.ctx, -1), n_vocab);
+      ++steps;
+    }
+    double t2 = now_s();
+    prefill_s.push_back(t1 - t0);
+    decode_s.push_back(t2 - t1);
   }
-  double t2 = now_s();
-  double prefill_s = t1 - t0, decode_s = t2 - t1;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  const double pre = median(prefill_s), dec = median(decode_s);
   std::printf(
       "{\"prefill_tok_s\": %.4f, \"decode_tok_s\": %.4f, \"ttft_ms\": %.3f, \"prompt_tokens\": %d, "
-      "\"decode_steps\": %d, \"threads\": %d, \"n_params\": %llu, \"model_size_bytes\": %llu}\n",
-      a.prompt / prefill_s, steps > 0 ? steps / decode_s : 0.0, prefill_s * 1e3, a.prompt, steps, a.threads,
+      "\"decode_steps\": %d, \"threads\": %d, \"reps\": %d, \"n_params\": %llu, \"model_size_bytes\": %llu}\n",
+      a.prompt / pre, steps > 0 ? steps / dec : 0.0, pre * 1e3, a.prompt, steps, a.threads, a.reps,
       static_cast<unsigned long long>(llama_model_n_params(L.model)),
       static_cast<unsigned long long>(llama_model_size(L.model)));
   return 0;

@@ -88,6 +88,15 @@ def test_inspect_json_and_bench_json(tmp_path):
     bench = json.loads(sh(CLI, "bench", "-m", prog, "--prompt", "64", "--gen", "16", "--json").stdout)
     for k in ["prefill_tok_s", "decode_tok_s", "ttft_ms", "peak_rss_mib", "bandwidth_gbs", "roofline_share"]:
         assert bench[k] > 0, k
+    # --reps: every run starts from an empty cache (same prompt, same token counts), and the reported
+    # speeds are the medians of the runs'.
+    reps = json.loads(sh(CLI, "bench", "-m", prog, "--prompt", "40", "--gen", "9", "--reps", "3", "--json").stdout)
+    assert reps["reps"] == 3 and len(reps["runs"]) == 3
+    assert reps["prompt_tokens"] == 40 and reps["generated_tokens"] == 9
+    for k in ["prefill_tok_s", "decode_tok_s", "ttft_ms"]:
+        assert reps[k] == pytest.approx(sorted(r[k] for r in reps["runs"])[1], rel=1e-9), k
+    r = subprocess.run([CLI, "bench", "-m", prog, "--reps", "0"], capture_output=True, text=True)
+    assert r.returncode != 0 and "--reps" in r.stderr
     tok = json.loads(sh(CLI, "tokenize", "-m", prog, "--json", "Once upon a time").stdout)
     assert tok["ids"][0] == 1
 
