@@ -178,11 +178,16 @@ void float_gemm(const PackedWeight& w, const float* x, int64_t m, const float* b
     for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {
       const int64_t kc = std::min(kPanelK, k - k0);
       pack_panel<Fmt>(w, n, n1, k0, kc, panel);
+      PanelPrefetch next(w, elem_size(Fmt{}), kPanelCols, kPanelK, n, n1, k0);
+      const int64_t sweeps = (m + kPanelRows - 1) / kPanelRows;
       const bool first = k0 == 0;
       const float* bias_last = bias != nullptr && k0 + kc == k ? bias + n : nullptr;
       int64_t i = 0;
-      for (; i + kPanelRows <= m; i += kPanelRows)
+      for (; i + kPanelRows <= m; i += kPanelRows) {
+        next.issue(sweeps);
         panel_rows<kPanelRows>(panel, kc, x + i * k + k0, k, y + i * w.n + n, w.n, first, bias_last, mk0, mk1);
+      }
+      next.issue(1);
       const float* xi = x + i * k + k0;
       float* yi = y + i * w.n + n;
       switch (m - i) {

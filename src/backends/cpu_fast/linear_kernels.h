@@ -48,4 +48,39 @@ inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 32) * st
 // for a few rows).
 inline int64_t float_unit_rows(int64_t m) { return m == 1 ? 4 : 32; }
 
+// Float prefill GEMMs (AVX-512, AVX2) pack panels of `cols` weight rows × `kpanel` K, the panels in order
+// (n, k0), (n, k0 + kpanel), ..., then (n + cols, 0). A panel is `cols` row segments of ≤ 1 KiB some KiB
+// apart: short strided streams that the hardware prefetcher barely ramps up on, so the packing of each
+// panel waited on DRAM. This names the cache lines of the panel after (n, k0) (none past row n1) and
+// prefetches them a few at a time, spread over the current panel's row sweeps. Qwen2.5-0.5B / SmolLM2-135M
+// 512-token prefills, in one process alternating with and without it run by run: f32 1 thread +37 % / +16 %,
+// 2 threads +10 % / +22 %; Qwen2.5 f16 +26 % / +24 % (AVX-512 kernels on Zen 5). The AVX2 kernels, whose
+// FMA rate leaves more time per panel, on the same machine: Qwen2.5 f16 +4 % / +8 %, f32 +1 % / +12 %
+// (and -8 % on two threads in an earlier run of 3 pairs), SmolLM2 f16 +9 % / +6 %.
+struct PanelPrefetch {
+  PanelPrefetch(const PackedWeight& w, int64_t elem_bytes, int64_t cols, int64_t kpanel, int64_t n, int64_t n1,
+                int64_t k0) {
+    int64_t nn = n, kk = k0 + kpanel;
+    if (kk >= w.k) {
+      nn = n + cols;
+      kk = 0;
+    }
+    if (nn >= n1) return;
+    row_bytes_ = w.k * elem_bytes;
+    per_row_ = ((w.k - kk < kpanel ? w.k - kk : kpanel) * elem_bytes + 63) / 64;
+    base_ = static_cast<const char*>(w.raw) + nn * row_bytes_ + kk * elem_bytes;
+    lines_ = (n1 - nn < cols ? n1 - nn : cols) * per_row_;
+  }
+  // Prefetch lines for one of `sweeps` row sweeps (the last sweep's call takes what is left).
+  void issue(int64_t sweeps) {
+    const int64_t end = sweeps <= 1 ? lines_ : line_ + (lines_ + sweeps - 1) / sweeps;
+    for (; line_ < end && line_ < lines_; ++line_)
+      __builtin_prefetch(base_ + line_ / per_row_ * row_bytes_ + line_ % per_row_ * 64, 0, 3);
+  }
+
+ private:
+  const char* base_ = nullptr;
+  int64_t row_bytes_ = 0, per_row_ = 1, line_ = 0, lines_ = 0;
+};
+
 }  // namespace hfs::cpu_fast::detail
