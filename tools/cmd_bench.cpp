@@ -28,6 +28,7 @@ struct BenchArgs {
   std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;
   int reps = 1;
+  int vs_threads = 0;
 };
 
 // A float array on transparent huge pages, as cpu_fast's packed weights are (src/backends/cpu_fast/
@@ -152,6 +153,31 @@ int bench(const BenchArgs& a) {
   s.decode_ms = median(&RunnerStats::decode_ms);
   s.ttft_ms = median(&RunnerStats::ttft_ms);
   s.peak_rss_bytes = r.stats().peak_rss_bytes;
+
+  // --vs-threads: a second runner on the same program with another thread count, its prefill and this
+  // one's taking turns (the order alternating) --reps times. The speedup is the median of the neighbouring
+  // pairs' ratios: on a machine whose speed drifts between processes (this project's VMs: ±25 % over
+  // minutes) two processes measured one after the other read that drift as scaling. Made after the runs
+  // above, so their peak RSS does not include its caches.
+  std::vector<double> vs_ms, own_ms;
+  if (a.vs_threads > 0) {
+    RunnerOptions vo = ro;
+    for (const std::string& b : a.backends) vo.io.method.backends.settings[b].set("threads", Value(a.vs_threads));
+    auto other = Runner::create(*prog, vo);
+    if (!other) return fail(other.error());
+    GenerationConfig first_token = g;
+    first_token.max_new_tokens = 1;
+    for (int rep = 0; rep < a.reps; ++rep)
+      for (int turn = 0; turn < 2; ++turn) {
+        const bool vs = (turn == 0) == (rep % 2 == 0);
+        Runner& x = vs ? **other : r;
+        const double before = x.stats().prefill_ms;
+        x.reset();
+        auto out = x.generate(prompt, first_token);
+        if (!out) return fail(out.error());
+        (vs ? vs_ms : own_ms).push_back(x.stats().prefill_ms - before);
+      }
+  }
   double bw = triad_bandwidth_gbs();
   double bytes = decode_bytes_per_token(**prog, prompt_n + gen_n / 2);
   double roofline_tps = bytes > 0 ? bw * 1e9 / bytes : 0;
@@ -172,6 +198,17 @@ int bench(const BenchArgs& a) {
   j["rss_overhead_mib"] = (static_cast<double>(s.peak_rss_bytes) - static_cast<double>(weight_bytes + cache_bytes)) / (1 << 20);
   j["model"] = a.model;
   j["reps"] = a.reps;
+  if (a.vs_threads > 0) {
+    std::vector<double> speedup;
+    for (size_t i = 0; i < vs_ms.size(); ++i) speedup.push_back(vs_ms[i] / own_ms[i]);
+    auto mid = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    };
+    j["vs_threads"] = a.vs_threads;
+    j["vs_prefill_tok_s"] = prompt_n * 1000.0 / mid(vs_ms);
+    j["prefill_speedup_vs_threads"] = mid(speedup);
+  }
   if (a.reps > 1) {
     nlohmann::json per = nlohmann::json::array();
     for (const RunnerStats& x : runs)
@@ -209,6 +246,10 @@ RunFn setup(CLI::App& sub) {
                  "Runs in this process, each from an empty cache; prefill/decode tok/s and TTFT are their medians")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  sub.add_option("--vs-threads", a->vs_threads,
+                 "Also prefill on this many threads, in turn with --threads in this process, --reps times; "
+                 "prefill_speedup_vs_threads = median of the pairs' time ratios (--json)")
+      ->check(CLI::Range(1, 1024));
   sub.footer(
       "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
       "its threads were; "

@@ -95,6 +95,14 @@ def test_inspect_json_and_bench_json(tmp_path):
     assert reps["prompt_tokens"] == 40 and reps["generated_tokens"] == 9
     for k in ["prefill_tok_s", "decode_tok_s", "ttft_ms"]:
         assert reps[k] == pytest.approx(sorted(r[k] for r in reps["runs"])[1], rel=1e-9), k
+    # --vs-threads: a second runner prefills in turn with the first; the speedup is the median of the
+    # pairs' time ratios, and the main numbers stay those of the --threads runner.
+    vs = json.loads(sh(CLI, "bench", "-m", prog, "--prompt", "40", "--gen", "3", "--threads", "2", "--vs-threads",
+                       "1", "--reps", "3", "--json").stdout)
+    assert vs["vs_threads"] == 1 and vs["vs_prefill_tok_s"] > 0 and vs["prefill_speedup_vs_threads"] > 0
+    assert vs["generated_tokens"] == 3 and len(vs["runs"]) == 3
+    r = subprocess.run([CLI, "bench", "-m", prog, "--vs-threads", "0"], capture_output=True, text=True)
+    assert r.returncode != 0 and "--vs-threads" in r.stderr
     r = subprocess.run([CLI, "bench", "-m", prog, "--reps", "0"], capture_output=True, text=True)
     assert r.returncode != 0 and "--reps" in r.stderr
     tok = json.loads(sh(CLI, "tokenize", "-m", prog, "--json", "Once upon a time").stdout)
