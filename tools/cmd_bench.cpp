@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "cli.h"
 #include "common.h"
@@ -104,6 +105,12 @@ double decode_bytes_per_token(const Program& p, int64_t pos) {
   return bytes;
 }
 
+// Middle value (mean of the two middle ones for an even count); v non-empty.
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
 int bench(const BenchArgs& a) {
   auto prog = Program::load(a.model);
   if (!prog) return fail(prog.error());
@@ -146,8 +153,7 @@ int bench(const BenchArgs& a) {
   auto median = [&](double RunnerStats::*field) {
     std::vector<double> v;
     for (const RunnerStats& x : runs) v.push_back(x.*field);
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    return median_of(std::move(v));
   };
   s.prefill_ms = median(&RunnerStats::prefill_ms);
   s.decode_ms = median(&RunnerStats::decode_ms);
@@ -201,13 +207,9 @@ int bench(const BenchArgs& a) {
   if (a.vs_threads > 0) {
     std::vector<double> speedup;
     for (size_t i = 0; i < vs_ms.size(); ++i) speedup.push_back(vs_ms[i] / own_ms[i]);
-    auto mid = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-    };
     j["vs_threads"] = a.vs_threads;
-    j["vs_prefill_tok_s"] = prompt_n * 1000.0 / mid(vs_ms);
-    j["prefill_speedup_vs_threads"] = mid(speedup);
+    j["vs_prefill_tok_s"] = prompt_n * 1000.0 / median_of(vs_ms);
+    j["prefill_speedup_vs_threads"] = median_of(std::move(speedup));
   }
   if (a.reps > 1) {
     nlohmann::json per = nlohmann::json::array();
