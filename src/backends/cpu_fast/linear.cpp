@@ -85,14 +85,23 @@ void run_tasks(ThreadPool* pool, int64_t tasks, const Fn& body) {
     for (int64_t t = 0; t < tasks; ++t) body(t);
 }
 
-// Tiles per task unit of the integer kernels: a prefill kernel runs tiles in pairs (int_range), so a task
-// edge inside a pair leaves both sides a lone tile that loads each activation row for half the work.
+// Task units of the integer kernels: one tile for decode, a pair of tiles for prefill. A prefill kernel
+// runs tiles in pairs (int_range), so a task edge inside a pair leaves both sides a lone tile that loads
+// each activation row for half the work.
 // SmolLM2-135M's [576, 576] and [576, 1536] (36 tiles) as 16 tasks run serially at m = 64, medians of
 // 600 alternating: i8 65.1 / 67.7 / 65.3 µs (one range / 16 tile-unit tasks / 16 pair-unit tasks), q4_0
 // 169.5 / 173.0 / 169.5 µs for the wider one. Whole 512-token prefills on 2 threads, in one process
 // alternating run by run (10 pairs): SmolLM2 int8 +2.6 %, int4 +0.9 %, Qwen2.5 int8 +4.0 % (6 pairs);
 // 1 thread (one task, unchanged) within ±1 %. Decode streams tile by tile: any edge is fine there.
-int64_t int_unit_tiles(int64_t m) { return m > 1 ? 2 : 1; }
+// IntUnits: a packed weight's tiles grouped into those units — how many units, and the tiles
+// [first(u0), end(u1)) that units [u0, u1) cover (the last unit may hold fewer tiles).
+struct IntUnits {
+  IntUnits(const PackedWeight& w, int64_t m) : tiles(w.n_padded / detail::kTileRows), per(m > 1 ? 2 : 1) {}
+  int64_t count() const { return (tiles + per - 1) / per; }
+  int64_t first(int64_t u0) const { return u0 * per; }
+  int64_t end(int64_t u1) const { return std::min(tiles, u1 * per); }
+  int64_t tiles, per;
+};
 
 int64_t task_count(size_t bytes, int64_t m, int64_t units, int threads) {
   constexpr int64_t kTaskWork = int64_t{256} << 10;
@@ -402,12 +411,10 @@ void linear_quantized(const PackedWeight& w, const QuantizedActs& a, int64_t m, 
                       ThreadPool* pool) {
   const int threads = pool ? pool->size() : 1;
   const detail::IntKernel kern = int_kernel(m);
-  const int64_t tiles = w.n_padded / detail::kTileRows, per = int_unit_tiles(m);
-  const int64_t units = (tiles + per - 1) / per;
+  const IntUnits iu(w, m);
+  const int64_t units = iu.count();
   const int64_t chunks = task_count(w.weight_bytes(), m, units, threads);
-  auto body = [&](int64_t c) {
-    kern(w, a, m, bias, y, units * c / chunks * per, std::min(tiles, units * (c + 1) / chunks * per));
-  };
+  auto body = [&](int64_t c) { kern(w, a, m, bias, y, iu.first(units * c / chunks), iu.end(units * (c + 1) / chunks)); };
   run_tasks(pool, chunks, body);
 }
 
@@ -423,15 +430,15 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
   const bool integer = jobs[0].w->is_integer();
   const detail::FloatKernel fkern = float_kernel();
   const detail::IntKernel ikern = int_kernel(m);
-  // Units: int_unit_tiles(m) packed tiles (integer) or float_unit_rows(m) rows (float). The task budget
+  // Units: IntUnits (integer) or float_unit_rows(m) rows (float). The task budget
   // (task_count over all the weights' bytes) is shared out in proportion to each weight's units, at least
   // one task each.
   const int threads = pool != nullptr ? pool->size() : 1;
-  const int64_t frows = detail::float_unit_rows(m), per = int_unit_tiles(m);
+  const int64_t frows = detail::float_unit_rows(m);
   int64_t units[kMaxJobs] = {}, tasks[kMaxJobs] = {}, total_units = 0, total_tasks = 0;
   const size_t nj = jobs.size();
   for (size_t j = 0; j < nj; ++j) {
-    units[j] = integer ? (jobs[j].w->n_padded / detail::kTileRows + per - 1) / per : (jobs[j].w->n + frows - 1) / frows;
+    units[j] = integer ? IntUnits(*jobs[j].w, m).count() : (jobs[j].w->n + frows - 1) / frows;
     total_units += units[j];
   }
   size_t total_bytes = 0;
@@ -455,10 +462,12 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
     while (t >= tasks[j]) t -= tasks[j++];
     const int64_t u0 = units[j] * t / tasks[j], u1 = units[j] * (t + 1) / tasks[j];
     const LinearJob& job = jobs[j];
-    if (integer)
-      ikern(*job.w, *acts, m, job.bias, job.y, u0 * per, std::min(job.w->n_padded / detail::kTileRows, u1 * per));
-    else
+    if (integer) {
+      const IntUnits iu(*job.w, m);
+      ikern(*job.w, *acts, m, job.bias, job.y, iu.first(u0), iu.end(u1));
+    } else {
       fkern(*job.w, x, m, job.bias, job.y, u0 * frows, std::min(job.w->n, u1 * frows));
+    }
   };
   run_tasks(pool, total_tasks, body);
 }
@@ -469,8 +478,8 @@ void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, cons
   const detail::FloatKernel fkern = float_kernel();
   const detail::IntKernel ikern = int_kernel(m);
   const int64_t n = gate.w->n;
-  const int64_t per = integer ? int_unit_tiles(m) : 1, tiles = gate.w->n_padded / detail::kTileRows;
-  const int64_t cols = integer ? detail::kTileRows * per : detail::float_unit_rows(m);  // columns per unit
+  const IntUnits iu(*gate.w, m);  // gate and up have the same shape
+  const int64_t cols = integer ? detail::kTileRows * iu.per : detail::float_unit_rows(m);  // columns per unit
   const int64_t units = (n + cols - 1) / cols;
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t tasks = task_count(gate.w->weight_bytes() + up.w->weight_bytes(), m, units, threads);
@@ -478,7 +487,7 @@ void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, cons
     const int64_t u0 = units * t / tasks, u1 = units * (t + 1) / tasks;
     for (const LinearJob* j : {&gate, &up}) {
       if (integer)
-        ikern(*j->w, *acts, m, j->bias, j->y, u0 * per, std::min(tiles, u1 * per));
+        ikern(*j->w, *acts, m, j->bias, j->y, iu.first(u0), iu.end(u1));
       else
         fkern(*j->w, x, m, j->bias, j->y, u0 * cols, std::min(n, u1 * cols));
     }
