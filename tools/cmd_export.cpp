@@ -69,7 +69,7 @@ hfs::cli::RunFn setup_export(CLI::App& sub) {
   sub.add_flag("-v,--verbose", a->verbose, "print each quantized tensor's relative RMS error");
   sub.add_option("model_dir", a->model_dir, "HuggingFace checkpoint directory (config.json + safetensors)")->required();
   sub.add_option("-o,--output", a->out, "output program file (.hfs)")->required();
-  sub.add_option("--prefill-chunk", a->chunk, "tokens per prefill call C (default 64, 128 above 1B parameters)")
+  sub.add_option("--prefill-chunk", a->chunk, "tokens per prefill call C (default 128, at most the context)")
       ->check(CLI::PositiveNumber);
   sub.add_option("--prefill-variants", a->variants,
                  "smaller prefill methods for short prompts and tails: step sizes below C, comma-separated "

@@ -42,7 +42,7 @@ enum class WeightsMode : uint8_t {
 Result<WeightsMode> weights_mode_from_name(std::string_view s);  // "keep" | "f32" | "f16" | "bf16" | "int8" | "int4"
 
 struct ExportOptions {
-  int64_t prefill_chunk = 0;  // C; 0 = by model size: 64 (≤ 1B params), 128 above
+  int64_t prefill_chunk = 0;  // C; 0 = 128 (at most the context)
   // Step sizes of the smaller prefill methods ("prefill_<T>", each 1 ≤ T < C, distinct) that spare short
   // prompts and tails a padded C-row chunk. nullopt = C/16, C/4 and C/2 (those ≥ 2); empty = none.
   std::optional<std::vector<int64_t>> prefill_variants;

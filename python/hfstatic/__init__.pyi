@@ -173,7 +173,7 @@ class Runner:
 def export(
     model_dir: _PathLike,
     out: _PathLike,
-    prefill_chunk: int | None = None,  # None: 64, or 128 above 1B parameters
+    prefill_chunk: int | None = None,  # None: 128, at most the context
     context: int | None = None,  # None: min(max_position_embeddings, 4096)
     cache_dtype: Literal["f32", "f16"] | None = None,  # None: f32
     weights: Literal["keep", "f32", "f16", "bf16", "int8", "int4"] | None = None,  # None: keep the checkpoint's dtype

@@ -52,7 +52,7 @@ void bind_export(py::module_& m) {
       py::arg("prefill_variants") = py::none(),
       R"(Exports a HuggingFace checkpoint directory to a program file; returns `out` as a str.
 
-prefill_chunk: tokens per prefill call (None: 64, or 128 above 1B parameters); context: capacity in tokens (None:
+prefill_chunk: tokens per prefill call (None: 128, at most the context); context: capacity in tokens (None:
 min(max_position_embeddings, 4096)); cache_dtype: "f32" | "f16"; weights: "keep" | "f32" | "f16" | "bf16" |
 "int8" | "int4"; prefill_variants: step sizes (each < prefill_chunk) of smaller prefill methods for short prompts
 and tails (None: C/16, C/4 and C/2; []: none).

@@ -620,8 +620,6 @@ std::string base_name(const std::string& dir) {
 // shape prefilled 512 tokens 1.1-1.5x faster with C = 64 than with the 32 it used to get (f16, int8, int4;
 // 3 interleaved runs each), and a short prompt's partial chunk still goes to decode when that is cheaper
 // (the runner's tail policy).
-int64_t default_prefill_chunk(int64_t n_params) { return n_params <= 1'000'000'000 ? 64 : 128; }
-
 Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std::shared_ptr<const Checkpoint> ck,
                                  const ExportOptions& opt) {
   if (opt.cache_dtype != DType::kF32 && opt.cache_dtype != DType::kF16)
@@ -662,7 +660,7 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
                                                          " exceeds the context length " + std::to_string(g.context));
     g.chunk = opt.prefill_chunk;
   } else {
-    g.chunk = std::min(default_prefill_chunk(plan.n_params), g.context);
+    g.chunk = std::min(kDefaultPrefillChunk, g.context);
   }
   for (const LayerSpec& L : spec.layers) (L.kind == LayerKind::kSliding ? g.has_sliding : g.has_global) = true;
   const int64_t W = g.has_sliding ? spec.sliding_window : 0;

@@ -117,8 +117,11 @@ WeightRef weight_ref(const std::string& prefix, const std::string& name, Shape s
 // "silu" / "swish" → "silu"; "gelu_pytorch_tanh" / "gelu_tanh" / "gelu" (gemma's) → "gelu_tanh"; else unsupported.
 [[nodiscard]] Result<std::string> activation_from_config(const HfConfig& cfg, std::string_view key, const std::string& value);
 
-// Default prefill chunk by parameter count: 64 up to 1B, 128 above.
-int64_t default_prefill_chunk(int64_t n_params);
+// Default prefill chunk C (clamped to the context). 128 for every size: on SmolLM2-135M and
+// Qwen2.5-0.5B shapes 512-token prefills ran 4–12 % faster than with 64 on 1 and on 2 threads, and
+// prompts of 100–300 tokens as well (docs/cpu-fast-backend.md, "Prefill chunk"); shorter prompts run
+// through the C/16, C/4, C/2 variants.
+inline constexpr int64_t kDefaultPrefillChunk = 128;
 
 // --- plan assembly -----------------------------------------------------------------------------------
 // Validates every weight against the checkpoint (presence, shape, float dtype), picks C and the context,

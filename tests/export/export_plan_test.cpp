@@ -475,12 +475,17 @@ TEST_F(ExportPlanTest, IntegerWeightsUnsupported) {
   EXPECT_NE(e.message().find("i8"), std::string::npos) << e.message();
 }
 
-TEST(ExportDefaults, PrefillChunkBySize) {
-  EXPECT_EQ(default_prefill_chunk(260'000), 64);
-  EXPECT_EQ(default_prefill_chunk(199'999'999), 64);
-  EXPECT_EQ(default_prefill_chunk(200'000'000), 64);
-  EXPECT_EQ(default_prefill_chunk(1'000'000'000), 64);
-  EXPECT_EQ(default_prefill_chunk(1'000'000'001), 128);
+TEST_F(ExportPlanTest, DefaultPrefillChunkIs128UnderTheContext) {
+  json c = llama_config();
+  c["max_position_embeddings"] = 1024;
+  write_model(c);
+  ExportPlan p = plan();
+  EXPECT_EQ(meta_int(p, keys::kContextLength), 1024);
+  EXPECT_EQ(meta_int(p, keys::kPrefillTokens), 128);
+  EXPECT_EQ(meta_ints(p, keys::kPrefillVariantTokens), (std::vector<int64_t>{8, 32, 64}));  // C/16, C/4, C/2
+  ExportOptions small;
+  small.context = 100;
+  EXPECT_EQ(meta_int(plan(small), keys::kPrefillTokens), 100);  // clamped to the context
 }
 
 TEST_F(ExportPlanTest, BadOptions) {
@@ -774,7 +779,7 @@ TEST(ExportStories, RealCheckpointPlan) {
   EXPECT_EQ(meta_int(*p, keys::kHeadDim), 8);
   EXPECT_EQ(meta_int(*p, keys::kVocabSize), 512);
   EXPECT_EQ(meta_int(*p, keys::kContextLength), 512);
-  EXPECT_EQ(meta_int(*p, keys::kPrefillTokens), 64);
+  EXPECT_EQ(meta_int(*p, keys::kPrefillTokens), 128);  // kDefaultPrefillChunk
   EXPECT_EQ(meta_int(*p, keys::kBosTokenId), 1);
   EXPECT_EQ(meta_ints(*p, keys::kEosTokenIds), (std::vector<int64_t>{2}));
   EXPECT_EQ(meta_strings(*p, keys::kLayerKinds), (std::vector<std::string>(5, "global")));
