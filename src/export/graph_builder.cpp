@@ -616,10 +616,6 @@ std::string base_name(const std::string& dir) {
 
 }  // namespace
 
-// 64 rows feed the prefill kernels well enough from the smallest models on: on the Xeon the SmolLM2-135M
-// shape prefilled 512 tokens 1.1-1.5x faster with C = 64 than with the 32 it used to get (f16, int8, int4;
-// 3 interleaved runs each), and a short prompt's partial chunk still goes to decode when that is cheaper
-// (the runner's tail policy).
 Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std::shared_ptr<const Checkpoint> ck,
                                  const ExportOptions& opt) {
   if (opt.cache_dtype != DType::kF32 && opt.cache_dtype != DType::kF16)
