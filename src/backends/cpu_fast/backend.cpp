@@ -137,9 +137,14 @@ class FastDelegate : public Delegate {
 
 template <typename Fn>
 void FastDelegate::for_rows(int64_t rows, int64_t row_elems, const Fn& fn) {
-  // Below ~64 Ki elements per task a pool job costs more than it saves: SmolLM2's 32-row prefill
-  // chunk ([32, 576] adds, RoPE, cache writes) got slower when split in two.
-  constexpr int64_t kPerTask = 65536;
+  // Below ~16 Ki elements per task a pool job costs more than it saves: SmolLM2's 32-row prefill chunk
+  // ([32, 576] adds, RoPE, cache writes) got slower when split in two, so that stays on the caller. The
+  // 128-row chunk's float-path residual adds and RMSNorms ([128, 576] / [128, 896]) split 4 ways; at 64 Ki
+  // they ran serially. 512-token prefills on 2 threads, one process alternating 64 Ki / 16 Ki run by run
+  // (10-12 pairs, two or three sessions of pairs): SmolLM2 f16 +1 to +7 %, f32 +1 to +2 %; Qwen2.5 f16
+  // +5 to +10 %, f32 -1 to +10 %; int8 (adds and norms run inside the quantization job) +-1 %; 1 thread
+  // unchanged (docs/cpu-fast-backend.md, "Thread pool").
+  constexpr int64_t kPerTask = 16384;
   const int64_t total = rows * row_elems;
   const int64_t tasks =
       pool && pool->size() > 1 && total >= 2 * kPerTask ? std::min<int64_t>({total / kPerTask, 4 * pool->size(), rows}) : 1;

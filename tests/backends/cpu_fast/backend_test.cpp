@@ -472,6 +472,73 @@ TEST(CpuFastBackend, RopeAndCacheWritesOfAChunkRunAsOneJob) {
   }
 }
 
+// A 128-row prefill chunk's float-path residual add and RMSNorm ([128, 576], SmolLM2's width) run as pool
+// jobs on 2 threads (the profile's jobs column), against a double reference, and bit-identical to 1 thread.
+TEST(CpuFastBackend, ResidualAddAndNormOfAPrefillChunkSplitOverThreads) {
+  constexpr int64_t T = 128, W = 576;
+  constexpr double kEps = 1e-5;
+  MethodDef m;
+  m.name = "add_norm";
+  m.inputs = {{"x", {DType::kF32, {1, T, W}}, IORole::kInput, ""}, {"r", {DType::kF32, {1, T, W}}, IORole::kInput, ""}};
+  m.nodes = {{"add", {"x", "r"}, {"h"}, {}}, {"rms_norm", {"h", "norm"}, {"n"}, {{"eps", Value(kEps)}}}};
+  m.outputs = {{"h", {DType::kF32, {1, T, W}}, IORole::kOutput, ""}, {"n", {DType::kF32, {1, T, W}}, IORole::kOutput, ""}};
+  Store st;
+  auto norm = randn(W, 31, 0.2f);
+  for (auto& v : norm) v += 1.0f;
+  ASSERT_TRUE(st.add("norm", {DType::kF32, {W}}, std::as_bytes(std::span(norm))).ok());
+  const auto x = randn(T * W, 32, 1.0f), r = randn(T * W, 33, 0.5f);
+  std::vector<float> h1, n1;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    setenv("HFS_PROFILE", "1", 1);
+    testing::internal::CaptureStderr();
+    std::vector<float> h(x.size()), n(x.size());
+    {
+      CpuFastBackend be(threads);
+      auto del = be.compile(subgraph_of(m, st));
+      ASSERT_TRUE(del.ok()) << del.error().to_string();
+      std::vector<TensorView> in = {TensorView(const_cast<float*>(x.data()), DType::kF32, {1, T, W}),
+                                    TensorView(const_cast<float*>(r.data()), DType::kF32, {1, T, W})};
+      std::vector<TensorView> outs = {TensorView(h.data(), DType::kF32, {1, T, W}), TensorView(n.data(), DType::kF32, {1, T, W})};
+      Status run = (*del)->execute(in, outs);
+      ASSERT_TRUE(run.ok()) << run.error().to_string();
+    }
+    const std::string err = testing::internal::GetCapturedStderr();
+    unsetenv("HFS_PROFILE");
+    for (int64_t t = 0; t < T; ++t) {
+      double ss = 0;
+      for (int64_t i = 0; i < W; ++i) {
+        const double v = static_cast<double>(x[t * W + i]) + r[t * W + i];
+        ss += v * v;
+      }
+      const double inv = 1.0 / std::sqrt(ss / W + kEps);
+      for (int64_t i = 0; i < W; ++i) {
+        const double v = static_cast<double>(x[t * W + i]) + r[t * W + i];
+        ASSERT_NEAR(h[t * W + i], v, 1e-6) << t << " " << i;
+        ASSERT_NEAR(n[t * W + i], v * inv * norm[i], 2e-5) << t << " " << i;
+      }
+    }
+    if (threads == 1) {
+      h1 = h, n1 = n;
+      continue;
+    }
+    EXPECT_EQ(h, h1);
+    EXPECT_EQ(n, n1);
+    // "  <kind>  <ms>  <%>  <calls>  <jobs> ...": each step ran as one pool job.
+    for (const char* kind : {"  add ", "  rms_norm "}) {
+      const size_t at = err.find(kind);
+      ASSERT_NE(at, std::string::npos) << kind << " missing in\n" << err;
+      std::istringstream row(err.substr(at, err.find('\n', at) - at));
+      std::string name, pct;
+      double ms = 0;
+      int calls = 0, jobs = 0;
+      row >> name >> ms >> pct >> calls >> jobs;
+      EXPECT_EQ(calls, 1) << err;
+      EXPECT_EQ(jobs, 1) << err;
+    }
+  }
+}
+
 // Integer linears run the RMSNorm before them (and the residual add before that) inside their activation
 // quantization job: the profile of the quantized block has no rms_norm kind, and one add per execute is
 // left (the block's last, which no norm follows). QuantizedWeightBlockMatchesReference checks the values.
