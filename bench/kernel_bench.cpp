@@ -10,8 +10,9 @@
 //   build/kernel_bench gemm       # integer prefill GEMMs: AVX-512 VNNI vs AMX tiles, AMX block costs
 //   build/kernel_bench pack       # load-time weight packing: portable loop vs AVX-512
 //   build/kernel_bench quant      # prefill activation quantization on the caller vs on the pool
-//   build/kernel_bench scaling    # 2-thread gain by kind of work: registers, L2 streams, a prefill GEMM
-//                                 # (weights cached, and weights from memory)
+//   build/kernel_bench scaling    # 2-thread gain by kind of work: registers, L2 streams, q4_0 and f16
+//                                 # prefill GEMMs (weights cached, from memory, after the op before
+//                                 # wrote their input from both cores)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -407,6 +408,26 @@ void scaling() {
   std::vector<PackedWeight> cold;
   for (int c = 0; c < 256; ++c) cold.push_back(pack_weight(DType::kQ4_0, q.data(), n, k, nullptr).value());
   size_t next_cold = 0;
+  // SmolLM2-135M's down projection [576, 1536] in f16 against a 128-row prefill chunk (the default
+  // chunk), cached and from memory (64 copies, 108 MiB).
+  const int64_t fn = 576, fk = 1536, fm = 128;
+  std::vector<uint16_t> wh(fn * fk);
+  for (auto& v : wh) v = f32_to_f16(nd(rng));
+  std::vector<float> fx(fm * fk), fy(fm * fn);
+  for (auto& v : fx) v = nd(rng) * 50;
+  std::vector<std::vector<uint16_t>> fcopies(64, wh);
+  std::vector<PackedWeight> fcold;
+  for (const auto& c : fcopies) fcold.push_back(pack_weight(DType::kF16, c.data(), fn, fk, nullptr).value());
+  LinearScratch fs(fk, fm);
+  size_t next_fcold = 0;
+  // As a model step leaves x: its rows written by the threads of the op before (row halves on 2 threads),
+  // so half of x sits modified in the other core's cache when the GEMM (split by output columns) reads it.
+  auto rewrite = [&](ThreadPool& pool) {
+    const int64_t parts = pool.size();
+    pool.run(parts, [&](int64_t t) {
+      for (int64_t i = fm * t / parts * fk; i < fm * (t + 1) / parts * fk; ++i) fx[i] = fx[i] * 0.5f + 1e-3f;
+    });
+  };
   // The register and L2 work as two tasks; the GEMM through linear_quantized, split as in a model step.
   auto two_tasks = [](const std::function<void(int64_t)>& task) {
     return [task](ThreadPool& pool) { pool.run(2, [&](int64_t i) { task(i); }); };
@@ -417,6 +438,17 @@ void scaling() {
       {"q4_0 prefill GEMM [1536, 576] m=64", [&](ThreadPool& pool) { linear_quantized(pw, s.acts, m, nullptr, y.data(), &pool); }},
       {"the same GEMM, weights from memory", [&](ThreadPool& pool) {
          linear_quantized(cold[next_cold++ % cold.size()], s.acts, m, nullptr, y.data(), &pool);
+       }},
+      {"f16 prefill GEMM [576, 1536] m=128", [&](ThreadPool& pool) {
+         linear(fcold[0], fx.data(), fm, nullptr, fy.data(), fs, &pool);
+       }},
+      {"the same GEMM, weights from memory", [&](ThreadPool& pool) {
+         linear(fcold[next_fcold++ % fcold.size()], fx.data(), fm, nullptr, fy.data(), fs, &pool);
+       }},
+      {"x rewritten by row halves (alone)", [&](ThreadPool& pool) { rewrite(pool); }},
+      {"x rewritten, then the GEMM from memory", [&](ThreadPool& pool) {
+         rewrite(pool);
+         linear(fcold[next_fcold++ % fcold.size()], fx.data(), fm, nullptr, fy.data(), fs, &pool);
        }}};
   for (const auto& [name, work] : kinds) {
     std::vector<double> t[2];

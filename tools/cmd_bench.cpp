@@ -30,6 +30,7 @@ struct BenchArgs {
   int threads = 0;
   int reps = 1;
   int vs_threads = 0;
+  int vs_pairs = 0;  // 0: --reps
 };
 
 // A float array on transparent huge pages, as cpu_fast's packed weights are (src/backends/cpu_fast/
@@ -161,7 +162,7 @@ int bench(const BenchArgs& a) {
   s.peak_rss_bytes = r.stats().peak_rss_bytes;
 
   // --vs-threads: a second runner on the same program with another thread count, its prefill and this
-  // one's taking turns (the order alternating) --reps times. The speedup is the median of the neighbouring
+  // one's taking turns (the order alternating) --vs-pairs times. The speedup is the median of the neighbouring
   // pairs' ratios: on a machine whose speed drifts between processes (this project's VMs: ±25 % over
   // minutes) two processes measured one after the other read that drift as scaling. Made after the runs
   // above, so their peak RSS does not include its caches.
@@ -173,7 +174,8 @@ int bench(const BenchArgs& a) {
     if (!other) return fail(other.error());
     GenerationConfig first_token = g;
     first_token.max_new_tokens = 1;
-    for (int rep = 0; rep < a.reps; ++rep)
+    const int pairs = a.vs_pairs > 0 ? a.vs_pairs : a.reps;
+    for (int rep = 0; rep < pairs; ++rep)
       for (int turn = 0; turn < 2; ++turn) {
         const bool vs = (turn == 0) == (rep % 2 == 0);
         Runner& x = vs ? **other : r;
@@ -209,6 +211,7 @@ int bench(const BenchArgs& a) {
     for (size_t i = 0; i < vs_ms.size(); ++i) speedup.push_back(vs_ms[i] / own_ms[i]);
     j["vs_threads"] = a.vs_threads;
     j["vs_prefill_tok_s"] = prompt_n * 1000.0 / median_of(vs_ms);
+    j["prefill_speedup_pairs"] = speedup;  // in measurement order, so a reader sees the spread
     j["prefill_speedup_vs_threads"] = median_of(std::move(speedup));
   }
   if (a.reps > 1) {
@@ -249,9 +252,11 @@ RunFn setup(CLI::App& sub) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   sub.add_option("--vs-threads", a->vs_threads,
-                 "Also prefill on this many threads, in turn with --threads in this process, --reps times; "
-                 "prefill_speedup_vs_threads = median of the pairs' time ratios (--json)")
+                 "Also prefill on this many threads, in turn with --threads in this process (--vs-pairs pairs); "
+                 "prefill_speedup_vs_threads = median of the pairs' time ratios, prefill_speedup_pairs = each "
+                 "(--json)")
       ->check(CLI::Range(1, 1024));
+  sub.add_option("--vs-pairs", a->vs_pairs, "Prefill pairs for --vs-threads (default: --reps)")->check(CLI::Range(1, 100));
   sub.footer(
       "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
       "its threads were; "

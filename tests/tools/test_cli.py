@@ -100,9 +100,16 @@ def test_inspect_json_and_bench_json(tmp_path):
     vs = json.loads(sh(CLI, "bench", "-m", prog, "--prompt", "40", "--gen", "3", "--threads", "2", "--vs-threads",
                        "1", "--reps", "3", "--json").stdout)
     assert vs["vs_threads"] == 1 and vs["vs_prefill_tok_s"] > 0 and vs["prefill_speedup_vs_threads"] > 0
-    assert vs["generated_tokens"] == 3 and len(vs["runs"]) == 3
+    assert vs["generated_tokens"] == 3 and len(vs["runs"]) == 3 and len(vs["prefill_speedup_pairs"]) == 3
+    # --vs-pairs sets the pair count apart from --reps; the speedup is the middle one of the pairs listed.
+    vp = json.loads(sh(CLI, "bench", "-m", prog, "--prompt", "40", "--gen", "2", "--threads", "2", "--vs-threads",
+                       "1", "--vs-pairs", "5", "--json").stdout)
+    assert len(vp["prefill_speedup_pairs"]) == 5 and "runs" not in vp
+    assert vp["prefill_speedup_vs_threads"] == pytest.approx(sorted(vp["prefill_speedup_pairs"])[2], rel=1e-12)
     r = subprocess.run([CLI, "bench", "-m", prog, "--vs-threads", "0"], capture_output=True, text=True)
     assert r.returncode != 0 and "--vs-threads" in r.stderr
+    r = subprocess.run([CLI, "bench", "-m", prog, "--vs-threads", "1", "--vs-pairs", "0"], capture_output=True, text=True)
+    assert r.returncode != 0 and "--vs-pairs" in r.stderr
     r = subprocess.run([CLI, "bench", "-m", prog, "--reps", "0"], capture_output=True, text=True)
     assert r.returncode != 0 and "--reps" in r.stderr
     tok = json.loads(sh(CLI, "tokenize", "-m", prog, "--json", "Once upon a time").stdout)
