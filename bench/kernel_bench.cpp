@@ -12,7 +12,7 @@
 //   build/kernel_bench quant      # prefill activation quantization on the caller vs on the pool
 //   build/kernel_bench scaling    # 2-thread gain by kind of work: registers, L2 streams, q4_0 and f16
 //                                 # prefill GEMMs (weights cached, from memory, after the op before
-//                                 # wrote their input from both cores)
+//                                 # wrote their input or output from both cores)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -420,6 +420,14 @@ void scaling() {
   for (const auto& c : fcopies) fcold.push_back(pack_weight(DType::kF16, c.data(), fn, fk, nullptr).value());
   LinearScratch fs(fk, fm);
   size_t next_fcold = 0;
+  // The output buffer as a model's memory plan hands it over: last written by row halves, so a column
+  // task's stores need lines the other core holds.
+  auto rewrite_y = [&](ThreadPool& pool) {
+    const int64_t parts = pool.size();
+    pool.run(parts, [&](int64_t t) {
+      for (int64_t i = fm * t / parts * fn; i < fm * (t + 1) / parts * fn; ++i) fy[i] = 0.0f;
+    });
+  };
   // As a model step leaves x: its rows written by the threads of the op before (row halves on 2 threads),
   // so half of x sits modified in the other core's cache when the GEMM (split by output columns) reads it.
   auto rewrite = [&](ThreadPool& pool) {
@@ -448,6 +456,10 @@ void scaling() {
       {"x rewritten by row halves (alone)", [&](ThreadPool& pool) { rewrite(pool); }},
       {"x rewritten, then the GEMM from memory", [&](ThreadPool& pool) {
          rewrite(pool);
+         linear(fcold[next_fcold++ % fcold.size()], fx.data(), fm, nullptr, fy.data(), fs, &pool);
+       }},
+      {"y rewritten, then the GEMM from memory", [&](ThreadPool& pool) {
+         rewrite_y(pool);
          linear(fcold[next_fcold++ % fcold.size()], fx.data(), fm, nullptr, fy.data(), fs, &pool);
        }}};
   for (const auto& [name, work] : kinds) {
