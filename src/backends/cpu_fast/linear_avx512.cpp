@@ -173,6 +173,7 @@ template <typename Fmt>
 void float_gemm(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0, int64_t n1) {
   alignas(64) float panel[kPanelK * kPanelCols];
   const int64_t k = w.k;
+  PanelPrefetch::first_of_range(w, elem_size(Fmt{}), kPanelCols, kPanelK, n0, n1).issue(1);
   for (int64_t n = n0; n < n1; n += kPanelCols) {
     const __mmask16 mk0 = tail_mask(n1 - n), mk1 = tail_mask(n1 - n - 16);
     for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {

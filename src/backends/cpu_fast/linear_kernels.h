@@ -57,6 +57,14 @@ inline int64_t float_unit_rows(int64_t m) { return m == 1 ? 4 : 32; }
 // 2 threads +10 % / +22 %; Qwen2.5 f16 +26 % / +24 % (AVX-512 kernels on Zen 5). The AVX2 kernels, whose
 // FMA rate leaves more time per panel, on the same machine: Qwen2.5 f16 +4 % / +8 %, f32 +1 % / +12 %
 // (and -8 % on two threads in an earlier run of 3 pairs), SmolLM2 f16 +9 % / +6 %.
+// A range's first panel has no panel before it to hide its reads behind: a pool task starting cold
+// waited on DRAM for it, about 3 µs a task. `first_of_range` names that panel, and the kernels issue all of
+// it at once before packing it, so its misses overlap instead of following one another. SmolLM2-135M f16
+// weights (from memory, 1 thread, one GEMM as 16 consecutive ranges against one): [576, 576] +50 → +22 µs
+// over 416 µs, [576, 1536] +27-46 → +6 µs over 1100 µs; 512-token prefills on 2 threads (16 pool tasks per
+// GEMM), one process alternating with and without (10 pairs): SmolLM2 f16 +2.1 %, Qwen2.5 f16 +1.8 %,
+// 1 thread (one range per GEMM) unchanged. The AVX2 kernels do the same (their range starts measured
+// within this VM's noise: twice the FMA time per panel hides more of the wait).
 struct PanelPrefetch {
   PanelPrefetch(const PackedWeight& w, int64_t elem_bytes, int64_t cols, int64_t kpanel, int64_t n, int64_t n1,
                 int64_t k0) {
@@ -65,11 +73,14 @@ struct PanelPrefetch {
       nn = n + cols;
       kk = 0;
     }
-    if (nn >= n1) return;
-    row_bytes_ = w.k * elem_bytes;
-    per_row_ = ((w.k - kk < kpanel ? w.k - kk : kpanel) * elem_bytes + 63) / 64;
-    base_ = static_cast<const char*>(w.raw) + nn * row_bytes_ + kk * elem_bytes;
-    lines_ = (n1 - nn < cols ? n1 - nn : cols) * per_row_;
+    init(w, elem_bytes, cols, kpanel, nn, n1, kk);
+  }
+  // Panel (n0, 0) itself, where a range [n0, n1) starts.
+  static PanelPrefetch first_of_range(const PackedWeight& w, int64_t elem_bytes, int64_t cols, int64_t kpanel,
+                                      int64_t n0, int64_t n1) {
+    PanelPrefetch p;
+    p.init(w, elem_bytes, cols, kpanel, n0, n1, 0);
+    return p;
   }
   // Prefetch lines for one of `sweeps` row sweeps (the last sweep's call takes what is left).
   void issue(int64_t sweeps) {
@@ -79,6 +90,17 @@ struct PanelPrefetch {
   }
 
  private:
+  PanelPrefetch() = default;
+  // The panel of rows [nn, min(nn + cols, n1)) × K [kk, kk + kpanel); none when nn ≥ n1.
+  void init(const PackedWeight& w, int64_t elem_bytes, int64_t cols, int64_t kpanel, int64_t nn, int64_t n1,
+            int64_t kk) {
+    if (nn >= n1) return;
+    row_bytes_ = w.k * elem_bytes;
+    per_row_ = ((w.k - kk < kpanel ? w.k - kk : kpanel) * elem_bytes + 63) / 64;
+    base_ = static_cast<const char*>(w.raw) + nn * row_bytes_ + kk * elem_bytes;
+    lines_ = (n1 - nn < cols ? n1 - nn : cols) * per_row_;
+  }
+
   const char* base_ = nullptr;
   int64_t row_bytes_ = 0, per_row_ = 1, line_ = 0, lines_ = 0;
 };
