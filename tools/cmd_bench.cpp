@@ -251,12 +251,14 @@ RunFn setup(CLI::App& sub) {
                  "Runs in this process, each from an empty cache; prefill/decode tok/s and TTFT are their medians")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
-  sub.add_option("--vs-threads", a->vs_threads,
+  CLI::Option* vs = sub.add_option("--vs-threads", a->vs_threads,
                  "Also prefill on this many threads, in turn with --threads in this process (--vs-pairs pairs); "
                  "prefill_speedup_vs_threads = median of the pairs' time ratios, prefill_speedup_pairs = each "
                  "(--json)")
       ->check(CLI::Range(1, 1024));
-  sub.add_option("--vs-pairs", a->vs_pairs, "Prefill pairs for --vs-threads (default: --reps)")->check(CLI::Range(1, 100));
+  sub.add_option("--vs-pairs", a->vs_pairs, "Prefill pairs for --vs-threads (default: --reps)")
+      ->check(CLI::Range(1, 100))
+      ->needs(vs);
   sub.footer(
       "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
       "its threads were; "

@@ -110,6 +110,8 @@ def test_inspect_json_and_bench_json(tmp_path):
     assert r.returncode != 0 and "--vs-threads" in r.stderr
     r = subprocess.run([CLI, "bench", "-m", prog, "--vs-threads", "1", "--vs-pairs", "0"], capture_output=True, text=True)
     assert r.returncode != 0 and "--vs-pairs" in r.stderr
+    r = subprocess.run([CLI, "bench", "-m", prog, "--vs-pairs", "3"], capture_output=True, text=True)
+    assert r.returncode != 0 and "--vs-threads" in r.stderr  # pairs of what: it needs --vs-threads
     r = subprocess.run([CLI, "bench", "-m", prog, "--reps", "0"], capture_output=True, text=True)
     assert r.returncode != 0 and "--reps" in r.stderr
     tok = json.loads(sh(CLI, "tokenize", "-m", prog, "--json", "Once upon a time").stdout)
