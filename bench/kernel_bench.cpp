@@ -13,6 +13,8 @@
 //   build/kernel_bench scaling    # 2-thread gain by kind of work: registers, L2 streams, q4_0 and f16
 //                                 # prefill GEMMs (weights cached, from memory, after the op before
 //                                 # wrote their input or output from both cores)
+//   build/kernel_bench layer      # a prefill chunk's f16 GEMMs over 30 layers of distinct weights, 1 vs 2
+//                                 # threads (what each pool task pays on a chain of different weights)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -472,6 +474,75 @@ void scaling() {
   }
 }
 
+// A prefill chunk's GEMMs as a model runs them: SmolLM2-135M's layer (q/k/v batch, o_proj, gate/up + SiLU,
+// down) in f16 against a 128-row chunk, over 30 layers of distinct weights (from memory, each weight met
+// once per pass, as in a model's prefill), on 1 and 2 threads taking turns. The single repeated GEMM of
+// `scaling` hides what a chain of different weights pays per pool task (docs/cpu-fast-backend.md, "Fifth
+// Zen 5 session").
+void layer() {
+  constexpr int kLayers = 30, kPasses = 24, kWarm = 4;
+  const int64_t m = 128, d = 576, kv = 192, ff = 1536;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  struct Weight {
+    std::vector<uint16_t> h;
+    PackedWeight p;
+  };
+  auto make = [&](int64_t n, int64_t k) {
+    Weight w;
+    w.h.resize(n * k);
+    for (auto& v : w.h) v = f32_to_f16(nd(rng));
+    w.p = pack_weight(DType::kF16, w.h.data(), n, k, nullptr).value();  // float: points at w.h
+    return w;
+  };
+  struct Layer {
+    Weight q, k, v, o, g, u, dn;
+  };
+  std::vector<Layer> layers;
+  layers.reserve(kLayers);
+  for (int l = 0; l < kLayers; ++l)
+    layers.push_back({make(d, d), make(kv, d), make(kv, d), make(d, d), make(ff, d), make(ff, d), make(d, ff)});
+  std::vector<float> x(m * d), q(m * d), k(m * kv), v(m * kv), o(m * d), g(m * ff), u(m * ff), h(m * ff), y(m * d);
+  for (auto& e : x) e = nd(rng) * 50;
+  LinearScratch scratch(ff, m);
+  ThreadPool one(1), two(2);
+  const char* kinds[] = {"q/k/v batch", "o_proj", "gate/up + SiLU", "down"};
+  double sum[2][4] = {};
+  std::vector<double> pass[2];
+  for (int rep = 0; rep < kPasses; ++rep)
+    for (int p = 0; p < 2; ++p) {
+      ThreadPool& pool = p == 0 ? one : two;
+      double t[4] = {};
+      const auto start = std::chrono::steady_clock::now();
+      for (Layer& l : layers) {
+        auto a = std::chrono::steady_clock::now();
+        auto lap = [&](int kind) {
+          const auto b = std::chrono::steady_clock::now();
+          t[kind] += std::chrono::duration<double>(b - a).count();
+          a = b;
+        };
+        const LinearJob qkv[3] = {{&l.q.p, nullptr, q.data()}, {&l.k.p, nullptr, k.data()}, {&l.v.p, nullptr, v.data()}};
+        linear_batch(qkv, x.data(), nullptr, m, &pool);
+        lap(0);
+        linear(l.o.p, q.data(), m, nullptr, o.data(), scratch, &pool);  // q stands in for the attention output
+        lap(1);
+        linear_glu({&l.g.p, nullptr, g.data()}, {&l.u.p, nullptr, u.data()}, x.data(), nullptr, m, h.data(), &pool);
+        lap(2);
+        linear(l.dn.p, h.data(), m, nullptr, y.data(), scratch, &pool);
+        lap(3);
+      }
+      pass[p].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (rep >= kWarm)
+        for (int j = 0; j < 4; ++j) sum[p][j] += t[j];
+    }
+  for (int j = 0; j < 4; ++j)
+    std::printf("%-16s 1 thread %7.2f ms  2 threads %7.2f ms  2t/1t %.2f (means per pass)\n", kinds[j],
+                sum[0][j] / (kPasses - kWarm) * 1e3, sum[1][j] / (kPasses - kWarm) * 1e3, sum[0][j] / sum[1][j]);
+  for (auto& v : pass) std::sort(v.begin(), v.end());
+  std::printf("%-16s 1 thread %7.2f ms  2 threads %7.2f ms  2t/1t %.2f (medians)\n", "30 layers", pass[0][kPasses / 2] * 1e3,
+              pass[1][kPasses / 2] * 1e3, pass[0][kPasses / 2] / pass[1][kPasses / 2]);
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "pack") == 0) {
     packing();
@@ -479,6 +550,10 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "scaling") == 0) {
     scaling();
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "layer") == 0) {
+    layer();
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "quant") == 0) {
