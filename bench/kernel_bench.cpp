@@ -422,22 +422,17 @@ void scaling() {
   for (const auto& c : fcopies) fcold.push_back(pack_weight(DType::kF16, c.data(), fn, fk, nullptr).value());
   LinearScratch fs(fk, fm);
   size_t next_fcold = 0;
-  // The output buffer as a model's memory plan hands it over: last written by row halves, so a column
-  // task's stores need lines the other core holds.
-  auto rewrite_y = [&](ThreadPool& pool) {
+  // Rewrites the fm rows of buf (cols wide) as the op before a GEMM leaves them: one share of the rows per
+  // thread (row halves on 2 threads), so the GEMM, split by output columns, finds half of them modified in
+  // the other core's cache.
+  auto by_row_shares = [&](ThreadPool& pool, std::vector<float>& buf, int64_t cols, float scale, float add) {
     const int64_t parts = pool.size();
     pool.run(parts, [&](int64_t t) {
-      for (int64_t i = fm * t / parts * fn; i < fm * (t + 1) / parts * fn; ++i) fy[i] = 0.0f;
+      for (int64_t i = fm * t / parts * cols; i < fm * (t + 1) / parts * cols; ++i) buf[i] = buf[i] * scale + add;
     });
   };
-  // As a model step leaves x: its rows written by the threads of the op before (row halves on 2 threads),
-  // so half of x sits modified in the other core's cache when the GEMM (split by output columns) reads it.
-  auto rewrite = [&](ThreadPool& pool) {
-    const int64_t parts = pool.size();
-    pool.run(parts, [&](int64_t t) {
-      for (int64_t i = fm * t / parts * fk; i < fm * (t + 1) / parts * fk; ++i) fx[i] = fx[i] * 0.5f + 1e-3f;
-    });
-  };
+  auto rewrite = [&](ThreadPool& pool) { by_row_shares(pool, fx, fk, 0.5f, 1e-3f); };  // the GEMM's input
+  auto rewrite_y = [&](ThreadPool& pool) { by_row_shares(pool, fy, fn, 0.0f, 0.0f); };  // its output buffer
   // The register and L2 work as two tasks; the GEMM through linear_quantized, split as in a model step.
   auto two_tasks = [](const std::function<void(int64_t)>& task) {
     return [task](ThreadPool& pool) { pool.run(2, [&](int64_t i) { task(i); }); };
