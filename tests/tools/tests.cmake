@@ -1,3 +1,4 @@
+# Every tests/tools/test_*.py: the CLI end to end (subcommands, robustness against bad input, streamed text).
 add_test(NAME cli_end_to_end
-         COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_LIST_DIR}/test_cli.py)
-set_tests_properties(cli_end_to_end PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 600)
+         COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_LIST_DIR})
+set_tests_properties(cli_end_to_end PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 900)
