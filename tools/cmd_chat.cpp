@@ -113,6 +113,8 @@ int chat(const ChatArgs& a) {
       continue;
     }
     StreamDecoder stream(**tok, /*skip_special=*/true);
+    auto primed = stream.prime(*ids);  // the reply continues the rendered conversation's text
+    if (!primed) return fail(primed.error());
     std::string reply;
     auto out = r.generate(fresh, g, [&](int32_t t) {
       auto piece = stream.feed(t);

@@ -73,7 +73,12 @@ int run(const RunArgs& a) {
   Runner& r = **runner;
   std::unique_ptr<StreamDecoder> stream;
   std::string generated_text;
-  if (tok) stream = std::make_unique<StreamDecoder>(*tok, /*skip_special=*/true);
+  if (tok) {
+    stream = std::make_unique<StreamDecoder>(*tok, /*skip_special=*/true);
+    // The generated text continues the prompt's: "▁upon" after "Once" is " upon".
+    auto primed = stream->prime(prompt);
+    if (!primed) return fail(primed.error());
+  }
   if (tok && !a.json) {
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);

@@ -86,9 +86,19 @@ class Tokenizer {
 // until `flush`). Leading-space handling is right: a piece is cut from the decode of a window that
 // includes earlier tokens, so decoders that strip the first token's space (Metaspace, Strip) only do it
 // at the true start of the text.
+//
+// After `prime(prompt)`, the pieces of the generated ids concatenate to decode(prompt + generated) minus
+// decode(prompt): "▁upon" after the prompt "Once" streams as " upon", not "upon". (Where clean-up of
+// tokenization spaces rewrites the prompt's own last characters — a prompt ending in a space followed by
+// "." — decode(prompt) is no prefix of the whole and the generated text is the stream's own.)
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tok, bool skip_special = false);
+  // Starts the stream after `context` (the prompt, or the conversation so far): its text is taken as
+  // already shown. Only a short tail of it is kept (grown back while its decode is empty or starts inside
+  // a UTF-8 character), so the cost does not grow with the prompt. Resets the stream first; an id the
+  // tokenizer cannot decode is an error and leaves the stream reset.
+  [[nodiscard]] Status prime(std::span<const int32_t> context);
   // The newly completed text ("" while the bytes so far end inside a UTF-8 character).
   [[nodiscard]] Result<std::string> feed(int32_t id);
   // Whatever is held back (an incomplete UTF-8 tail decodes as U+FFFD); resets the stream.

@@ -14,8 +14,9 @@ Stepper::Stepper(std::unique_ptr<Generation> gen, std::shared_ptr<const Tokenize
       stop_strings_(std::move(stop_strings)) {
   if (!tokenizer_) return;
   decoder_ = std::make_unique<StreamDecoder>(*tokenizer_);
-  // Priming output is text the caller already has; only the decoder's window state matters.
-  for (int32_t id : context) (void)decoder_->feed(id);
+  // A context the tokenizer cannot decode (ids outside its vocabulary) leaves the decoder unprimed: the
+  // text is then that of the generated ids alone, as before priming existed.
+  (void)decoder_->prime(context);
 }
 
 bool Stepper::is_stop_token(int32_t t) const {

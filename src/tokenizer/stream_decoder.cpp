@@ -9,6 +9,12 @@ namespace hfs {
 namespace {
 
 bool ends_with_replacement(const std::string& s) { return s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0; }
+bool starts_with_replacement(const std::string& s) { return s.compare(0, 3, "\xEF\xBF\xBD") == 0; }
+
+// Tokens of context a primed window starts with. Enough for every decoder's look-behind (Metaspace's
+// first-token space, byte-fallback characters of up to 4 byte tokens); the window grows past it only
+// when its text is empty (skipped special tokens) or starts inside a character.
+constexpr size_t kPrimeWindow = 8;
 
 // Length of the tail of `s` that may still become part of a clean-up rule (" .", " n't", " 's", ...):
 // from the last space when what follows it is a proper prefix of a rule's remainder.
@@ -31,6 +37,25 @@ void StreamDecoder::reset() {
   prefix_index_ = 0;
   prefix_.clear();
   pending_.clear();
+}
+
+Status StreamDecoder::prime(std::span<const int32_t> context) {
+  reset();
+  const Tokenizer::Impl& im = *tok_->impl_;
+  size_t take = std::min(context.size(), kPrimeWindow);
+  for (;;) {
+    auto window = context.subspan(context.size() - take);
+    auto text = decode_ids(im, window, skip_special_, /*clean_up=*/false);
+    if (!text) return text.error();
+    // Doubling keeps the total work linear in the context even when all of it decodes to nothing.
+    if (take < context.size() && (text->empty() || starts_with_replacement(*text))) {
+      take = std::min(context.size(), take * 2);
+      continue;
+    }
+    ids_.assign(window.begin(), window.end());
+    prefix_ = std::move(*text);
+    return Ok{};
+  }
 }
 
 Result<std::string> StreamDecoder::feed(int32_t id) {

@@ -1,7 +1,8 @@
 // Parity check against transformers.js: `tokenizer_golden TOKENIZER_JSON GOLDEN_JSONL CORPUS_JSONL`.
 // The golden file holds the reference's ids and decodes for every corpus string (and decodes of random
 // id sequences), written by scripts/gen-tokenizer-golden. Every line must match exactly; streaming
-// detokenization must reproduce the reference decode too.
+// detokenization must reproduce the reference decode too, and a stream primed with a prompt must give
+// the reference's decode(prompt + generated) minus decode(prompt).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,23 @@ using nlohmann::json;
 namespace {
 
 std::string show(const std::vector<int32_t>& v) { return json(v).dump(); }
+std::string show(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// The text a generation streams: a decoder primed with the prompt, fed the generated ids one at a time.
+hfs::Result<std::string> stream_after(const hfs::Tokenizer& tok, const std::vector<int32_t>& prompt,
+                                      const std::vector<int32_t>& gen, bool skip_special) {
+  hfs::StreamDecoder sd(tok, skip_special);
+  HFS_TRY(sd.prime(prompt));
+  std::string acc;
+  for (int32_t id : gen) {
+    auto piece = sd.feed(id);
+    if (!piece) return piece.error();
+    acc += *piece;
+  }
+  auto rest = sd.flush();
+  if (!rest) return rest.error();
+  return acc + *rest;
+}
 
 }  // namespace
 
@@ -52,7 +70,7 @@ int main(int argc, char** argv) {
     std::cerr << "FAIL: cannot open golden file '" << argv[2] << "' (regenerate with scripts/gen-tokenizer-golden)\n";
     return 1;
   }
-  size_t enc_ok = 0, enc_n = 0, dec_ok = 0, dec_n = 0, stream_ok = 0, stream_n = 0;
+  size_t enc_ok = 0, enc_n = 0, dec_ok = 0, dec_n = 0, stream_ok = 0, stream_n = 0, cont_ok = 0, cont_n = 0;
   int reported = 0;
   auto fail = [&](const std::string& msg) {
     if (reported++ < 20) std::cerr << "MISMATCH " << msg << "\n";
@@ -61,6 +79,20 @@ int main(int argc, char** argv) {
   while (std::getline(g, line)) {
     if (line.empty()) continue;
     json rec = json::parse(line);
+    if (rec.contains("prompt")) {  // a generation's streamed text after its prompt
+      auto prompt = rec["prompt"].get<std::vector<int32_t>>();
+      auto gen = rec["gen"].get<std::vector<int32_t>>();
+      for (bool skip : {false, true}) {
+        const json& want = rec[skip ? "cont_skip" : "cont"];
+        if (want.is_null()) continue;  // clean-up rewrote the prompt's own tail: no prefix to subtract
+        ++cont_n;
+        auto got = stream_after(**tok, prompt, gen, skip);
+        if (got && *got == want.get<std::string>()) ++cont_ok;
+        else fail("stream after prompt " + show(prompt) + " of " + show(gen) + ", skip=" + (skip ? "1" : "0") +
+                  ": want " + want.dump() + " got " + (got ? show(*got) : got.error().to_string()));
+      }
+      continue;
+    }
     std::vector<int32_t> ids;
     if (rec.contains("i")) {
       size_t i = rec["i"].get<size_t>();
@@ -112,10 +144,12 @@ int main(int argc, char** argv) {
               json(acc).dump(-1, ' ', false, json::error_handler_t::replace));
   }
   auto pct = [](size_t a, size_t b) { return b ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 100.0; };
-  std::printf("%s: encode %zu/%zu (%.2f%%), decode %zu/%zu (%.2f%%), stream %zu/%zu (%.2f%%)\n", tj.string().c_str(),
-              enc_ok, enc_n, pct(enc_ok, enc_n), dec_ok, dec_n, pct(dec_ok, dec_n), stream_ok, stream_n,
-              pct(stream_ok, stream_n));
-  size_t passed = enc_ok + dec_ok + stream_ok, total = enc_n + dec_n + stream_n;
+  std::printf("%s: encode %zu/%zu (%.2f%%), decode %zu/%zu (%.2f%%), stream %zu/%zu (%.2f%%), "
+              "stream after prompt %zu/%zu (%.2f%%)\n", tj.string().c_str(), enc_ok, enc_n, pct(enc_ok, enc_n), dec_ok,
+              dec_n, pct(dec_ok, dec_n), stream_ok, stream_n, pct(stream_ok, stream_n), cont_ok, cont_n,
+              pct(cont_ok, cont_n));
+  if (cont_n == 0) fail("no streamed-generation lines: regenerate the golden file with scripts/gen-tokenizer-golden");
+  size_t passed = enc_ok + dec_ok + stream_ok + cont_ok, total = enc_n + dec_n + stream_n + cont_n + (cont_n == 0);
   std::printf("%zu passed, %zu failed\n", passed, total - passed);
   return passed == total && total > 0 ? 0 : 1;
 }

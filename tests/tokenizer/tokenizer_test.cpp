@@ -364,6 +364,44 @@ TEST(TokenizerReal, StoriesBosEosAndStreaming) {
   EXPECT_EQ(acc, "Hello world");
 }
 
+// A generation's stream continues its prompt's text: primed with "Hello", the ids of " world" stream as
+// " world" (Metaspace drops the space of the text's first word only).
+TEST(TokenizerReal, StreamPrimedWithPromptContinuesIt) {
+  std::string dir = stories_dir();
+  ASSERT_FALSE(dir.empty()) << "stories260K fixture missing";
+  auto t = hfs::Tokenizer::from_dir(dir);
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  json g = golden_line(1);  // "Hello world" with BOS, reference ids from transformers.js
+  ASSERT_FALSE(g.is_null());
+  Ids ids = g["ids"].get<Ids>();
+  size_t k = 1;
+  while (k < ids.size() && *(*t)->decode(std::span(ids).first(k), true) != "Hello") ++k;
+  ASSERT_LT(k, ids.size());
+  auto stream = [&](std::span<const int32_t> prompt) {
+    hfs::StreamDecoder s(**t, /*skip_special=*/true);
+    EXPECT_TRUE(s.prime(prompt).ok());
+    std::string acc;
+    for (size_t i = k; i < ids.size(); ++i) acc += *s.feed(ids[i]);
+    return acc + *s.flush();
+  };
+  EXPECT_EQ(stream(std::span(ids).first(k)), " world");
+  // A context of special tokens only decodes to nothing: the window grows back to its start, and the
+  // first word is the text's first (no space).
+  Ids specials(100000, 1);
+  specials.insert(specials.end(), ids.begin() + 1, ids.begin() + static_cast<std::ptrdiff_t>(k));
+  EXPECT_EQ(stream(specials), " world");
+  EXPECT_EQ(stream(Ids(50000, 1)), "world");
+}
+
+TEST(TokenizerStream, PrimeWithUnknownIdIsAnErrorAndLeavesTheStreamReset) {
+  auto t = load(base_tokenizer());  // no unk token: unknown ids cannot decode
+  hfs::StreamDecoder s(*t);
+  auto st = s.prime(Ids{0, 99});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), hfs::ErrorCode::kOutOfRange);
+  EXPECT_EQ(*s.feed(0), *t->decode(Ids{0}));
+}
+
 TEST(TokenizerCli, EncodeDecodeStoriesDirectory) {
   std::string dir = stories_dir();
   ASSERT_FALSE(dir.empty());
