@@ -211,8 +211,8 @@ void prefill_int_gemm() {
           std::vector<float> x(m * k, 0.5f), y(m * n);
           LinearScratch qs(pq.k_padded, m);
           const double fl = 2.0 * m * n * k;
-          // VNNI and AMX alternate call by call, best of 150 each: on a shared VM whose speed drifts over
-          // seconds, two back-to-back best-of-20 loops differed by more than the kernels do.
+          // VNNI and AMX alternate call by call, best of 150 each: on a machine whose speed drifts over
+          // seconds (a shared VM), two back-to-back best-of-20 loops differ by more than the kernels do.
           double tv = 1e30, ta = 1e30;
           for (int r = 0; r < 150; ++r) {
             set_isa_cap(Isa::kAvx512);
@@ -335,7 +335,7 @@ void packing() {
 }
 
 // Prefill activation quantization + integer GEMM at m = 64 on 2 threads, the quantization on the caller
-// alone vs shared over the pool, alternating call by call (medians of 400: this VM drifts over seconds).
+// alone vs shared over the pool, alternating call by call (medians of 400: a shared VM drifts over seconds).
 void quantization() {
   ThreadPool pool(2);
   for (const auto& shape : {std::tuple<DType, int64_t, int64_t>{DType::kQ4_0, 576, 576}, {DType::kQ4_0, 576, 1536},
@@ -367,7 +367,7 @@ void quantization() {
   }
 }
 
-// What two threads can gain on this machine, by kind of work: the same work on a 1-thread and a 2-thread
+// What two threads can gain on the machine it runs on, by kind of work: the same work on a 1-thread and a 2-thread
 // pool, alternating call by call, medians of 200. Register-only arithmetic shows the cores themselves,
 // an L2-resident sum whether the two cores' caches stay independent, and a q4_0 prefill GEMM (split as in
 // a model step) what the kernels keep of that. A model's 2-thread prefill gain (hfstatic bench, or
@@ -472,8 +472,8 @@ void scaling() {
 // A prefill chunk's GEMMs as a model runs them: SmolLM2-135M's layer (q/k/v batch, o_proj, gate/up + SiLU,
 // down) in f16 against a 128-row chunk, over 30 layers of distinct weights (from memory, each weight met
 // once per pass, as in a model's prefill), on 1 and 2 threads taking turns. The single repeated GEMM of
-// `scaling` hides what a chain of different weights pays per pool task (docs/cpu-fast-backend.md, "Fifth
-// Zen 5 session").
+// `scaling` hides what a chain of different weights pays per pool task: a range's cold first panel
+// (PanelPrefetch::first_of_range in src/backends/cpu_fast/linear_kernels.h).
 void layer() {
   constexpr int kLayers = 30, kPasses = 24, kWarm = 4;
   const int64_t m = 128, d = 576, kv = 192, ff = 1536;

@@ -1,9 +1,10 @@
 // hfstatic/export.h — HuggingFace checkpoint → hf_static v1 program.
 //
 // Reads config.json (+ generation_config.json), the safetensors weights and the tokenizer files of a
-// HuggingFace decoder checkpoint and writes one program file with two methods, "prefill" (C tokens) and
-// "decode" (1 token), following the hf_static v1 I/O contract (docs/io-contract-v1.md). Tokenizer files
-// are embedded as u8 constants named keys::kFilePrefix + file name, so the program runs on its own.
+// HuggingFace decoder checkpoint and writes one program file with the methods "prefill" (C tokens) and
+// "decode" (1 token) plus the smaller prefill variants "prefill_<T>" (ExportOptions::prefill_variants),
+// following the hf_static v1 I/O contract (docs/io-contract-v1.md). Tokenizer files are embedded as u8
+// constants named keys::kFilePrefix + file name, so the program runs on its own.
 //
 //   hfs::ExportOptions opt;
 //   opt.context = 2048;                      // capacity; capped by max_position_embeddings
@@ -71,7 +72,7 @@ struct PlannedConstant {
 struct ExportPlan {
   Metadata metadata;
   std::vector<PlannedConstant> constants;  // each name once; methods refer to these names
-  std::vector<MethodDef> methods;          // prefill, decode
+  std::vector<MethodDef> methods;          // prefill, decode, then the prefill_<T> variants
   int64_t n_params = 0;                    // weights counted once (tied embeddings once)
 };
 

@@ -111,8 +111,8 @@ TEST(Runner, DecodePolicyRoutesTailTokenByToken) {
 // With prefill variants the tail becomes the cheapest mix of smaller full chunks, one padded chunk and
 // decode steps, from the measured step times. Simulated costs (sleeps) with wide margins: every choice
 // below beats the next-best plan by ≥ 1.75×. The costs below are in units of 4 ms: with 1 ms units a
-// descheduled sleep (this VM, two test jobs on two vCPUs) once turned an 8 ms step into a 17+ ms one,
-// and the planner rightly chose by what it measured.
+// descheduled sleep (two test jobs sharing two vCPUs) can turn an 8 ms step into a 17+ ms one, and the
+// planner then rightly chooses by what it measured.
 std::unique_ptr<Runner> variant_runner(TailPolicy tail, FakeIO** io_out, std::function<double(int64_t)> cost) {
   auto io = std::make_unique<FakeIO>(256, 8, 100, std::vector<int64_t>{2, 8});
   io->step_ms = [cost = std::move(cost)](int64_t T) { return 4.0 * cost(T); };

@@ -1,4 +1,4 @@
-// (6) Method::execute never allocates: this file replaces the global operator new/delete for the whole
+// Method::execute never allocates: this file replaces the global operator new/delete for the whole
 // test binary with counting versions (malloc/free underneath) and counts around execute.
 #include <atomic>
 #include <cstdlib>

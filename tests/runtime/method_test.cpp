@@ -41,7 +41,7 @@ std::unique_ptr<Method> create_ok(MethodDef def, const MethodOptions& o = {},
 
 TensorView view(std::vector<float>& v) { return TensorView(v.data(), DType::kF32, Shape{static_cast<int64_t>(v.size())}); }
 
-// (1) The A delegate returns its outputs in reversed order; results still land in program order.
+// The A delegate returns its outputs in reversed order; results still land in program order.
 TEST(Method, DelegateOutputOrderIsMappedBackToProgramOrder) {
   // a = 2x [A]; b = a + x [A]; c = -b [ref]. Outputs in program order: b, a, c.
   MethodDef def{"m", {in_spec("x", f32({4}))}, {out_spec("b", f32({4})), out_spec("a", f32({4})), out_spec("c", f32({4}))},
@@ -60,7 +60,7 @@ TEST(Method, DelegateOutputOrderIsMappedBackToProgramOrder) {
   }
 }
 
-// (2) Caller passes, then backend passes in priority order, then partitioning and compilation.
+// Caller passes, then backend passes in priority order, then partitioning and compilation.
 TEST(Method, PassesRunCallerFirstThenBackendsInPriorityOrder) {
   MethodDef def{"m", {in_spec("x", f32({4}))}, {out_spec("y", f32({4}))}, {{"test_rt.scale2", {"x"}, {"y"}, {}}}};
   MethodOptions o;
@@ -121,7 +121,7 @@ TEST(Method, FailingPassAndSignatureChangesAreReported) {
       << r.error().message();
 }
 
-// (3) A state output is the input's own buffer; the in-place update is visible in the input.
+// A state output is the input's own buffer; the in-place update is visible in the input.
 TEST(Method, StateOutputsAliasTheInputBuffer) {
   // t = 2d [A]; s2 = s += t [ref, in place]; y = 2 * s2 [A].
   MethodDef def{"m",
@@ -165,7 +165,7 @@ TEST(Method, InPlaceUpdateWaitsForEarlierReaders) {
   EXPECT_EQ(s, (std::vector<float>{9, 19, 29, 39}));
 }
 
-// (4) Claimed nodes in two disconnected components → two partitions of that backend.
+// Claimed nodes in two disconnected components → two partitions of that backend.
 TEST(Method, DisconnectedClaimsGiveTwoPartitions) {
   MethodDef def{"m", {in_spec("x", f32({4})), in_spec("y", f32({4}))}, {out_spec("r", f32({4}))},
                 {{"test_rt.scale2", {"x"}, {"p"}, {}}, {"test_rt.scale2", {"y"}, {"q"}, {}},
@@ -179,7 +179,7 @@ TEST(Method, DisconnectedClaimsGiveTwoPartitions) {
   for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(r[i], 2 * x[i] + 2 * y[i]);
 }
 
-// (5) Values crossing partitions share arena bytes when their lifetimes do not meet.
+// Values crossing partitions share arena bytes when their lifetimes do not meet.
 TEST(Method, ArenaSharesBytesAlongAChain) {
   // x → 2x [A] → neg [ref] → 2x [A] → neg [ref] → 2x [A] = out: four boundary values of 1 KiB each.
   MethodDef def{"m", {in_spec("x", f32({256}))}, {out_spec("o", f32({256}))},
@@ -424,8 +424,7 @@ TEST(Method, RandomAliasingGraphsMatchANaiveInterpreter) {
   }
 }
 
-// (7) Binding errors name the input/output and say expected vs got.
-// (6) A plain output bound with a null pointer is not wanted: the partitions that only feed it are skipped
+// A plain output bound with a null pointer is not wanted: the partitions that only feed it are skipped
 // (a prompt chunk's LM head), the state update and every wanted output still happen.
 TEST(Method, UnwantedOutputsSkipThePartitionsThatOnlyFeedThem) {
   // t = 2x [A]; s2 = s += t [ref]; u = -t [ref]; y = 2u [A]; z = -x [ref] (its own partition).
@@ -494,6 +493,7 @@ TEST(Method, UnwantedOutputThatItsPartitionStillWritesIsABindingError) {
   EXPECT_TRUE(m->execute(in, out).ok());
 }
 
+// Binding errors name the input/output and say expected vs got.
 TEST(Method, BindingErrors) {
   MethodDef def{"m", {in_spec("x", f32({4})), in_spec("s", f32({4}), IORole::kState)},
                 {out_spec("y", f32({4})), state_out("s2", f32({4}), "s")},

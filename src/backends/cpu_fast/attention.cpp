@@ -168,9 +168,8 @@ void block_attention(const AttentionArgs& a, const int32_t* live, int64_t n_live
   };
   // One unit per task: a causal chunk's later row blocks see more slots than its first ones, so a few
   // large tasks left one thread waiting on the other's last block (busy 1.79 of 2 threads on Qwen2.5's
-  // 64 units); a unit is several µs and a claim tens of ns. 512-token prefills, 2 threads, one process
-  // alternating 4 tasks per thread / one unit per task (8 pairs): Qwen2.5 int4 +1.4-2.0 %, f16 +1.9 %;
-  // SmolLM2 int8 +0.7 %, f16 +0.5 %.
+  // 64 units); a unit is several µs and a claim tens of ns. 512-token prefills on 2 threads, one unit per
+  // task against 4 tasks per thread: Qwen2.5 int4 +1.4-2.0 %, f16 +1.9 %; SmolLM2 int8 +0.7 %, f16 +0.5 %.
   run_units(pool, units, units, body);
 }
 

@@ -140,9 +140,8 @@ void FastDelegate::for_rows(int64_t rows, int64_t row_elems, const Fn& fn) {
   // Below ~16 Ki elements per task a pool job costs more than it saves: SmolLM2's 32-row prefill chunk
   // ([32, 576] adds, RoPE, cache writes) got slower when split in two, so that stays on the caller. The
   // 128-row chunk's float-path residual adds and RMSNorms ([128, 576] / [128, 896]) split 4 ways; at 64 Ki
-  // they ran serially. 512-token prefills on 2 threads, one process alternating 64 Ki / 16 Ki run by run
-  // (10-12 pairs, two or three sessions of pairs): SmolLM2 f16 +1 to +7 %, f32 +1 to +2 %; Qwen2.5 f16
-  // +5 to +10 %, f32 -1 to +10 %; int8 (adds and norms run inside the quantization job) +-1 %; 1 thread
+  // they ran serially. 512-token prefills on 2 threads, 16 Ki against 64 Ki: SmolLM2 f16 +1 to +7 %,
+  // Qwen2.5 f16 +5 to +10 %; int8 (adds and norms run inside the quantization job) +-1 %; 1 thread
   // unchanged (docs/cpu-fast-backend.md, "Thread pool").
   constexpr int64_t kPerTask = 16384;
   const int64_t total = rows * row_elems;
@@ -742,7 +741,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   // An i8 or float embedding gathers its rows from the table's packed copy — the one a tied LM head uses
   // (packing is shared process-wide, whichever delegate comes first packs): packing releases the table's
   // pages, and gathering from the original would fault them back in (~20 µs per new token's page, and RSS
-  // creeping toward a second copy of the table over a long session).
+  // creeping toward a second copy of the table over a long generation).
   for (Step& s : d->steps) {
     if (s.op != Op::kEmbedding || s.in.empty()) continue;
     const Val& table = d->vals[static_cast<size_t>(s.in[0])];

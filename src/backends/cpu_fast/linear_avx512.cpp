@@ -26,10 +26,9 @@ namespace {
 
 // Decode GEMVs prefetch the weight stream this far ahead. The hardware prefetcher alone leaves a core
 // with as many bytes in flight as its reorder window covers: q4_0 (8 bytes of weights per
-// instruction) read 10-11 GB/s per core where the core can pull 15-16, i8/q8_0 13-14. With it
-// (3 interleaved kernel_bench runs on the Xeon, DRAM-resident weights): q4_0 14.5-15.4 GB/s on one
-// thread, 20-29 on two (was 17-19); i8/q8_0 15-16 and 25-30 (was 20-26). 2, 4 and 8 KiB ahead measured
-// the same.
+// instruction) reads 10-11 GB/s per core where the core can pull 15-16, i8/q8_0 13-14. With it
+// (kernel_bench, DRAM-resident weights): q4_0 14.5-15.4 GB/s on one thread, 20-29 on two (17-19
+// without); i8/q8_0 15-16 and 25-30 (20-26 without). 2, 4 and 8 KiB ahead measure the same.
 constexpr int64_t kPrefetchAhead = 4096;
 
 // ---- float weights --------------------------------------------------------------------------------
@@ -62,10 +61,10 @@ inline int64_t elem_size(BF16) { return 2; }
 
 // Decode (one activation row): weight rows one after another with four accumulators. Interleaving
 // 4 rows (the prefill tile) splits the read into 4 short strided streams, which the hardware
-// prefetcher follows far worse than one sequential stream (f16 on Zen 4: 17 vs 28 GB/s per core).
-// Four independent FMA chains instead of two let the core run further ahead of the loads: on the Xeon
-// (3 interleaved kernel_bench runs, DRAM-resident weights) f16/bf16 GEMVs went from 15-18 to 17-20 GB/s
-// on 2 threads and from 8-9 to 9.5-10.5 on one; f32 moved within noise.
+// prefetcher follows far worse than one sequential stream (f16: 17 vs 28 GB/s per core).
+// Four independent FMA chains instead of two let the core run further ahead of the loads (kernel_bench,
+// DRAM-resident weights): f16/bf16 GEMVs read 17-20 GB/s on 2 threads with four, 15-18 with two, and
+// 9.5-10.5 against 8-9 on one; f32 reads the same either way.
 template <typename Fmt>
 void float_gemv(const PackedWeight& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
   const int64_t k = w.k, es = elem_size(Fmt{});
@@ -90,9 +89,9 @@ void float_gemv(const PackedWeight& w, const float* x, const float* bias, float*
 
 // Prefill (m > 1): panels of 32 output rows × 256 K are widened to f32 and transposed once per call into
 // p[k][32] (32 KiB, L1-resident), then every activation row passes over the panel: per k, two panel
-// vectors times 8 broadcast activations — 16 FMAs, no horizontal sums. The row-wise tile this replaced
-// widened each f16 weight once per 4 activation rows and reduced 16 accumulators per 4×4 outputs, and ran
-// at 30-50 % of the FMA peak. Partial sums of a K panel live in y between panels (stored and reloaded
+// vectors times 8 broadcast activations — 16 FMAs, no horizontal sums. A row-wise tile widens each f16
+// weight once per 4 activation rows and reduces 16 accumulators per 4×4 outputs, and runs at 30-50 % of
+// the FMA peak. Partial sums of a K panel live in y between panels (stored and reloaded
 // exactly, so the order of additions is plain k order).
 constexpr int64_t kPanelCols = 32, kPanelK = 256, kPanelRows = 8;
 static_assert(kPanelCols == 32, "float_unit_rows (linear_kernels.h) assumes 32-row panels");
@@ -300,8 +299,8 @@ inline void int_tile(const PackedWeight& w, const QuantizedActs& a, int64_t i0, 
 
 // One activation row (decode, and a prefill tail row), one tile: two blocks per iteration, each with its
 // low and high half in separate int32 sums, so four vpdpbusd chains are in flight and the core runs
-// further ahead of the weight loads than with two (2 threads, 3 interleaved kernel_bench runs on the Xeon:
-// i8 21-23 → 23-25 GB/s, q8_0 19-21 → 22-24, q4_0 within noise). Sums, conversions and the float
+// further ahead of the weight loads than with two (2 threads, kernel_bench: i8 23-25 GB/s against 21-23,
+// q8_0 22-24 against 19-21, q4_0 the same). Sums, conversions and the float
 // accumulation order are int_tile<F, 1, 1>'s, so the result is too.
 template <IntFmt F>
 inline void int_tile_decode(const PackedWeight& w, const QuantizedActs& a, int64_t i, int64_t t, float* y,

