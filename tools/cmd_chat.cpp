@@ -112,9 +112,10 @@ int chat(const ChatArgs& a) {
       ctx.messages.pop_back();
       continue;
     }
+    // Unprimed on purpose: a reply is a message of its own, and its content is decode(reply ids) as HF
+    // decodes new tokens (no leading space for SentencePiece vocabularies), so that re-rendering the
+    // conversation reproduces the tokens the cache holds.
     StreamDecoder stream(**tok, /*skip_special=*/true);
-    auto primed = stream.prime(*ids);  // the reply continues the rendered conversation's text
-    if (!primed) return fail(primed.error());
     std::string reply;
     auto out = r.generate(fresh, g, [&](int32_t t) {
       auto piece = stream.feed(t);

@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "support/fixtures.h"
+
 namespace hfs::fuzz {
 
 inline std::string_view as_text(const uint8_t* data, size_t size) {
@@ -31,23 +33,11 @@ inline bool read_text_file(const std::string& path, std::string* out) {
   return true;
 }
 
-// The stories260K model directory (shared fixtures): $HFS_STORIES_DIR, else next to the checkout, else
-// /work/shared. Empty when none has a tokenizer.json.
+// The stories260K model directory from the tests' fixture locator (tests/support/fixtures.h); empty when
+// it has no tokenizer.json.
 inline std::string stories_dir() {
-  std::string candidates[] = {
-      std::getenv("HFS_STORIES_DIR") ? std::getenv("HFS_STORIES_DIR") : "",
-#ifdef HFS_SOURCE_DIR
-      std::string(HFS_SOURCE_DIR) + "/shared/models/stories260K",
-      std::string(HFS_SOURCE_DIR) + "/../shared/models/stories260K",
-#endif
-      "/work/shared/models/stories260K",
-  };
-  for (const std::string& d : candidates) {
-    if (d.empty()) continue;
-    std::ifstream f(d + "/tokenizer.json");
-    if (f) return d;
-  }
-  return "";
+  const std::string d = hfs::test::stories_dir();
+  return std::ifstream(d + "/tokenizer.json") ? d : std::string();
 }
 
 }  // namespace hfs::fuzz

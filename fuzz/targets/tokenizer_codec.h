@@ -46,7 +46,7 @@ inline bool valid_utf8(std::string_view s) {
 
 inline std::string fuzz_tokenizer_codec(const uint8_t* data, size_t size) {
   const Tokenizer* tok = stories_tokenizer();
-  if (!tok) return "stories260K tokenizer not found (set HFS_STORIES_DIR)";
+  if (!tok) return "stories260K tokenizer not found (set HFS_SHARED_DIR)";
   if (size == 0) return "";
   std::string_view payload = as_text(data + 1, size - 1);
   if ((data[0] & 1) == 0) {

@@ -15,6 +15,7 @@
 #include "hfstatic/program.h"
 #include "hfstatic/safetensors.h"
 #include "support/checkpoint_writer.h"
+#include "support/fixtures.h"
 
 namespace hfs {
 namespace {
@@ -772,7 +773,8 @@ TEST_F(ExportPlanTest, TokenizerFilesEmbedded) {
 }
 
 TEST(ExportStories, RealCheckpointPlan) {
-  auto p = build_export_plan("/work/shared/models/stories260K", {});
+  ASSERT_TRUE(test::fixture_exists(test::stories_dir())) << test::missing(test::stories_dir());
+  auto p = build_export_plan(test::stories_dir(), {});
   ASSERT_TRUE(p.ok()) << p.error().to_string();
   EXPECT_EQ(meta_int(*p, keys::kNumLayers), 5);
   EXPECT_EQ(meta_int(*p, keys::kNumKvHeads), 4);
@@ -788,7 +790,7 @@ TEST(ExportStories, RealCheckpointPlan) {
   EXPECT_NE(constant(*p, std::string(keys::kFilePrefix) + "tokenizer.json"), nullptr);
   EXPECT_EQ(io(method(*p, "decode").inputs, "k_cache_4")->type, (TensorType{DType::kF32, {1, 4, 512, 8}}));
   // First embedding row straight from the safetensors file.
-  auto ck = Checkpoint::open("/work/shared/models/stories260K");
+  auto ck = Checkpoint::open(test::stories_dir());
   ASSERT_TRUE(ck.ok());
   auto raw = (*ck)->data("model.embed_tokens.weight");
   ASSERT_TRUE(raw.ok());
@@ -800,7 +802,8 @@ TEST(ExportStories, RealCheckpointPlan) {
 TEST(ExportCli, ExportsStories) {
   const std::string dir = testing::temp_dir("cli");
   const std::string out = dir + "/stories.hfs";
-  const std::string cmd = std::string(HFS_CLI_PATH) + " export /work/shared/models/stories260K -o " + out +
+  ASSERT_TRUE(test::fixture_exists(test::stories_dir())) << test::missing(test::stories_dir());
+  const std::string cmd = std::string(HFS_CLI_PATH) + " export " + test::stories_dir() + " -o " + out +
                           " --prefill-chunk 8 --context 64 --weights f16 --cache-dtype f16 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_TRUE(std::filesystem::exists(out));
@@ -809,7 +812,8 @@ TEST(ExportCli, ExportsStories) {
 
 TEST(ExportCli, PrefillVariantsOption) {
   const std::string dir = testing::temp_dir("cli_variants");
-  const std::string base = std::string(HFS_CLI_PATH) + " export /work/shared/models/stories260K --prefill-chunk 8 --context 64 -o ";
+  ASSERT_TRUE(test::fixture_exists(test::stories_dir())) << test::missing(test::stories_dir());
+  const std::string base = std::string(HFS_CLI_PATH) + " export " + test::stories_dir() + " --prefill-chunk 8 --context 64 -o ";
   EXPECT_EQ(std::system((base + dir + "/a.hfs --prefill-variants 2,4 2>&1").c_str()), 0);
   auto a = Program::load(dir + "/a.hfs");
   ASSERT_TRUE(a.ok()) << a.error().to_string();

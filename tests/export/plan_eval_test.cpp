@@ -9,6 +9,7 @@
 
 #include "hfstatic/export.h"
 #include "hfstatic/metadata_keys.h"
+#include "support/fixtures.h"
 
 namespace hfs {
 namespace {
@@ -200,7 +201,8 @@ TEST(ExportEval, Stories260KMatchesLlama2c) {
   ExportOptions opt;
   opt.prefill_chunk = 8;
   opt.context = 32;
-  auto plan = build_export_plan("/work/shared/models/stories260K", opt);
+  ASSERT_TRUE(test::fixture_exists(test::stories_dir())) << test::missing(test::stories_dir());
+  auto plan = build_export_plan(test::stories_dir(), opt);
   ASSERT_TRUE(plan.ok()) << plan.error().to_string();
   NaiveEval ev(*plan);
   const MethodDef* decode = nullptr;

@@ -19,7 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "reference"))
 CLI = os.environ.get("HFS_CLI", str(ROOT / "build" / "hfstatic"))
-SHARED_STORIES = ROOT.parent / "shared" / "models" / "stories260K"
+sys.path.insert(0, str(ROOT / "tests"))
+from fixtures import STORIES as SHARED_STORIES, require  # noqa: E402
 PY = "/usr/bin/python3"
 
 
@@ -101,8 +102,8 @@ def test_f16_cache_and_weights_close_to_reference(tmp_path):
     assert float(np.abs(logits[0] - ref_logits[0]).max()) < 5e-2
 
 
-@pytest.mark.skipif(not SHARED_STORIES.exists(), reason="../shared/models/stories260K is not present")
 def test_stories260k_greedy_200_tokens_match_reference(tmp_path):
+    require(SHARED_STORIES)
     program = export(tmp_path, SHARED_STORIES, 32)
     tokens, logits = run_hfstatic(tmp_path, program, [1], 200)
     expected_first = np.array([-6.22291, 8.40434, -6.22374, -6.22254, -6.22195], dtype=np.float32)
@@ -112,11 +113,11 @@ def test_stories260k_greedy_200_tokens_match_reference(tmp_path):
     assert float(np.abs(logits - ref_logits[:200]).max()) <= 1e-4
 
 
-@pytest.mark.skipif(not SHARED_STORIES.exists(), reason="../shared/models/stories260K is not present")
 @pytest.mark.parametrize("weights,max_diff,same_tokens", [("int8", 0.3, 20), ("int4", 2.5, 5)])
 def test_stories260k_quantized_weights_track_reference(tmp_path, weights, max_diff, same_tokens):
     # Quantization changes the numbers, not the model: the first logits stay close to the f32 reference
     # and greedy decoding agrees for the first tokens (int4 drifts sooner than int8).
+    require(SHARED_STORIES)
     program = export(tmp_path, SHARED_STORIES, 32, ["--weights", weights])
     tokens, logits = run_hfstatic(tmp_path, program, [1], same_tokens)
     ref_tokens, ref_logits = run_reference(tmp_path, SHARED_STORIES, [1], same_tokens)

@@ -69,7 +69,7 @@ TEST(FuzzReplay, Safetensors) {
 TEST(FuzzReplay, TokenizerJson) { replay_dir("tokenizer_json", hfs::fuzz::fuzz_tokenizer_json); }
 
 TEST(FuzzReplay, TokenizerCodec) {
-  if (hfs::fuzz::stories_dir().empty()) GTEST_SKIP() << "stories260K fixtures not found";
+  ASSERT_FALSE(hfs::fuzz::stories_dir().empty()) << hfs::test::missing(hfs::test::stories_dir());
   replay_dir("tokenizer_codec", hfs::fuzz::fuzz_tokenizer_codec);
   EXPECT_EQ(call(hfs::fuzz::fuzz_tokenizer_codec, std::string("\0Once upon a time", 17)), "");
 }

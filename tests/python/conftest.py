@@ -1,8 +1,8 @@
 """Fixtures for the hfstatic Python module tests.
 
 Run (after building the module): PYTHONPATH=build/python /usr/bin/python3 -m pytest tests/python
-Environment: HFS_STORIES_DIR (default ../shared/models/stories260K next to the repo), HFS_CLI (the hfstatic
-CLI, for the comparison with `hfstatic run`).
+Environment: HFS_SHARED_DIR (the shared fixtures, default ../shared beside the repo; tests/fixtures.py),
+HFS_CLI (the hfstatic CLI, for the comparison with `hfstatic run`).
 """
 import os
 import sys
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-STORIES = Path(os.environ.get("HFS_STORIES_DIR", ROOT.parent / "shared" / "models" / "stories260K"))
 sys.path.insert(0, str(ROOT / "tests" / "reference"))
+sys.path.insert(0, str(ROOT / "tests"))
+from fixtures import STORIES, require  # noqa: E402
 
 import hfstatic  # noqa: E402
 
@@ -24,9 +25,7 @@ CHUNK = 8
 
 @pytest.fixture(scope="session")
 def stories_dir():
-    if not (STORIES / "config.json").exists():
-        pytest.skip(f"{STORIES} is not present")
-    return STORIES
+    return require(STORIES)
 
 
 @pytest.fixture(scope="session")

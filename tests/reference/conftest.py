@@ -13,7 +13,10 @@ sys.path.insert(0, HERE)
 
 MAKE_CHECKPOINT = os.path.join(REPO, "scripts", "make-checkpoint")
 REFERENCE_CLI = os.path.join(HERE, "reference.py")
-STORIES = os.environ.get("HFS_STORIES_DIR", "/work/shared/models/stories260K")
+sys.path.insert(0, os.path.dirname(HERE))
+from fixtures import STORIES as _STORIES, missing_message  # noqa: E402
+
+STORIES = str(_STORIES)
 
 
 def _load_script(path, name):
@@ -48,5 +51,5 @@ def make_ckpt(mc, tmp_path_factory):
 @pytest.fixture(scope="session")
 def stories_dir():
     if not os.path.exists(os.path.join(STORIES, "model.safetensors")):
-        pytest.fail(f"stories260K fixture not found at {STORIES} (set HFS_STORIES_DIR)")
+        pytest.fail(missing_message(STORIES))
     return STORIES

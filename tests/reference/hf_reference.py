@@ -20,7 +20,7 @@ Conventions (each checked against HF code, see README.md):
 
 Usage:
   import hf_reference as ref
-  model = ref.load_model("/work/shared/models/stories260K")
+  model = ref.load_model("../shared/models/stories260K")   # an HF checkpoint directory
   logits = model.logits([1, 403, 407])          # np.float32 [3, vocab]: row t = logits after token t
 """
 

@@ -11,16 +11,11 @@ foreach(name gpt2 llama3 qwen3 gemma3)
                    ${HFS_TOK_GOLDEN_DIR}/${name}.jsonl ${HFS_TOK_CORPUS})
   set_tests_properties(tokenizer_golden_${name} PROPERTIES TIMEOUT 120)
 endforeach()
-# stories260K lives in the shared fixtures next to the checkout (…/shared/models) or at /work/shared.
-set(HFS_STORIES_DIR ${CMAKE_SOURCE_DIR}/shared/models/stories260K)
-if(NOT EXISTS ${HFS_STORIES_DIR})
-  get_filename_component(HFS_STORIES_DIR ${CMAKE_SOURCE_DIR}/../shared/models/stories260K ABSOLUTE)
-endif()
-if(NOT EXISTS ${HFS_STORIES_DIR})
-  set(HFS_STORIES_DIR /work/shared/models/stories260K)
-endif()
+# stories260K from the shared fixtures (HFS_SHARED_DIR, tests/CMakeLists.txt); a missing file fails the test
+# with a message saying so.
 add_test(NAME tokenizer_golden_stories260K
-         COMMAND tokenizer_golden ${HFS_STORIES_DIR}/tokenizer.json ${HFS_TOK_GOLDEN_DIR}/stories260K.jsonl ${HFS_TOK_CORPUS})
+         COMMAND tokenizer_golden ${HFS_SHARED_DIR}/models/stories260K/tokenizer.json ${HFS_TOK_GOLDEN_DIR}/stories260K.jsonl
+                 ${HFS_TOK_CORPUS})
 set_tests_properties(tokenizer_golden_stories260K PROPERTIES TIMEOUT 120)
 
 # The tokenizer benchmark program (bench/tokenizer_bench/run drives it; not a test).

@@ -12,6 +12,7 @@
 #include "tokenizer/components.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/utf8.h"
+#include "support/fixtures.h"
 
 namespace {
 
@@ -314,11 +315,12 @@ TEST(TokenizerUtf8, WhatwgReplacement) {
   EXPECT_EQ(decode_utf8_lossy("\xEF\xBB\xBFx", false), "\xEF\xBB\xBFx");
 }
 
-// The real stories260K tokenizer (shared fixtures) with its transformers.js golden lines.
+// The real stories260K tokenizer (shared fixtures) with its transformers.js golden lines; "" when missing
+// (the tests then fail with how to provide it).
 std::string stories_dir() {
-  for (std::string d : {std::string(HFS_SOURCE_DIR) + "/shared/models/stories260K",
-                        std::string(HFS_SOURCE_DIR) + "/../shared/models/stories260K", std::string("/work/shared/models/stories260K")})
-    if (std::ifstream(d + "/tokenizer.json")) return d;
+  const std::string d = hfs::test::stories_dir();
+  if (hfs::test::fixture_exists(d + "/tokenizer.json")) return d;
+  ADD_FAILURE() << hfs::test::missing(d);
   return "";
 }
 

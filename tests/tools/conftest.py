@@ -1,18 +1,18 @@
 """Shared pieces of the CLI tests: where the CLI and the fixtures are, and a subprocess helper.
 
-The CLI is $HFS_CLI (CTest sets it) or build/hfstatic. The stories260K checkpoint is $HFS_STORIES_DIR, else
-models/stories260K under $HFS_SHARED_DIR, else under ../shared beside the repository root.
+The CLI is $HFS_CLI (CTest sets it) or build/hfstatic; fixtures come from tests/fixtures.py.
 """
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fixtures import ROOT, STORIES, require  # noqa: E402
+
 CLI = os.environ.get("HFS_CLI", str(ROOT / "build" / "hfstatic"))
-SHARED = Path(os.environ.get("HFS_SHARED_DIR", ROOT.parent / "shared"))
-STORIES = Path(os.environ.get("HFS_STORIES_DIR", SHARED / "models" / "stories260K"))
 
 
 def cli(*args, stdin=None, env=None, timeout=120, check=None):
@@ -28,10 +28,7 @@ def cli(*args, stdin=None, env=None, timeout=120, check=None):
 
 @pytest.fixture(scope="session")
 def stories_dir():
-    if not (STORIES / "config.json").exists():
-        pytest.fail(f"stories260K fixture missing at {STORIES}: set HFS_STORIES_DIR or HFS_SHARED_DIR "
-                    "(the shared fixtures folder, ../shared beside the repository by default)")
-    return STORIES
+    return require(STORIES)
 
 
 @pytest.fixture(scope="session")

@@ -14,11 +14,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "reference"))
 CLI = os.environ.get("HFS_CLI", str(ROOT / "build" / "hfstatic"))
-STORIES = Path(os.environ.get("HFS_STORIES_DIR", ROOT.parent / "shared" / "models" / "stories260K"))
+from conftest import STORIES  # noqa: E402  (tests/fixtures.py: $HFS_SHARED_DIR)
 
 # A ChatML-style template using the stories tokenizer's special tokens.
 TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}{{ eos_token }}{% endfor %}"
             "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
+@pytest.fixture(autouse=True)
+def _needs_stories(stories_dir):
+    """Every test here runs on stories260K: a missing fixture fails with how to provide it."""
 
 
 def sh(*args, stdin=None, env=None):
@@ -40,7 +45,6 @@ def chat_program(tmp_path_factory):
     return d, out
 
 
-@pytest.mark.skipif(not STORIES.exists(), reason="stories260K fixture missing")
 def test_chat_keeps_cache_across_turns(chat_program):
     _, prog = chat_program
     r = sh(CLI, "chat", "-m", prog, "--temp", "0", "-n", "12", stdin="Hello\n/stats\nTell me more\n/stats\n")
@@ -55,7 +59,6 @@ def test_chat_keeps_cache_across_turns(chat_program):
     assert 0 < second_turn_new < positions[0], (prompts, positions)
 
 
-@pytest.mark.skipif(not STORIES.exists(), reason="stories260K fixture missing")
 def test_chat_without_template_is_a_clear_error(tmp_path):
     prog = tmp_path / "s.hfs"
     sh(CLI, "export", STORIES, "-o", prog)
@@ -64,7 +67,6 @@ def test_chat_without_template_is_a_clear_error(tmp_path):
     assert "chat_template" in r.stderr or "chat template" in r.stderr
 
 
-@pytest.mark.skipif(not STORIES.exists(), reason="stories260K fixture missing")
 def test_run_accepts_checkpoint_dir_and_caches_export(tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     a = sh(CLI, "run", "-m", STORIES, "--tokens", "1", "-n", "20", "--temp", "0", "--json", env=env)
@@ -75,7 +77,6 @@ def test_run_accepts_checkpoint_dir_and_caches_export(tmp_path):
     assert len(list((tmp_path / "cache" / "hfstatic").glob("*.hfs"))) == 1
 
 
-@pytest.mark.skipif(not STORIES.exists(), reason="stories260K fixture missing")
 def test_inspect_json_and_bench_json(tmp_path):
     prog = tmp_path / "s.hfs"
     sh(CLI, "export", STORIES, "-o", prog, "--prefill-chunk", "32", "--context", "512")
@@ -118,7 +119,6 @@ def test_inspect_json_and_bench_json(tmp_path):
     assert tok["ids"][0] == 1
 
 
-@pytest.mark.skipif(not STORIES.exists(), reason="stories260K fixture missing")
 def test_killed_export_never_leaves_a_partial_program(tmp_path):
     # SIGKILL the exporter at many points during its run: the output path either does not exist or holds
     # a complete program that loads (the writer renames a fully written temp file into place).
