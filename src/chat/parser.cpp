@@ -1,7 +1,10 @@
 #include "chat/parser.h"
 
 #include <algorithm>
+#include <array>
 #include <initializer_list>
+#include <span>
+#include <string_view>
 
 #include "chat/builtins.h"
 #include "chat/lexer.h"
@@ -390,30 +393,40 @@ class Parser {
     return b;
   }
 
-  Result<ExprPtr> parse_or() {
-    auto l = parse_and();
+  // Left-associative binary operators by precedence, loosest first (Jinja's grammar). 'not' and the
+  // comparisons sit between the two tables: they are not plain left-associative levels.
+  struct BinaryLevel {
+    bool keyword;                          // 'or' / 'and' are name tokens, the others operator tokens
+    std::array<std::string_view, 4> ops;   // unused slots are empty
+  };
+  static constexpr BinaryLevel kLogicalLevels[] = {{true, {"or"}}, {true, {"and"}}};
+  static constexpr BinaryLevel kArithmeticLevels[] = {
+      {false, {"+", "-"}}, {false, {"~"}}, {false, {"*", "/", "//", "%"}}, {false, {"**"}}};
+
+  bool at_level_op(const BinaryLevel& level) const {
+    for (std::string_view op : level.ops)
+      if (!op.empty() && (level.keyword ? at_name(op) : at_op(op))) return true;
+    return false;
+  }
+
+  // `levels.front()`'s operators over operands of the tighter levels; past the last level, `tighter()`.
+  template <typename Tighter>
+  Result<ExprPtr> parse_levels(std::span<const BinaryLevel> levels, const Tighter& tighter) {
+    if (levels.empty()) return tighter();
+    auto l = parse_levels(levels.subspan(1), tighter);
     if (!l) return l;
     ExprPtr left = std::move(l.value());
-    while (at_name("or")) {
+    while (at_level_op(levels.front())) {
       const Token op = t_[pos_++];
-      auto r = parse_and();
+      auto r = parse_levels(levels.subspan(1), tighter);
       if (!r) return r;
-      left = binary(op, "or", std::move(left), std::move(r.value()));
+      left = binary(op, op.text, std::move(left), std::move(r.value()));
     }
     return left;
   }
 
-  Result<ExprPtr> parse_and() {
-    auto l = parse_not();
-    if (!l) return l;
-    ExprPtr left = std::move(l.value());
-    while (at_name("and")) {
-      const Token op = t_[pos_++];
-      auto r = parse_not();
-      if (!r) return r;
-      left = binary(op, "and", std::move(left), std::move(r.value()));
-    }
-    return left;
+  Result<ExprPtr> parse_or() {
+    return parse_levels(kLogicalLevels, [this] { return parse_not(); });
   }
 
   Result<ExprPtr> parse_not() {
@@ -463,55 +476,7 @@ class Parser {
   }
 
   Result<ExprPtr> parse_math1() {
-    auto l = parse_concat();
-    if (!l) return l;
-    ExprPtr left = std::move(l.value());
-    while (at_op("+") || at_op("-")) {
-      const Token op = t_[pos_++];
-      auto r = parse_concat();
-      if (!r) return r;
-      left = binary(op, op.text, std::move(left), std::move(r.value()));
-    }
-    return left;
-  }
-
-  Result<ExprPtr> parse_concat() {
-    auto l = parse_math2();
-    if (!l) return l;
-    ExprPtr left = std::move(l.value());
-    while (at_op("~")) {
-      const Token op = t_[pos_++];
-      auto r = parse_math2();
-      if (!r) return r;
-      left = binary(op, "~", std::move(left), std::move(r.value()));
-    }
-    return left;
-  }
-
-  Result<ExprPtr> parse_math2() {
-    auto l = parse_pow();
-    if (!l) return l;
-    ExprPtr left = std::move(l.value());
-    while (at_op("*") || at_op("/") || at_op("//") || at_op("%")) {
-      const Token op = t_[pos_++];
-      auto r = parse_pow();
-      if (!r) return r;
-      left = binary(op, op.text, std::move(left), std::move(r.value()));
-    }
-    return left;
-  }
-
-  Result<ExprPtr> parse_pow() {
-    auto l = parse_unary(true);
-    if (!l) return l;
-    ExprPtr left = std::move(l.value());
-    while (at_op("**")) {
-      const Token op = t_[pos_++];
-      auto r = parse_unary(true);
-      if (!r) return r;
-      left = binary(op, "**", std::move(left), std::move(r.value()));
-    }
-    return left;
+    return parse_levels(kArithmeticLevels, [this] { return parse_unary(true); });
   }
 
   Result<ExprPtr> parse_unary(bool with_filter) {
