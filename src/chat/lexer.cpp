@@ -1,5 +1,5 @@
 #include "chat/lexer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 #include <algorithm>
 #include <cctype>
@@ -287,7 +287,7 @@ class Lexer {
           }
           if (cp > 0x10FFFF) return syntax(pos_ - 2, "escape names a code point above U+10FFFF");
           pos_ += n;
-          tok::append_utf8(value, cp);
+          append_utf8(value, cp);
           break;
         }
         default:

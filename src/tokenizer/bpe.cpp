@@ -2,7 +2,7 @@
 
 #include <queue>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace hfs::tok {
 namespace {

@@ -3,7 +3,7 @@
 #include "tokenizer/components.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace hfs::tok {
 namespace {

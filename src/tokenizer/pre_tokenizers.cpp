@@ -5,7 +5,7 @@
 #include "tokenizer/byte_level.h"
 #include "tokenizer/components.h"
 #include "tokenizer/regex.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace hfs::tok {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace hfs {
 namespace {
@@ -28,7 +28,7 @@ std::string clean_up_tokenization(std::string s) {
       {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
       {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
   for (auto [from, to] : kRules)
-    if (s.find(from) != std::string::npos) s = tok::replace_all(s, from, to);
+    if (s.find(from) != std::string::npos) s = replace_all(s, from, to);
   return s;
 }
 
@@ -47,8 +47,8 @@ void split_added(const Tokenizer::Impl& im, const AddedSplitter& splitter, std::
     int32_t t = pieces[i].token >= 0 ? pieces[i].token : im.added_index(pieces[i].text);
     if (t < 0) continue;
     const tok::AddedToken& a = im.added[static_cast<size_t>(t)];
-    if (a.lstrip && i > 0) pieces[i - 1].text = tok::js_trim_end(pieces[i - 1].text);
-    if (a.rstrip && i + 1 < pieces.size()) pieces[i + 1].text = tok::js_trim_start(pieces[i + 1].text);
+    if (a.lstrip && i > 0) pieces[i - 1].text = js_trim_end(pieces[i - 1].text);
+    if (a.rstrip && i + 1 < pieces.size()) pieces[i + 1].text = js_trim_start(pieces[i + 1].text);
   }
 }
 
@@ -83,11 +83,11 @@ Status Tokenizer::Impl::encode_text(std::string_view text, std::vector<int32_t>&
     std::string processed(sec);
     if (remove_space) {
       std::string joined;
-      std::string_view v = tok::js_trim(processed);
+      std::string_view v = js_trim(processed);
       bool in_space = false;
       for (size_t i = 0; i < v.size();) {
         size_t b = i;
-        bool sp = tok::is_js_space(tok::next_cp(v, i));
+        bool sp = is_js_space(next_cp(v, i));
         if (sp) {
           in_space = true;
           continue;
@@ -189,7 +189,7 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_dir(const std::string& 
 }
 
 Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text, bool add_special) const {
-  if (size_t bad = tok::find_invalid_utf8(text); bad != std::string_view::npos)
+  if (size_t bad = find_invalid_utf8(text); bad != std::string_view::npos)
     return make_error(ErrorCode::kInvalidArgument,
                       "tokenizer: encode: text is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) + ")");
   std::vector<int32_t> ids;
@@ -230,8 +230,8 @@ Result<std::string> decode_ids(const Tokenizer::Impl& im, std::span<const int32_
     }
   }
   if (im.decoder && !im.model.opt.end_of_word_suffix.empty()) {
-    text = tok::replace_all(text, im.model.opt.end_of_word_suffix, " ");
-    if (skip_special) text = std::string(tok::js_trim(text));
+    text = replace_all(text, im.model.opt.end_of_word_suffix, " ");
+    if (skip_special) text = std::string(js_trim(text));
   }
   if (clean_up) text = clean_up_tokenization(std::move(text));
   return text;

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace hfs::tok {
 namespace {

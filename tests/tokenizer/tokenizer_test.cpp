@@ -11,7 +11,7 @@
 #include "hfstatic/tokenizer.h"
 #include "tokenizer/components.h"
 #include "tokenizer/regex.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 #include "support/fixtures.h"
 
 namespace {
@@ -305,7 +305,7 @@ TEST(TokenizerRegex, OnigurumaRewritesFollowTransformersJs) {
 }
 
 TEST(TokenizerUtf8, WhatwgReplacement) {
-  using hfs::tok::decode_utf8_lossy;
+  using hfs::decode_utf8_lossy;
   const std::string r = "\xEF\xBF\xBD";
   EXPECT_EQ(decode_utf8_lossy("\xE2\x82"), r);            // truncated sequence: one U+FFFD
   EXPECT_EQ(decode_utf8_lossy("\xF0\x80"), r + r);        // 80 is out of F0's range: two

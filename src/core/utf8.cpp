@@ -1,6 +1,6 @@
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
-namespace hfs::tok {
+namespace hfs {
 
 void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
@@ -136,4 +136,4 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
   return out;
 }
 
-}  // namespace hfs::tok
+}  // namespace hfs

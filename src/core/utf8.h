@@ -1,12 +1,13 @@
-// UTF-8 helpers for the tokenizer: decoding/encoding code points, validation, the WHATWG decoder
-// (what JS TextDecoder does with invalid bytes) and JS's notion of whitespace (String.prototype.trim).
+// UTF-8 helpers shared by the tokenizer and the chat templates: decoding/encoding code points,
+// validation, the WHATWG decoder (what JS TextDecoder does with invalid bytes) and JS's notion of
+// whitespace (String.prototype.trim).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace hfs::tok {
+namespace hfs {
 
 // Length of the UTF-8 sequence that starts with `lead` (1 for a stray continuation byte).
 inline size_t utf8_len(unsigned char lead) {
@@ -46,4 +47,4 @@ inline std::string_view js_trim(std::string_view s) { return js_trim_end(js_trim
 // Replaces every occurrence of `from` (non-empty) by `to`.
 std::string replace_all(std::string_view s, std::string_view from, std::string_view to);
 
-}  // namespace hfs::tok
+}  // namespace hfs
