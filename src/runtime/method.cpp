@@ -349,10 +349,15 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
       for (size_t k = 0; k < n_out; ++k) order.push_back(static_cast<int>(k));
     std::vector<int> sorted = order;
     std::sort(sorted.begin(), sorted.end());
-    for (size_t k = 0; k < sorted.size(); ++k)
-      if (sorted[k] != static_cast<int>(k) || sorted.size() != n_out)
-        return make_error(ErrorCode::kInternal, label + ": output_order() is not a permutation of " +
-                                                    std::to_string(n_out) + " outputs");
+    bool permutation = sorted.size() == n_out;
+    for (size_t k = 0; permutation && k < sorted.size(); ++k) permutation = sorted[k] == static_cast<int>(k);
+    if (!permutation) {
+      std::string got;
+      for (int k : order) got += (got.empty() ? "" : ", ") + std::to_string(k);
+      return make_error(ErrorCode::kInternal, label + ": output_order(): expected a permutation of 0.." +
+                                                  std::to_string(static_cast<int64_t>(n_out) - 1) + " (" +
+                                                  std::to_string(n_out) + " outputs), got [" + got + "]");
+    }
     for (int k : order) {
       const IOSpec& out = subgraphs[p].outputs[static_cast<size_t>(k)];
       run.outputs.push_back(Bound{storage_of(out.name), out.type});

@@ -33,6 +33,8 @@ std::vector<Corruption> corruptions() {
                ErrorCode::kUnknownContract, {"hf_dynamic", "hf_static"}});
   c.push_back({"UnsupportedVersion", meta([](K& m) { set_key(m, keys::kContractVersion, Value(2)); }),
                ErrorCode::kBadMetadata, {"version 2", "version 1"}});
+  c.push_back({"ContractNotString", meta([](K& m) { set_key(m, keys::kContract, Value(5)); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kContract), "string", "5"}});
   c.push_back({"VersionWrongType", meta([](K& m) { set_key(m, keys::kContractVersion, Value("1")); }),
                ErrorCode::kBadMetadata, {std::string(keys::kContractVersion), "integer"}});
   // Every required key, removed.
@@ -61,6 +63,18 @@ std::vector<Corruption> corruptions() {
                {std::string(keys::kLogitsMode)}});
   c.push_back({"EosOutOfVocab", meta([](K& m) { set_key(m, keys::kEosTokenIds, Value::int_array({2, 512})); }),
                ErrorCode::kBadMetadata, {std::string(keys::kEosTokenIds)}});
+  // bos may be -1 (none); pad must be a real id.
+  c.push_back({"BosOutOfVocab", meta([](K& m) { set_key(m, keys::kBosTokenId, Value(512)); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kBosTokenId), "[-1, 511]", "512"}});
+  c.push_back({"BosBelowNone", meta([](K& m) { set_key(m, keys::kBosTokenId, Value(-2)); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kBosTokenId), "-2"}});
+  c.push_back({"PadOutOfVocab", meta([](K& m) { set_key(m, keys::kPadTokenId, Value(512)); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kPadTokenId), "[0, 511]", "512"}});
+  c.push_back({"PadNegative", meta([](K& m) { set_key(m, keys::kPadTokenId, Value(-1)); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kPadTokenId), "-1"}});
+  c.push_back({"LayerKindNotString",
+               meta([](K& m) { set_key(m, keys::kLayerKinds, Value(Value::Array{Value("global"), Value(3)})); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kLayerKinds), "layer 1", "3"}});
   c.push_back({"LayerKindsWrongCount", meta([](K& m) { set_key(m, keys::kLayerKinds, Value(Value::Array{Value("global")})); }),
                ErrorCode::kBadMetadata, {std::string(keys::kLayerKinds), "2"}});
   c.push_back({"LayerKindUnknown",
@@ -144,6 +158,27 @@ std::vector<Corruption> variant_corruptions() {
   return c;
 }
 
+// The sliding-window rules, on a program whose layers are all sliding (mistral, W = 8, C = 4, N = 24):
+// the ring must hold min(W + C − 1, N) = 11 rows, and every sliding layer's ring has one length.
+std::vector<Corruption> sliding_corruptions() {
+  using K = Metadata;
+  auto meta = [](std::function<void(K&)> f) { return test::ProgramEdit{std::move(f), {}}; };
+  auto ring = [](const K& m) { return m.at(std::string(keys::kLayerCacheLengths)).as_array().at(0).as_int(); };
+  std::vector<Corruption> c;
+  c.push_back({"SlidingWindowZero", meta([](K& m) { set_key(m, keys::kSlidingWindow, Value(0)); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kSlidingWindow), "≥ 1", "sliding layers", "got 0"}});
+  c.push_back({"RingShorterThanWindowPlusChunk",
+               meta([](K& m) { set_key(m, keys::kLayerCacheLengths, Value::int_array({10, 10})); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kLayerCacheLengths), "layer 0", "ring length", "= 11", "got 10"}});
+  c.push_back({"RingLengthsDiffer",
+               meta([ring](K& m) {
+                 const int64_t len = ring(m);
+                 set_key(m, keys::kLayerCacheLengths, Value::int_array({len, len + 1}));
+               }),
+               ErrorCode::kBadMetadata, {std::string(keys::kLayerCacheLengths), "layer 1", "equal to the other sliding"}});
+  return c;
+}
+
 void expect_rejected(const std::string& good_path, const Corruption& c) {
   auto good = Program::load(good_path);
   ASSERT_TRUE(good.ok()) << good.error().to_string();
@@ -167,6 +202,13 @@ void expect_rejected(const std::string& good_path, const Corruption& c) {
 
 class HfStaticValidation : public ::testing::TestWithParam<Corruption> {};
 class HfStaticVariantValidation : public ::testing::TestWithParam<Corruption> {};
+class HfStaticSlidingValidation : public ::testing::TestWithParam<Corruption> {};
+
+TEST_P(HfStaticSlidingValidation, RejectsWithItsOwnError) {
+  test::TinyModel m{"mistral", 4, 24};
+  m.sliding_window = 8;
+  expect_rejected(test::tiny_program(m), GetParam());
+}
 
 TEST_P(HfStaticValidation, RejectsWithItsOwnError) { expect_rejected(test::tiny_program({"llama", 4, 24}), GetParam()); }
 
@@ -179,6 +221,8 @@ TEST_P(HfStaticVariantValidation, RejectsWithItsOwnError) {
 INSTANTIATE_TEST_SUITE_P(HfStatic, HfStaticValidation, ::testing::ValuesIn(corruptions()),
                          [](const auto& info) { return info.param.name; });
 INSTANTIATE_TEST_SUITE_P(HfStatic, HfStaticVariantValidation, ::testing::ValuesIn(variant_corruptions()),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(HfStatic, HfStaticSlidingValidation, ::testing::ValuesIn(sliding_corruptions()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include "hfstatic/backend.h"
 #include "hfstatic/method.h"
 #include "runtime/test_support.h"
+#include "support/fault_backend.h"
+#include "support/hf_static_fixture.h"
 
 namespace hfs {
 namespace {
@@ -201,6 +203,35 @@ TEST(Partitioner, RandomGraphsGiveValidPartitions) {
     }
     ASSERT_EQ(seen.size(), n);
   }
+}
+
+}  // namespace
+}  // namespace hfs
+
+namespace hfs {
+namespace {
+
+// A delegate whose output_order() is no permutation of its outputs would bind the wrong buffers: loading
+// the method fails, naming the partition, its backend and the order it got.
+TEST(PartitionerDelegate, MalformedOutputOrderIsAnError) {
+  auto program = Program::load(test::tiny_program({"llama", 4, 24}));
+  ASSERT_TRUE(program.ok()) << program.error().to_string();
+  for (const std::vector<int64_t>& order : {std::vector<int64_t>{1}, {0, 0}, {-1}}) {
+    MethodOptions mo;
+    mo.backends.backends = {test::kFaultBackend, "cpu_ref"};
+    mo.backends.settings[test::kFaultBackend] = test::fault_settings("l1.attn_norm", order);
+    auto m = Method::load(*program, "decode", mo);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.error().code(), ErrorCode::kInternal);
+    const std::string msg = m.error().message();
+    EXPECT_NE(msg.find("backend 'test_fault'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("expected a permutation of 0..0 (1 outputs)"), std::string::npos) << msg;
+  }
+  // The same node with its own order loads.
+  MethodOptions ok;
+  ok.backends.backends = {test::kFaultBackend, "cpu_ref"};
+  ok.backends.settings[test::kFaultBackend] = test::fault_settings("l1.attn_norm");
+  EXPECT_TRUE(Method::load(*program, "decode", ok).ok());
 }
 
 }  // namespace

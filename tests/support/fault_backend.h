@@ -11,10 +11,13 @@
 //   mo.backends.settings["test_fault"] = settings_with_node("l1.attn_norm");
 //
 // The switch is process-global (gtest runs tests one at a time); disarm() in the test's SetUp.
+// Settings {"output_order": [...]} make the delegate report that output order instead of its own: how
+// the runtime's check of a malformed order is tested.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hfstatic/value.h"
 
@@ -30,5 +33,6 @@ struct FaultSwitch {
 
 inline constexpr const char* kFaultBackend = "test_fault";
 Value fault_settings(const std::string& node_output);
+Value fault_settings(const std::string& node_output, const std::vector<int64_t>& output_order);
 
 }  // namespace hfs::test
