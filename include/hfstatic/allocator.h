@@ -10,6 +10,10 @@
 //   auto shm = hfs::shared_memory_allocator();
 //   auto sb = shm->allocate(1 << 20);
 //   int fd = sb->fd();   // another process can mmap(fd) and see the same bytes
+//
+// A caller can also hand the runner its own allocator for every I/O buffer (IOManagerOptions::io_allocator,
+// Python `Runner(io_allocator=...)`): implement Allocator, return zero-filled memory aligned to
+// kBufferAlignment, and give the Buffer a release function or an owner that frees it.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +32,8 @@ class Buffer {
   Buffer() = default;
   Buffer(void* data, size_t size, int fd, void (*release)(void*, size_t, int))
       : data_(data), size_(size), fd_(fd), release_(release) {}
+  // Memory that `owner` keeps alive (a stateful allocator's handle: a pool slot, a Python object).
+  Buffer(void* data, size_t size, std::shared_ptr<void> owner) : data_(data), size_(size), owner_(std::move(owner)) {}
   ~Buffer() { reset(); }
   Buffer(Buffer&& o) noexcept { *this = std::move(o); }
   Buffer& operator=(Buffer&& o) noexcept;
@@ -44,13 +50,15 @@ class Buffer {
   size_t size_ = 0;
   int fd_ = -1;
   void (*release_)(void*, size_t, int) = nullptr;
+  std::shared_ptr<void> owner_;
 };
 
 class Allocator {
  public:
   virtual ~Allocator() = default;
   virtual std::string_view name() const = 0;
-  // `bytes` == 0 returns an empty buffer. Fails with kResourceExhausted rather than aborting.
+  // At least `bytes` zero-filled bytes aligned to kBufferAlignment; `bytes` == 0 may return an empty
+  // buffer. Fails with kResourceExhausted rather than aborting.
   [[nodiscard]] virtual Result<Buffer> allocate(size_t bytes) = 0;
 };
 

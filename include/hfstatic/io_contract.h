@@ -30,7 +30,11 @@ namespace hfs {
 
 struct IOManagerOptions {
   MethodOptions method;            // backends, caller passes
-  bool shared_memory_io = false;   // allocate I/O in shared memory (memfd) instead of the backend's choice
+  // Where every I/O buffer (K/V caches, each method's inputs and outputs) is allocated, once, at load.
+  // Null: the highest-priority backend's allocator (Method::io_allocator), or shared memory when
+  // shared_memory_io is set. Giving both is an error.
+  std::shared_ptr<Allocator> io_allocator;
+  bool shared_memory_io = false;   // shorthand for io_allocator = shared_memory_allocator() (memfd)
 };
 
 // Static facts of a loaded program under its contract.

@@ -1,7 +1,7 @@
 """Type stub for hfstatic (the pybind11 module `hfstatic._hfstatic` plus the pure-Python registry)."""
 
 import os
-from typing import Any, Callable, Iterator, Literal, Sequence, TypeVar, overload
+from typing import Any, Callable, Iterator, Literal, Protocol, Sequence, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -12,6 +12,9 @@ CONTRACT_KEY: str  # "io.contract"
 _PathLike = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 _Stop = str | int | Sequence[str | int] | None
 _T = TypeVar("_T")
+
+class _IoAllocator(Protocol):
+    def allocate(self, nbytes: int) -> Any: ...  # a writable buffer (numpy array, bytearray, mmap, ...)
 
 class Error(RuntimeError):
     """Every hfstatic failure. str(e) == "<code>: <message>"."""
@@ -88,6 +91,9 @@ class Runner:
         backends: Sequence[str] | None = None,  # priority order, e.g. ["cpu_fast"]; "cpu_ref" takes the rest
         tail: Literal["auto", "pad", "decode"] = "auto",  # routing of a prompt's last partial chunk
         shared_memory_io: bool = False,
+        # where every I/O buffer lives: None/"backend", "heap", "shared_memory", or an object whose
+        # allocate(nbytes) returns a writable C-contiguous buffer (≥ nbytes, 64-byte aligned)
+        io_allocator: Literal["backend", "heap", "shared_memory"] | _IoAllocator | None = None,
     ) -> None: ...
     def prefill(self, tokens: Sequence[int]) -> None:
         """Feeds tokens (any count that fits). Over capacity → Error("capacity_exceeded"), state unchanged."""

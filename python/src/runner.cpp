@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "hfstatic/llm_runner.h"
+#include "io_allocator.h"
 #include "stepper.h"
 
 namespace hfs::py_bind {
@@ -317,7 +318,7 @@ py::dict info_dict(const ModelInfo& i) {
 }
 
 std::shared_ptr<PyRunner> make_runner(const py::object& program, const std::optional<std::vector<std::string>>& backends,
-                                      const std::string& tail, bool shared_memory_io) {
+                                      const std::string& tail, bool shared_memory_io, const py::object& io_allocator) {
   auto r = std::make_shared<PyRunner>();
   if (py::isinstance<PyProgram>(program)) {
     r->program = program.cast<PyProgram&>().program;
@@ -332,6 +333,7 @@ std::shared_ptr<PyRunner> make_runner(const py::object& program, const std::opti
   RunnerOptions ro;
   ro.tail = parse_tail(tail);
   ro.io.shared_memory_io = shared_memory_io;
+  ro.io.io_allocator = io_allocator_from(io_allocator);
   if (backends) ro.io.method.backends.backends = *backends;
   Result<std::unique_ptr<Runner>> made = [&] {
     py::gil_scoped_release nogil;
@@ -389,14 +391,18 @@ other state-changing call on the runner ends the stream (its next step raises hf
 
   py::class_<PyRunner, std::shared_ptr<PyRunner>>(m, "Runner", R"(Runs an exported program (the hf_static contract).
 
-Runner(program, backends=None, tail="auto", shared_memory_io=False): `program` is a path or an
-hfstatic.Program. `backends` lists backends in priority order (e.g. ["cpu_fast"]; "cpu_ref" always takes
-the rest); `tail` routes a prompt's last partial chunk: "auto" | "pad" | "decode".
+Runner(program, backends=None, tail="auto", shared_memory_io=False, io_allocator=None): `program` is a path
+or an hfstatic.Program. `backends` lists backends in priority order (e.g. ["cpu_fast"]; "cpu_ref" always
+takes the rest); `tail` routes a prompt's last partial chunk: "auto" | "pad" | "decode". `io_allocator` is
+where every I/O buffer (K/V caches, inputs, logits) is allocated, once, here: None or "backend" (the
+backend's choice), "heap", "shared_memory" (= shared_memory_io=True), or an object whose allocate(nbytes)
+returns a writable C-contiguous buffer of at least nbytes, 64-byte aligned (zero-filled and kept alive by
+the runner).
 
 The runner's sequence is everything prefilled plus everything generated: the last generated token is
 committed at the start of the next call, so consecutive generate() calls continue the text.)")
       .def(py::init(&make_runner), py::arg("program"), py::arg("backends") = py::none(), py::arg("tail") = "auto",
-           py::arg("shared_memory_io") = false)
+           py::arg("shared_memory_io") = false, py::arg("io_allocator") = py::none())
       .def(
           "prefill",
           [](PyRunner& r, const py::object& tokens) {

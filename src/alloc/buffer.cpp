@@ -10,6 +10,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     size_ = o.size_;
     fd_ = o.fd_;
     release_ = o.release_;
+    owner_ = std::move(o.owner_);
     o.data_ = nullptr;
     o.size_ = 0;
     o.fd_ = -1;
@@ -24,6 +25,7 @@ void Buffer::reset() {
   size_ = 0;
   fd_ = -1;
   release_ = nullptr;
+  owner_.reset();
 }
 
 }  // namespace hfs

@@ -1,7 +1,7 @@
 // The hf_static v1 IO manager: the host's half of the contract (docs/io-contract-v1.md).
 //
-// Owns every I/O buffer (allocated once at load through the backend's allocator), keeps the absolute
-// position counter and, per cache group, which absolute position each slot holds. A step of n ≤ T
+// Owns every I/O buffer (allocated once at load through the caller's or the backend's allocator), keeps
+// the absolute position counter and, per cache group, which absolute position each slot holds. A step of n ≤ T
 // tokens: ids padded with pad_token_id; positions p0.. (pads repeat the last valid position); slots
 // (global: p, sliding: p mod R; pads: -1 = not written); masks from the post-write slot table (a key is
 // visible iff it holds a position ≤ the query's and, for sliding layers, within the window; pad rows copy
@@ -19,6 +19,29 @@ namespace {
 
 using hf_static::CacheGroup;
 using hf_static::Spec;
+
+// The caller's or backend's allocator, held to its contract: a short or misaligned buffer would be
+// written past or read with unaligned vector loads by the kernels, so it is an error naming the allocator.
+class CheckedAllocator final : public Allocator {
+ public:
+  explicit CheckedAllocator(Allocator& inner) : inner_(inner) {}
+  std::string_view name() const override { return inner_.name(); }
+  Result<Buffer> allocate(size_t bytes) override {
+    auto b = inner_.allocate(bytes);
+    if (!b || bytes == 0) return b;
+    const std::string who = "allocator '" + std::string(inner_.name()) + "'";
+    if (!b->data() || b->size() < bytes)
+      return make_error(ErrorCode::kResourceExhausted, who + ": asked for " + std::to_string(bytes) + " bytes, got " +
+                                                           std::to_string(b->data() ? b->size() : 0));
+    if (reinterpret_cast<uintptr_t>(b->data()) % kBufferAlignment != 0)
+      return make_error(ErrorCode::kInvalidArgument, who + ": buffer not aligned to " +
+                                                         std::to_string(kBufferAlignment) + " bytes");
+    return b;
+  }
+
+ private:
+  Allocator& inner_;
+};
 
 // One method with its own (non-cache) input buffers; caches are shared between methods.
 struct StepMethod {
@@ -101,6 +124,10 @@ class HfStaticIO final : public IOManager {
   }
 
   Status init(const IOManagerOptions& opt) {
+    if (opt.io_allocator && opt.shared_memory_io)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "hf_static: both io_allocator ('" + std::string(opt.io_allocator->name()) +
+                            "') and shared_memory_io are set; give one");
     auto pm = Method::load(program_, spec_.prefill_method, opt.method);
     if (!pm) return pm.error();
     auto dm = Method::load(program_, spec_.decode_method, opt.method);
@@ -111,15 +138,18 @@ class HfStaticIO final : public IOManager {
       if (!vm) return vm.error();
       variants.push_back(std::move(*vm));
     }
-    std::shared_ptr<Allocator> alloc = opt.shared_memory_io ? shared_memory_allocator() : (*pm)->io_allocator();
+    std::shared_ptr<Allocator> alloc = opt.io_allocator        ? opt.io_allocator
+                                       : opt.shared_memory_io ? shared_memory_allocator()
+                                                              : (*pm)->io_allocator();
     if (!alloc) alloc = heap_allocator();
+    CheckedAllocator checked(*alloc);
 
     // Caches: one buffer per layer and K/V, shared by both methods.
     for (int64_t i = 0; i < spec_.n_layers; ++i) {
       TensorType t{spec_.cache_dtype,
                    {1, spec_.n_kv_heads, spec_.layer_cache_lengths[static_cast<size_t>(i)], spec_.head_dim}};
       for (int kv = 0; kv < 2; ++kv) {
-        auto b = alloc->allocate(t.nbytes());
+        auto b = checked.allocate(t.nbytes());
         if (!b) return b.error().with_context("hf_static: allocating cache for layer " + std::to_string(i));
         cache_views_.emplace_back(b->data(), t.dtype, t.shape);
         caches_.push_back(std::move(*b));
@@ -131,9 +161,9 @@ class HfStaticIO final : public IOManager {
     // Fixed size from here on: last_ points into it.
     prefills_.resize(variants.size() + 1);
     for (size_t i = 0; i < variants.size(); ++i)
-      HFS_TRY(bind(prefills_[i], std::move(variants[i]), spec_.prefill_variants[i].tokens, *alloc));
-    HFS_TRY(bind(prefills_.back(), std::move(*pm), spec_.prefill_tokens, *alloc));
-    HFS_TRY(bind(decode_, std::move(*dm), spec_.decode_tokens, *alloc));
+      HFS_TRY(bind(prefills_[i], std::move(variants[i]), spec_.prefill_variants[i].tokens, checked));
+    HFS_TRY(bind(prefills_.back(), std::move(*pm), spec_.prefill_tokens, checked));
+    HFS_TRY(bind(decode_, std::move(*dm), spec_.decode_tokens, checked));
     return Ok{};
   }
 

@@ -268,3 +268,53 @@ def test_steps_release_the_gil(program_path):
         sys.setswitchinterval(old)
     assert r.stats["generated_tokens"] - before == 90
     assert wakeups > 5
+
+
+class AlignedNumpyAllocator:
+    """A caller's I/O allocator: 64-byte-aligned numpy byte arrays, remembering each one."""
+
+    def __init__(self):
+        self.buffers = []
+
+    def allocate(self, nbytes):
+        raw = np.empty(nbytes + 64, dtype=np.uint8)
+        start = (-raw.ctypes.data) % 64
+        view = raw[start:start + nbytes]
+        self.buffers.append(view)
+        return view
+
+    def owns(self, array):
+        p = array.ctypes.data
+        return any(b.ctypes.data <= p < b.ctypes.data + b.nbytes for b in self.buffers)
+
+
+def test_io_allocator_holds_every_io_buffer_and_changes_nothing(program_path):
+    prompt = "Once upon a time"
+    want = hfstatic.Runner(program_path).generate(prompt, max_new_tokens=16, temperature=0)
+    alloc = AlignedNumpyAllocator()
+    r = hfstatic.Runner(program_path, io_allocator=alloc)
+    n = len(alloc.buffers)
+    p = hfstatic.Program(program_path)
+    assert n >= 2 * p.metadata["hf_static.n_layers"] + 2  # the caches, ids and logits at least
+    assert r.generate(prompt, max_new_tokens=16, temperature=0) == want
+    assert alloc.owns(r.decode_step(5))  # the logits view is the caller's memory
+    assert len(alloc.buffers) == n  # nothing allocated after creation
+    # Shared memory end to end, by flag and by name.
+    assert hfstatic.Runner(program_path, shared_memory_io=True).generate(prompt, max_new_tokens=16, temperature=0) == want
+    assert hfstatic.Runner(program_path, io_allocator="shared_memory").generate(
+        prompt, max_new_tokens=16, temperature=0) == want
+
+
+def test_io_allocator_errors(program_path):
+    class Short:
+        def allocate(self, nbytes):
+            return bytearray(nbytes // 2)
+
+    with pytest.raises(hfstatic.Error, match=r"io_allocator Short.allocate\(\d+\): expected at least"):
+        hfstatic.Runner(program_path, io_allocator=Short())
+    with pytest.raises(hfstatic.Error, match="expected a writable C-contiguous buffer, got bytes"):
+        hfstatic.Runner(program_path, io_allocator=type("RO", (), {"allocate": lambda self, n: bytes(n)})())
+    with pytest.raises(hfstatic.Error, match="got 'gpu'"):
+        hfstatic.Runner(program_path, io_allocator="gpu")
+    with pytest.raises(hfstatic.Error, match="shared_memory_io"):
+        hfstatic.Runner(program_path, io_allocator="heap", shared_memory_io=True)
