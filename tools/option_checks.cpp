@@ -107,9 +107,14 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   const std::string first = argc > 1 ? argv[1] : "";
   bool known = false;
   for (const std::string& n : names) known = known || n == first;
-  if (argc < 2 || (!known && first.rfind('-', 0) != 0)) {
+  const bool top_level_flag = first == "-h" || first == "--help" || first == "--version";
+  if (argc < 2 || (!known && !top_level_flag)) {
     if (argc < 2)
       std::fprintf(stderr, "hfstatic: no command given; commands: %s\n", joined(names).c_str());
+    else if (first.rfind('-', 0) == 0)
+      std::fprintf(stderr,
+                   "hfstatic: unknown option '%s' before the command (there: --help, --version); commands: %s\n",
+                   first.c_str(), joined(names).c_str());
     else
       std::fprintf(stderr, "hfstatic: unknown command '%s'; commands: %s\n", first.c_str(), joined(names).c_str());
     std::fprintf(stderr, "Run 'hfstatic --help' for more.\n");

@@ -197,6 +197,8 @@ def test_version_and_unknown_commands():
         assert c in r.stderr
     r = cli()
     assert r.returncode == USAGE and "no command" in r.stderr
+    r = cli("--bogus")
+    assert r.returncode == USAGE and "unknown option '--bogus'" in r.stderr
     r = cli("run", "--no-such-flag", "-m", "x")
     assert r.returncode == USAGE and "--no-such-flag" in r.stderr and r.stdout == ""
     assert "Exit status" in cli("--help", check=True).stdout
