@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -17,14 +18,16 @@
 #include "common.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/metadata_keys.h"
+#include "option_checks.h"
 
 namespace hfs::cli {
 namespace {
 
 struct BenchArgs {
   std::string model;
-  int prompt = 512;
+  int prompt = 512;  // defaults, lowered to fit the context; values given are never changed
   int gen = 128;
+  bool prompt_given = false, gen_given = false;
   bool json = false;
   std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;
@@ -123,8 +126,19 @@ int bench(const BenchArgs& a) {
   if (!runner) return fail(runner.error());
   Runner& r = **runner;
   const int64_t ctx = r.info().context_length;
-  int prompt_n = static_cast<int>(std::min<int64_t>(a.prompt, ctx - 1));
-  int gen_n = static_cast<int>(std::min<int64_t>(a.gen, ctx - prompt_n));
+  // Every token must fit: the prompt plus the generated tokens ≤ the context. A default gives way to what
+  // the other needs; numbers given on the command line are used as given or rejected, never cut to fit.
+  const std::string fit = " the program's context of " + std::to_string(ctx) + " tokens";
+  if (a.prompt_given && a.gen_given && int64_t{a.prompt} + a.gen > ctx)
+    return usage_error(
+        "bench", "--prompt " + std::to_string(a.prompt) + " + --gen " + std::to_string(a.gen) + " tokens exceed" + fit);
+  if (a.prompt_given && a.prompt > ctx)
+    return usage_error("bench", "--prompt " + std::to_string(a.prompt) + " exceeds" + fit);
+  if (a.gen_given && a.gen > ctx - 1)
+    return usage_error("bench", "--gen " + std::to_string(a.gen) + " leaves no room for a prompt in" + fit);
+  const int prompt_n =
+      a.prompt_given ? a.prompt : static_cast<int>(std::min<int64_t>(a.prompt, ctx - (a.gen_given ? a.gen : 1)));
+  const int gen_n = a.gen_given ? a.gen : static_cast<int>(std::min<int64_t>(a.gen, ctx - prompt_n));
   std::mt19937 rng(1);
   std::vector<int32_t> prompt(static_cast<size_t>(prompt_n));
   for (int32_t& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(r.info().vocab_size));
@@ -243,28 +257,49 @@ int bench(const BenchArgs& a) {
 RunFn setup(CLI::App& sub) {
   auto a = std::make_shared<BenchArgs>();
   sub.add_option("-m,--model", a->model, "Program file (.hfs)")->required();
-  sub.add_option("--prompt", a->prompt, "Prompt tokens (random ids)")->capture_default_str();
-  sub.add_option("--gen", a->gen, "Tokens to generate")->capture_default_str();
-  sub.add_option("--backend", a->backends, "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")->capture_default_str();
-  sub.add_option("--threads", a->threads, "Threads for the selected backends (0 = their default)");
-  sub.add_option("--reps", a->reps,
-                 "Runs in this process, each from an empty cache; prefill/decode tok/s and TTFT are their medians")
+  CLI::Option* prompt =
+      sub.add_option("--prompt", a->prompt,
+                     "Prompt tokens (random ids), an integer >= 1; prompt + generated tokens must fit "
+                     "the context (the default gives way to fit)")
+          ->capture_default_str()
+          ->transform(integer_in(1, INT32_MAX, "an integer in [1, 2147483647]"));
+  CLI::Option* gen =
+      sub.add_option("--gen", a->gen, "Tokens to generate, an integer >= 0 (the default gives way to fit)")
+          ->capture_default_str()
+          ->transform(integer_in(0, INT32_MAX, "an integer in [0, 2147483647]"));
+  sub.add_option("--backend", a->backends,
+                 "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100));
-  CLI::Option* vs = sub.add_option("--vs-threads", a->vs_threads,
-                 "Also prefill on this many threads, in turn with --threads in this process (--vs-pairs pairs); "
-                 "prefill_speedup_vs_threads = median of the pairs' time ratios, prefill_speedup_pairs = each "
-                 "(--json)")
-      ->check(CLI::Range(1, 1024));
-  sub.add_option("--vs-pairs", a->vs_pairs, "Prefill pairs for --vs-threads (default: --reps)")
-      ->check(CLI::Range(1, 100))
+      ->check(backend_name());
+  sub.add_option("--threads", a->threads,
+                 "Threads for the selected backends, an integer in [0, 1024] (0 = their default)")
+      ->transform(integer_in(0, 1024, "an integer in [0, 1024]"));
+  sub.add_option("--reps", a->reps,
+                 "Runs in this process, each from an empty cache, an integer in [1, 100]; prefill/decode tok/s and "
+                 "TTFT are their medians")
+      ->capture_default_str()
+      ->transform(integer_in(1, 100, "an integer in [1, 100]"));
+  CLI::Option* vs =
+      sub.add_option(
+             "--vs-threads", a->vs_threads,
+             "Also prefill on this many threads (an integer in [1, 1024]), in turn with --threads in this process "
+             "(--vs-pairs pairs); prefill_speedup_vs_threads = median of the pairs' time ratios, "
+             "prefill_speedup_pairs = each (--json)")
+          ->transform(integer_in(1, 1024, "an integer in [1, 1024]"));
+  sub.add_option("--vs-pairs", a->vs_pairs, "Prefill pairs for --vs-threads, an integer in [1, 100] (default: --reps)")
+      ->transform(integer_in(1, 100, "an integer in [1, 100]"))
       ->needs(vs);
   sub.footer(
       "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
       "its threads were; "
-      "HFS_CPU_FAST_ISA=scalar|avx2|avx512|amx caps the kernels cpu_fast picks.");
+      "HFS_CPU_FAST_ISA=scalar|avx2|avx512|amx caps the kernels cpu_fast picks.\n" +
+      std::string(kExitStatusHelp));
   sub.add_flag("--json", a->json, "Print one JSON object");
-  return [a] { return bench(*a); };
+  return [a, prompt, gen] {
+    a->prompt_given = prompt->count() > 0;
+    a->gen_given = gen->count() > 0;
+    return bench(*a);
+  };
 }
 
 [[maybe_unused]] const bool kReg =

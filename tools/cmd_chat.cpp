@@ -4,6 +4,7 @@
 // whole conversation prefilled — correct either way).
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -14,6 +15,8 @@
 #include "hfstatic/chat_template.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
+#include "option_checks.h"
+#include "sampling_options.h"
 
 namespace hfs::cli {
 namespace {
@@ -22,14 +25,11 @@ struct ChatArgs {
   std::string model;
   std::string system;
   int n = 512;
-  float temp = 0.7f;
-  int top_k = 40;
-  float top_p = 0.95f;
-  float min_p = 0.05f;
-  float repeat_penalty = 1.0f;
-  uint64_t seed = 0;
+  SamplingConfig sampling{.temperature = 0.7f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
   std::vector<std::string> backends = {"cpu_fast"};
 };
+
+constexpr const char* kCommands = "/reset, /stats, /quit, /exit";
 
 std::string file_text(const Program& p, const std::string& file) {
   auto v = p.constant("file:" + file);
@@ -60,7 +60,7 @@ int chat(const ChatArgs& a) {
 
   GenerationConfig g;
   g.max_new_tokens = a.n;
-  g.sampling = {a.temp, a.top_k, a.top_p, a.min_p, a.repeat_penalty, a.seed};
+  g.sampling = a.sampling;
   g.cancel = install_interrupt_flag();
   const auto& eos = (*tok)->eos_ids();
   ChatContext ctx;
@@ -93,11 +93,24 @@ int chat(const ChatArgs& a) {
       continue;
     }
     if (line.empty()) continue;
+    if (line[0] == '/' && line.rfind("//", 0) != 0) {
+      std::fprintf(stderr,
+                   "hfstatic chat: unknown command '%s'; commands: %s (start a message with // to send "
+                   "it with a leading /)\n",
+                   line.c_str(), kCommands);
+      continue;
+    }
+    if (line.rfind("//", 0) == 0) line.erase(0, 1);
+    // A line the template cannot render or the tokenizer cannot encode is reported and dropped; the
+    // conversation goes on without it.
     ctx.messages.push_back({"user", line, {}});
     auto text = tmpl->render(ctx);
-    if (!text) return fail(text.error());
-    auto ids = (*tok)->encode(*text, /*add_special=*/false);
-    if (!ids) return fail(ids.error());
+    auto ids = text ? (*tok)->encode(*text, /*add_special=*/false) : Result<std::vector<int32_t>>(text.error());
+    if (!ids) {
+      std::fprintf(stderr, "hfstatic chat: this message was not sent: %s\n", ids.error().to_string().c_str());
+      ctx.messages.pop_back();
+      continue;
+    }
     size_t common = 0;
     while (common < cached.size() && common < ids->size() && cached[common] == (*ids)[common]) ++common;
     if (common < cached.size()) {  // the rendering no longer extends what the cache holds
@@ -142,14 +155,15 @@ RunFn setup(CLI::App& sub) {
   auto a = std::make_shared<ChatArgs>();
   sub.add_option("-m,--model", a->model, "Program file (.hfs) or HF checkpoint directory")->required();
   sub.add_option("--system", a->system, "System prompt");
-  sub.add_option("-n,--n-predict", a->n, "Max tokens per reply")->capture_default_str();
-  sub.add_option("--temp", a->temp, "Temperature (0 = greedy)")->capture_default_str();
-  sub.add_option("--top-k", a->top_k, "Top-k (0 = off)")->capture_default_str();
-  sub.add_option("--top-p", a->top_p, "Top-p (1 = off)")->capture_default_str();
-  sub.add_option("--min-p", a->min_p, "Min-p (0 = off)")->capture_default_str();
-  sub.add_option("--repeat-penalty", a->repeat_penalty, "Repetition penalty (1 = off)")->capture_default_str();
-  sub.add_option("--seed", a->seed, "Sampling seed")->capture_default_str();
-  sub.add_option("--backend", a->backends, "Backends in priority order")->capture_default_str();
+  sub.add_option("-n,--n-predict", a->n, "Max tokens per reply, an integer >= 1")
+      ->capture_default_str()
+      ->transform(integer_in(1, INT32_MAX, "an integer in [1, 2147483647]"));
+  add_sampling_options(sub, a->sampling);
+  sub.add_option("--backend", a->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
+  sub.footer(std::string("In the chat: ") + kCommands +
+             " (a line starting with // is sent with one leading /). A line the template cannot render, the "
+             "tokenizer cannot encode or the context cannot hold is reported and dropped; the chat goes on.\n" +
+             kExitStatusHelp);
   return [a] { return chat(*a); };
 }
 

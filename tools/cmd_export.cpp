@@ -1,5 +1,6 @@
 // `hfstatic export MODEL_DIR -o OUT.hfs`: HuggingFace checkpoint → hf_static v1 program.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -7,6 +8,7 @@
 #include "cli.h"
 #include "common.h"
 #include "hfstatic/export.h"
+#include "option_checks.h"
 
 namespace {
 
@@ -30,7 +32,7 @@ int run_export(const ExportArgs& a) {
     if (!ok) {
       std::fprintf(stderr, "hfstatic export: --prefill-variants: expected positive integers separated by commas, "
                            "'none' or 'default', got '%s'\n", a.variants.c_str());
-      return 2;
+      return hfs::cli::kUsageError;
     }
     opt.prefill_variants.emplace(list->begin(), list->end());
   }
@@ -40,7 +42,7 @@ int run_export(const ExportArgs& a) {
   auto w = hfs::weights_mode_from_name(a.weights);
   if (!w) {
     std::fprintf(stderr, "hfstatic export: %s\n", w.error().to_string().c_str());
-    return 2;
+    return hfs::cli::kUsageError;
   }
   opt.weights = *w;
   // Quantization report: every quantized tensor's relative RMS error, and the worst one.
@@ -69,17 +71,28 @@ hfs::cli::RunFn setup_export(CLI::App& sub) {
   sub.add_flag("-v,--verbose", a->verbose, "print each quantized tensor's relative RMS error");
   sub.add_option("model_dir", a->model_dir, "HuggingFace checkpoint directory (config.json + safetensors)")->required();
   sub.add_option("-o,--output", a->out, "output program file (.hfs)")->required();
-  sub.add_option("--prefill-chunk", a->chunk, "tokens per prefill call C (default 128, at most the context)")
-      ->check(CLI::PositiveNumber);
+  sub.add_option("--prefill-chunk", a->chunk,
+                 "tokens per prefill call C, an integer >= 1 (default min(128, context)); more than the context is "
+                 "an error")
+      ->transform(hfs::cli::integer_in(1, INT64_MAX, "an integer >= 1"));
   sub.add_option("--prefill-variants", a->variants,
                  "smaller prefill methods for short prompts and tails: step sizes below C, comma-separated "
                  "(e.g. 4,16), 'none', or 'default' (C/16, C/4 and C/2)");
-  sub.add_option("--context", a->context, "context capacity (default min(max_position_embeddings, 4096))")
-      ->check(CLI::PositiveNumber);
-  sub.add_option("--cache-dtype", a->cache_dtype, "KV cache dtype")->check(CLI::IsMember({"f32", "f16"}));
-  sub.add_option("--weights", a->weights, "linear/embedding weight format: keep (checkpoint dtype), f32, f16, bf16, int8 (per-channel), int4 (q4_0 layers; embedding and LM head int8)")->check(CLI::IsMember({"keep", "f32", "f16", "bf16", "int8", "int4"}));
-  sub.add_option("--logits", a->logits, "logits of the last valid row only, or of every row")
-      ->check(CLI::IsMember({"last", "all"}));
+  sub.add_option("--context", a->context,
+                 "context capacity, an integer in [1, max_position_embeddings] (default min(max_position_embeddings, "
+                 "4096)); more than the model's maximum is an error")
+      ->transform(hfs::cli::integer_in(1, INT64_MAX, "an integer >= 1"));
+  sub.add_option("--cache-dtype", a->cache_dtype, "KV cache dtype: f32 or f16")
+      ->capture_default_str()
+      ->check(hfs::cli::one_of({"f32", "f16"}));
+  sub.add_option("--weights", a->weights,
+                 "linear/embedding weight format: keep (checkpoint dtype), f32, f16, bf16, int8 (per-channel), int4 "
+                 "(q4_0 layers; embedding and LM head int8)")
+      ->capture_default_str()
+      ->check(hfs::cli::one_of({"keep", "f32", "f16", "bf16", "int8", "int4"}));
+  sub.add_option("--logits", a->logits, "logits of the last valid row only, or of every row: last or all")
+      ->capture_default_str()
+      ->check(hfs::cli::one_of({"last", "all"}));
   return [a] { return run_export(*a); };
 }
 

@@ -8,6 +8,7 @@
 #include "common.h"
 #include "hfstatic/method.h"
 #include "hfstatic/program.h"
+#include "option_checks.h"
 
 namespace hfs::cli {
 namespace {
@@ -97,7 +98,10 @@ RunFn setup(CLI::App& sub) {
   auto a = std::make_shared<InspectArgs>();
   sub.add_option("file", a->path, "Program file (.hfs)")->required();
   sub.add_flag("--json", a->json, "Print one JSON object");
-  sub.add_option("--backend", a->backends, "Backends to plan with (priority order); cpu_ref alone = the portable reference")->capture_default_str();
+  sub.add_option("--backend", a->backends,
+                 "Backends to plan with (priority order); cpu_ref alone = the portable reference")
+      ->capture_default_str()
+      ->check(backend_name());
   return [a] { return inspect(*a); };
 }
 

@@ -1,4 +1,5 @@
 // `hfstatic run`: generate from a program, streaming as tokens arrive.
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -9,6 +10,8 @@
 #include "common.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
+#include "option_checks.h"
+#include "sampling_options.h"
 
 namespace hfs::cli {
 namespace {
@@ -19,12 +22,7 @@ struct RunArgs {
   std::string prompt;
   std::string prompt_file;
   int n = 128;
-  float temp = 0.8f;
-  int top_k = 40;
-  float top_p = 0.95f;
-  float min_p = 0.05f;
-  float repeat_penalty = 1.0f;
-  uint64_t seed = 0;
+  SamplingConfig sampling{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
   bool json = false;
   bool ignore_eos = false;
   std::string tail = "auto";
@@ -87,12 +85,7 @@ int run(const RunArgs& a) {
   GenerationConfig g;
   g.max_new_tokens = a.n;
   g.ignore_eos = a.ignore_eos;
-  g.sampling.temperature = a.temp;
-  g.sampling.top_k = a.top_k;
-  g.sampling.top_p = a.top_p;
-  g.sampling.min_p = a.min_p;
-  g.sampling.repetition_penalty = a.repeat_penalty;
-  g.sampling.seed = a.seed;
+  g.sampling = a.sampling;
   g.cancel = install_interrupt_flag();
 
   std::unique_ptr<std::ofstream> dump;
@@ -144,22 +137,25 @@ RunFn setup(CLI::App& sub) {
   sub.add_option("-m,--model", a->model,
                  "Program file (.hfs), or an HF checkpoint directory (exported once to a cached program)")
       ->required();
-  sub.add_option("-p,--prompt", a->prompt, "Prompt text (encoded with the program's tokenizer)");
-  sub.add_option("-f,--file", a->prompt_file, "Read the prompt text from a file");
-  sub.add_option("--tokens", a->tokens, "Prompt as comma-separated token ids instead of text, e.g. 1,2,3");
-  sub.add_option("-n,--n-predict", a->n, "Tokens to generate")->capture_default_str();
-  sub.add_option("--temp", a->temp, "Temperature (0 = greedy)")->capture_default_str();
-  sub.add_option("--top-k", a->top_k, "Top-k (0 = off)")->capture_default_str();
-  sub.add_option("--top-p", a->top_p, "Top-p (1 = off)")->capture_default_str();
-  sub.add_option("--min-p", a->min_p, "Min-p (0 = off)")->capture_default_str();
-  sub.add_option("--repeat-penalty", a->repeat_penalty, "Repetition penalty (1 = off)")->capture_default_str();
-  sub.add_option("--seed", a->seed, "Sampling seed (same seed, same tokens)")->capture_default_str();
+  excludes_each_other(
+      {sub.add_option("-p,--prompt", a->prompt, "Prompt text (encoded with the program's tokenizer)"),
+       sub.add_option("-f,--file", a->prompt_file, "Read the prompt text from a file"),
+       sub.add_option("--tokens", a->tokens, "Prompt as comma-separated token ids instead of text, e.g. 1,2,3")});
+  sub.add_option("-n,--n-predict", a->n,
+                 "Tokens to generate, an integer >= 0 (generation also ends at the context's end)")
+      ->capture_default_str()
+      ->transform(integer_in(0, INT32_MAX, "an integer in [0, 2147483647]"));
+  add_sampling_options(sub, a->sampling);
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-sequence tokens");
   sub.add_option("--tail", a->tail,
                  "Prompt tail (after the full chunks): auto (least estimated time), pad (no decode steps), "
                  "decode (no pad rows)")
-      ->capture_default_str();
-  sub.add_option("--backend", a->backends, "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")->capture_default_str();
+      ->capture_default_str()
+      ->check(one_of({"auto", "pad", "decode"}));
+  sub.add_option("--backend", a->backends,
+                 "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")
+      ->capture_default_str()
+      ->check(backend_name());
   sub.add_flag("--json", a->json, "Print one JSON object: {\"tokens\": [...], \"stop\": ..., \"stats\": {...}}");
   sub.add_option("--dump-logits", a->dump_logits, "Write each sampled step's logits (f32 rows) to this file");
   return [a] { return run(*a); };

@@ -1,22 +1,33 @@
-// `hfstatic tokenize -m MODEL_DIR_OR_PROGRAM [--json] [--no-special] TEXT` → ids;
+// `hfstatic tokenize -m MODEL_DIR_OR_PROGRAM [--json] [--no-special] TEXT` → ids (the text may instead come
+// from `-f FILE`, or from stdin: TEXT `-`, or no TEXT with stdin not a terminal);
 // `hfstatic tokenize -m ... --decode 1,2,3` → text.
 // MODEL may be a directory holding tokenizer.json (+ tokenizer_config.json) or a program file whose
 // constants "file:tokenizer.json" / "file:tokenizer_config.json" (u8) carry the same files.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "cli.h"
 #include "hfstatic/program.h"
 #include "hfstatic/tokenizer.h"
+#include "option_checks.h"
 
 namespace {
 
 struct Opts {
   std::string model;
   std::string text;
+  bool text_given = false;
+  std::string file;
   std::string decode;
   bool json = false;
   bool no_special = false;
@@ -31,12 +42,41 @@ hfs::Result<std::shared_ptr<const hfs::Tokenizer>> load(const std::string& model
   return hfs::Tokenizer::from_program(**prog);
 }
 
-int run(const Opts& o) {
-  auto tok = load(o.model);
-  if (!tok) {
-    std::cerr << tok.error().to_string() << "\n";
-    return 1;
+int failed(const std::string& what) {
+  std::cerr << "hfstatic tokenize: " << what << "\n";
+  return 1;
+}
+
+// The text to encode: the argument, the file, or stdin (all bytes, as given).
+std::optional<std::string> input_text(const Opts& o, std::string* error) {
+  if (o.text_given && o.text != "-") return o.text;
+  if (!o.file.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(o.file, ec)) {
+      *error = "cannot read '" + o.file + "': it is a directory";
+      return std::nullopt;
+    }
+    std::ifstream f(o.file, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(f)), {});
+    if (!f.is_open() || f.bad()) {
+      *error = "cannot read '" + o.file + "': " + std::strerror(errno);
+      return std::nullopt;
+    }
+    return text;
   }
+  std::string text((std::istreambuf_iterator<char>(std::cin)), {});
+  if (std::cin.bad()) {
+    *error = "cannot read stdin";
+    return std::nullopt;
+  }
+  return text;
+}
+
+int run(const Opts& o) {
+  if (o.decode.empty() && !o.text_given && o.file.empty() && isatty(STDIN_FILENO))
+    return hfs::cli::usage_error("tokenize", "nothing to encode: give TEXT, -f FILE, or - (or pipe the text in)");
+  auto tok = load(o.model);
+  if (!tok) return failed(tok.error().to_string());
   if (!o.decode.empty()) {
     std::vector<int32_t> ids;
     size_t pos = 0;
@@ -52,27 +92,24 @@ int run(const Opts& o) {
         ok = false;
       }
       if (!ok || used != item.size() || v < INT32_MIN || v > INT32_MAX) {
-        std::cerr << "tokenize: --decode expects comma-separated integer ids, got '" << item << "'\n";
-        return 2;
+        std::cerr << "hfstatic tokenize: --decode: expected comma-separated integer ids, got '" << item << "'\n";
+        return hfs::cli::kUsageError;
       }
       ids.push_back(static_cast<int32_t>(v));
       if (comma == std::string::npos) break;
       pos = comma + 1;
     }
     auto text = (*tok)->decode(ids, o.skip_special);
-    if (!text) {
-      std::cerr << text.error().to_string() << "\n";
-      return 1;
-    }
+    if (!text) return failed(text.error().to_string());
     if (o.json) std::cout << nlohmann::json{{"text", *text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else std::cout << *text << "\n";
     return 0;
   }
-  auto ids = (*tok)->encode(o.text, !o.no_special);
-  if (!ids) {
-    std::cerr << ids.error().to_string() << "\n";
-    return 1;
-  }
+  std::string error;
+  const std::optional<std::string> text = input_text(o, &error);
+  if (!text) return failed(error);
+  auto ids = (*tok)->encode(*text, !o.no_special);
+  if (!ids) return failed(ids.error().to_string());
   if (o.json) {
     std::cout << nlohmann::json{{"ids", *ids}}.dump() << "\n";
   } else {
@@ -86,12 +123,18 @@ hfs::cli::RunFn setup(CLI::App& sub) {
   auto o = std::make_shared<Opts>();
   sub.add_option("-m,--model", o->model, "model directory (tokenizer.json [+ tokenizer_config.json]) or program file")
       ->required();
-  sub.add_option("text", o->text, "text to encode");
-  sub.add_option("--decode", o->decode, "comma-separated ids to decode instead of encoding");
+  CLI::Option* text =
+      sub.add_option("text", o->text, "text to encode; - reads stdin (as does no TEXT when stdin is not a terminal)");
+  hfs::cli::excludes_each_other(
+      {text, sub.add_option("-f,--file", o->file, "encode the text of this file"),
+       sub.add_option("--decode", o->decode, "comma-separated ids to decode instead of encoding")});
   sub.add_flag("--json", o->json, "print {\"ids\": [...]} (or {\"text\": ...} with --decode)");
   sub.add_flag("--no-special", o->no_special, "encode without the special tokens the post-processor adds");
   sub.add_flag("--skip-special", o->skip_special, "with --decode: drop special tokens");
-  return [o] { return run(*o); };
+  return [o, text] {
+    o->text_given = text->count() > 0;
+    return run(*o);
+  };
 }
 
 const bool kReg = hfs::cli::register_command(

@@ -1,8 +1,10 @@
 // hfstatic CLI entry point: builds one CLI11 app from the registered subcommands (tools/cmd_*.cpp).
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "cli.h"
+#include "option_checks.h"
 
 namespace hfs::cli {
 
@@ -21,17 +23,15 @@ bool register_command(Command c) {
 int main(int argc, char** argv) {
   CLI::App app{"hfstatic — run HuggingFace decoder LLMs as fixed-shape programs"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "hfstatic " HFS_VERSION);
+  app.footer(hfs::cli::kExitStatusHelp);  // subcommands inherit it
   std::map<CLI::App*, hfs::cli::RunFn> runs;
   for (auto& c : hfs::cli::commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     runs[sub] = c.setup(*sub);
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (std::optional<int> done = hfs::cli::parse_command_line(app, argc, argv)) return *done;
   for (auto& [sub, run] : runs)
     if (sub->parsed()) return run();
-  return 2;
+  return hfs::cli::kUsageError;
 }

@@ -7,7 +7,7 @@
 // constants named keys::kFilePrefix + file name, so the program runs on its own.
 //
 //   hfs::ExportOptions opt;
-//   opt.context = 2048;                      // capacity; capped by max_position_embeddings
+//   opt.context = 2048;                      // capacity; at most max_position_embeddings
 //   opt.weights = hfs::WeightsMode::kF16;    // linear/embedding weights; norms stay f32
 //   hfs::Status st = hfs::export_checkpoint("/models/Llama-3.2-1B", "llama.hfs", opt);
 //   if (!st) std::fprintf(stderr, "%s\n", st.error().to_string().c_str());
@@ -43,11 +43,11 @@ enum class WeightsMode : uint8_t {
 Result<WeightsMode> weights_mode_from_name(std::string_view s);  // "keep" | "f32" | "f16" | "bf16" | "int8" | "int4"
 
 struct ExportOptions {
-  int64_t prefill_chunk = 0;  // C; 0 = 128 (at most the context)
+  int64_t prefill_chunk = 0;  // C; 0 = min(128, context); more than the context: kInvalidArgument
   // Step sizes of the smaller prefill methods ("prefill_<T>", each 1 ≤ T < C, distinct) that spare short
   // prompts and tails a padded C-row chunk. nullopt = C/16, C/4 and C/2 (those ≥ 2); empty = none.
   std::optional<std::vector<int64_t>> prefill_variants;
-  int64_t context = 0;        // 0 = min(max_position_embeddings, 4096); else min(max_position_embeddings, context)
+  int64_t context = 0;  // 0 = min(max_position_embeddings, 4096); more than max_position_embeddings: kInvalidArgument
   DType cache_dtype = DType::kF32;  // f32 | f16
   WeightsMode weights = WeightsMode::kKeep;
   bool logits_all = false;    // false: logits of the row named by logits_index only ("last")

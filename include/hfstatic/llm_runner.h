@@ -122,6 +122,11 @@ class Runner {
   // Prefills `prompt` (may be empty when continuing) and samples up to max_new_tokens. Each generated
   // token is passed to on_token before it is fed back. The last generated token is not fed (it is
   // committed by the next call's prompt, as in a chat turn).
+  // config.sampling is checked first (validate(), kInvalidArgument naming the field; nothing run).
+  // Logits that cannot be sampled from (a NaN or +inf, or every logit −inf: non-finite weights or
+  // activations) fail with kExecution naming the step and position ("decode step 3 (position 17): logits
+  // contain NaN at id 0"), on every backend alike; the step that computed them stays committed (position(),
+  // logits() show it) and, as after a failed step, every later call fails with kNeedsReset until reset().
   [[nodiscard]] Result<GenerationResult> generate(std::span<const int32_t> prompt, const GenerationConfig& config,
                                                   const TokenCallback& on_token = {});
   // Prefills `prompt` and returns a stepwise generator (generate() is this plus a loop).

@@ -11,9 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
+#include <string_view>
 #include <vector>
+
+#include "hfstatic/error.h"
 
 namespace hfs {
 
@@ -25,6 +29,21 @@ struct SamplingConfig {
   float repetition_penalty = 1.0f; // 1 → off; HF semantics: logit > 0 ? logit / p : logit * p
   uint64_t seed = 0;
 };
+
+// A field of a SamplingConfig outside its accepted values, and those values in words.
+struct InvalidSamplingField {
+  std::string_view field;     // "top_p"
+  std::string_view expected;  // "a number in (0, 1] (1 = off)"
+  double value;               // the field's value
+};
+// Accepted: temperature finite ≥ 0; top_k ≥ 0; top_p in (0, 1]; min_p in [0, 1]; repetition_penalty finite > 0
+// (NaN is outside every range). The first field outside, in declaration order, or nullopt. Front ends that name
+// fields their own way (the CLI's flags) word their errors from this; everyone else calls validate().
+std::optional<InvalidSamplingField> find_invalid_field(const SamplingConfig& config);
+// kInvalidArgument naming the field, its accepted values and the value given, e.g.
+// "sampling: top_p: expected a number in (0, 1] (1 = off), got 2". Runner::start/generate call it before
+// running anything; a Sampler assumes a config that passes it.
+[[nodiscard]] Status validate(const SamplingConfig& config);
 
 class Sampler {
  public:

@@ -107,16 +107,12 @@ GenerateArgs generate_args(int32_t max_new_tokens, float temperature, int32_t to
                            float repetition_penalty, uint64_t seed, const py::object& stop, bool ignore_eos) {
   auto bad = [](const std::string& msg) { raise(ErrorCode::kInvalidArgument, "generate: " + msg); };
   if (max_new_tokens < 0) bad("max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
-  if (!(temperature >= 0)) bad("temperature must be >= 0 (0 = greedy), got " + std::to_string(temperature));
-  if (top_k < 0) bad("top_k must be >= 0 (0 = off), got " + std::to_string(top_k));
-  if (!(top_p > 0 && top_p <= 1)) bad("top_p must be in (0, 1] (1 = off), got " + std::to_string(top_p));
-  if (!(min_p >= 0 && min_p <= 1)) bad("min_p must be in [0, 1] (0 = off), got " + std::to_string(min_p));
-  if (!(repetition_penalty > 0))
-    bad("repetition_penalty must be > 0 (1 = off), got " + std::to_string(repetition_penalty));
   GenerateArgs a;
   a.config.max_new_tokens = max_new_tokens;
   a.config.ignore_eos = ignore_eos;
   a.config.sampling = {temperature, top_k, top_p, min_p, repetition_penalty, seed};
+  // The library's ranges (Runner::start checks them too), before anything is encoded or run.
+  if (Status st = validate(a.config.sampling); !st) raise(st.error().with_context("generate"));
   if (stop.is_none()) return a;
   auto add = [&](py::handle item) {
     if (py::isinstance<py::str>(item)) {

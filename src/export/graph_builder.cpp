@@ -623,6 +623,12 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   if (opt.context < 0) return make_error(ErrorCode::kInvalidArgument, "context must be positive, got " + std::to_string(opt.context));
   if (opt.prefill_chunk < 0)
     return make_error(ErrorCode::kInvalidArgument, "prefill chunk must be positive, got " + std::to_string(opt.prefill_chunk));
+  // Positions past max_position_embeddings are outside what the model was built for: asking for more is an
+  // error, not a silent cap.
+  if (opt.context > spec.max_positions)
+    return make_error(ErrorCode::kInvalidArgument, "context " + std::to_string(opt.context) +
+                                                       " exceeds the model's max_position_embeddings " +
+                                                       std::to_string(spec.max_positions));
   if (spec.layers.empty()) return cfg.bad_value("num_hidden_layers", "must be positive");
   const size_t rot = spec.inv_freq_global.size();
   if (rot == 0 || static_cast<int64_t>(rot) * 2 > spec.head_dim ||
@@ -649,11 +655,13 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
 
   Geometry g;
   const int64_t max_ctx = spec.max_positions;
-  g.context = opt.context > 0 ? std::min(opt.context, max_ctx) : std::min<int64_t>(max_ctx, 4096);
+  g.context = opt.context > 0 ? opt.context : std::min<int64_t>(max_ctx, 4096);
   if (opt.prefill_chunk > 0) {
     if (opt.prefill_chunk > g.context)
-      return make_error(ErrorCode::kInvalidArgument, "prefill chunk " + std::to_string(opt.prefill_chunk) +
-                                                         " exceeds the context length " + std::to_string(g.context));
+      return make_error(ErrorCode::kInvalidArgument,
+                        "prefill chunk " + std::to_string(opt.prefill_chunk) + " exceeds the context length " +
+                            std::to_string(g.context) +
+                            (opt.context > 0 ? "" : " (the default context: min(max_position_embeddings, 4096))"));
     g.chunk = opt.prefill_chunk;
   } else {
     g.chunk = std::min(kDefaultPrefillChunk, g.context);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -26,6 +27,20 @@ int64_t peak_rss_bytes() {
   return kb * 1024;
 }
 
+// Why sampling from these logits would be meaningless, or empty: a NaN or +inf (−inf is a masked token, as
+// HF's processors write it, and fine while some token is not masked). Without this check greedy argmax
+// picks id 0 from all-NaN logits and a broken program streams token 0 with no error.
+std::string unusable_logits(std::span<const float> logits) {
+  bool all_masked = !logits.empty();
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float l = logits[i];
+    if (std::isnan(l) || l == std::numeric_limits<float>::infinity())
+      return std::string("logits contain ") + (std::isnan(l) ? "NaN" : "+inf") + " at id " + std::to_string(i);
+    all_masked = all_masked && l == -std::numeric_limits<float>::infinity();
+  }
+  return all_masked ? "every logit is -inf" : "";
+}
+
 }  // namespace
 
 struct Runner::Impl {
@@ -45,6 +60,9 @@ struct Runner::Impl {
   static constexpr int32_t kDecodeStep = -1;
   std::vector<double> plan_cost;
   std::vector<int32_t> plan_step;
+  // Set when generation met logits it cannot sample from (see unusable_logits): the caches were computed
+  // from the same numbers, so, as after a failed step, nothing runs until reset(). Holds the error's text.
+  std::string poisoned;
 
   // Before a step kind is measured, a T-row prefill step is taken to cost 1 + (T − 1)/kPriorRows decode
   // steps: one pass over the weights, as decode makes, plus the rows' compute, here one more pass per 16
@@ -128,6 +146,9 @@ struct Runner::Impl {
     if (io->needs_reset())
       return make_error(ErrorCode::kNeedsReset, "runner: a previous step failed part-way and may have left partial "
                                                 "cache writes; call reset() before running again");
+    if (!poisoned.empty())
+      return make_error(ErrorCode::kNeedsReset, "runner: an earlier step produced unusable logits (" + poisoned +
+                                                    "); call reset() before running again");
     return Ok{};
   }
 
@@ -238,6 +259,7 @@ const RunnerStats& Runner::stats() const { return impl_->stats; }
 void Runner::reset() {
   impl_->io->reset();
   impl_->history.clear();
+  impl_->poisoned.clear();
 }
 
 struct Generation::Impl {
@@ -291,7 +313,18 @@ Result<std::optional<int32_t>> Generation::next() {
   } else if (static_cast<int32_t>(g.tokens.size()) >= g.config.max_new_tokens) {
     return g.finish(GenerationResult::Stop::kMaxTokens);
   }
-  const int32_t tok = g.sampler.sample(m.io->last_logits(), m.history);
+  const std::span<const float> logits = m.io->last_logits();
+  if (std::string why = unusable_logits(logits); !why.empty()) {
+    // Named by the step that computed them: the prompt's last step for the first token, else the decode
+    // step that fed the previous one. Position: of the token those logits follow.
+    const std::string at = "position " + std::to_string(m.io->position() - 1);
+    const std::string step = g.tokens.empty() ? "the prompt's last step (" + at + ")"
+                                              : "decode step " + std::to_string(g.tokens.size()) + " (" + at + ")";
+    m.poisoned = step + ": " + why;
+    return make_error(ErrorCode::kExecution,
+                      "generate: " + m.poisoned + " (non-finite weights or activations?); the runner needs reset()");
+  }
+  const int32_t tok = g.sampler.sample(logits, m.history);
   if (g.tokens.empty()) m.stats.ttft_ms = ms_since(g.started);
   g.tokens.push_back(tok);
   g.pending = tok;
@@ -307,6 +340,7 @@ Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> promp
   if (config.max_new_tokens < 0)
     return make_error(ErrorCode::kInvalidArgument,
                       "generate: max_new_tokens must be ≥ 0, got " + std::to_string(config.max_new_tokens));
+  if (Status st = validate(config.sampling); !st) return st.error().with_context("generate");
   auto t0 = Clock::now();
   HFS_TRY(m.prefill(prompt));
   auto impl = std::make_unique<Generation::Impl>(&m, config);

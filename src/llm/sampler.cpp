@@ -1,10 +1,39 @@
 #include "hfstatic/sampler.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
+#include <string>
 
 namespace hfs {
+
+std::optional<InvalidSamplingField> find_invalid_field(const SamplingConfig& c) {
+  // Written so that NaN fails every test (every comparison with NaN is false).
+  if (!(std::isfinite(c.temperature) && c.temperature >= 0.0f))
+    return InvalidSamplingField{"temperature", "a finite number >= 0 (0 = greedy)", c.temperature};
+  if (!(c.top_k >= 0)) return InvalidSamplingField{"top_k", "an integer >= 0 (0 = off)", static_cast<double>(c.top_k)};
+  if (!(c.top_p > 0.0f && c.top_p <= 1.0f))
+    return InvalidSamplingField{"top_p", "a number in (0, 1] (1 = off)", c.top_p};
+  if (!(c.min_p >= 0.0f && c.min_p <= 1.0f))
+    return InvalidSamplingField{"min_p", "a number in [0, 1] (0 = off)", c.min_p};
+  if (!(std::isfinite(c.repetition_penalty) && c.repetition_penalty > 0.0f))
+    return InvalidSamplingField{"repetition_penalty", "a finite number > 0 (1 = off)", c.repetition_penalty};
+  return std::nullopt;
+}
+
+Status validate(const SamplingConfig& c) {
+  const auto bad = find_invalid_field(c);
+  if (!bad) return Ok{};
+  // The shortest text that reads back as the value: "0.95" rather than float's "0.949999988".
+  char got[64];
+  const double v = bad->value;
+  const bool integral = std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 1e15;
+  const auto end = integral ? std::to_chars(got, got + sizeof got, static_cast<int64_t>(v)).ptr
+                            : std::to_chars(got, got + sizeof got, static_cast<float>(v)).ptr;
+  return make_error(ErrorCode::kInvalidArgument, "sampling: " + std::string(bad->field) + ": expected " +
+                                                     std::string(bad->expected) + ", got " + std::string(got, end));
+}
 
 int32_t argmax(std::span<const float> logits) {
   int32_t best = 0;

@@ -262,9 +262,22 @@ TEST_F(ExportPlanTest, LlamaMetadata) {
   EXPECT_EQ(meta_int(q, keys::kPrefillTokens), 16);  // default chunk clamped to the context
   EXPECT_EQ(q.metadata.at(std::string(keys::kCacheDType)).as_string(), "f16");
   EXPECT_EQ(io(method(q, "decode").inputs, "k_cache_0")->type, (TensorType{DType::kF16, {1, 2, 16, 4}}));
+  // Up to max_position_embeddings (64) as asked; beyond it an error saying so, never a silent cap.
+  ExportOptions full;
+  full.context = 64;
+  EXPECT_EQ(meta_int(plan(full), keys::kContextLength), 64);
   ExportOptions big;
-  big.context = 100000;
-  EXPECT_EQ(meta_int(plan(big), keys::kContextLength), 64);  // capped by max_position_embeddings
+  big.context = 65;
+  Error e = plan_error(big);
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.message().find("context 65 exceeds the model's max_position_embeddings 64"), std::string::npos)
+      << e.message();
+  // A chunk above the default context says the context was the default.
+  ExportOptions chunk;
+  chunk.prefill_chunk = 128;
+  e = plan_error(chunk);
+  EXPECT_NE(e.message().find("prefill chunk 128 exceeds the context length 64 (the default context"), std::string::npos)
+      << e.message();
 }
 
 TEST_F(ExportPlanTest, LogitsAll) {

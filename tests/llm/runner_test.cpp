@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "hfstatic/llm_runner.h"
@@ -53,6 +54,8 @@ class FakeIO final : public IOManager {
 
   std::vector<std::string> calls;
   std::function<double(int64_t)> step_ms;
+  // Edits each step's logits (given the position after the step): non-finite logits tests.
+  std::function<void(std::vector<float>&, int64_t)> edit_logits;
 
  private:
   void take(int64_t T) const {
@@ -63,6 +66,7 @@ class FakeIO final : public IOManager {
     pos_ += n;
     std::fill(logits_.begin(), logits_.end(), 0.0f);
     logits_[static_cast<size_t>((last + 1) % info_.vocab_size)] = 10.0f;
+    if (edit_logits) edit_logits(logits_, pos_);
     has_ = true;
     return Ok{};
   }
@@ -259,6 +263,67 @@ TEST(Runner, EmptyPromptWithNothingToContinueIsAnError) {
   auto out = r->generate({}, GenerationConfig{});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.error().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(Runner, InvalidSamplingIsRejectedBeforeAnyStep) {
+  FakeIO* io;
+  auto r = make_runner(TailPolicy::kPad, &io);
+  GenerationConfig g;
+  g.sampling.top_p = 2.0f;
+  auto out = r->generate(iota_tokens(3), g);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(out.error().message(), "generate: sampling: top_p: expected a number in (0, 1] (1 = off), got 2");
+  EXPECT_TRUE(io->calls.empty());
+  EXPECT_EQ(r->position(), 0);
+  g.sampling.top_p = 1.0f;
+  g.sampling.temperature = std::numeric_limits<float>::quiet_NaN();
+  auto gen = r->start(iota_tokens(3), g);
+  ASSERT_FALSE(gen.ok());
+  EXPECT_NE(gen.error().message().find("temperature"), std::string::npos);
+  EXPECT_TRUE(io->calls.empty());
+}
+
+// Logits the sampler cannot use name the step; -inf entries (masked tokens) are fine while one is not.
+TEST(Runner, UnusableLogitsAreAnErrorNamingTheStep) {
+  const float inf = std::numeric_limits<float>::infinity();
+  FakeIO* io;
+  auto r = make_runner(TailPolicy::kPad, &io);
+  io->edit_logits = [&](std::vector<float>& l, int64_t) {
+    for (size_t i = 0; i + 1 < l.size(); i += 2) l[i] = -inf;  // half the vocab masked
+  };
+  GenerationConfig g;
+  g.max_new_tokens = 4;
+  g.ignore_eos = true;
+  g.sampling.temperature = 0.7f;
+  auto fine = r->generate(iota_tokens(3), g);
+  ASSERT_TRUE(fine.ok()) << fine.error().to_string();
+  for (int32_t t : fine->tokens) EXPECT_EQ(t % 2, 1) << t;
+
+  r->reset();
+  io->edit_logits = [&](std::vector<float>& l, int64_t pos) {
+    if (pos == 5) l[42] = inf;  // the logits after decode step 2 (its token at position 4)
+  };
+  auto out = r->generate(iota_tokens(3), g);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().code(), ErrorCode::kExecution);
+  EXPECT_NE(out.error().message().find("generate: decode step 2 (position 4): logits contain +inf at id 42"),
+            std::string::npos)
+      << out.error().message();
+  EXPECT_EQ(r->position(), 5);
+  EXPECT_EQ(r->generate({}, g).error().code(), ErrorCode::kNeedsReset);
+
+  r->reset();
+  io->edit_logits = [&](std::vector<float>& l, int64_t) { std::fill(l.begin(), l.end(), -inf); };
+  out = r->generate(iota_tokens(3), g);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("the prompt's last step (position 2): every logit is -inf"), std::string::npos)
+      << out.error().message();
+
+  // reset() makes the runner usable again.
+  r->reset();
+  io->edit_logits = nullptr;
+  EXPECT_TRUE(r->generate(iota_tokens(3), g).ok());
 }
 
 }  // namespace

@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "hfstatic/sampler.h"
 
@@ -92,6 +96,69 @@ TEST(Sampler, MinPDropsTokensBelowFractionOfMax) {
   Sampler s(c, 3);
   std::vector<float> l = {std::log(0.6f), std::log(0.3f), std::log(0.1f)};
   for (int i = 0; i < 3000; ++i) EXPECT_NE(s.sample(l, {}), 2);
+}
+
+// validate(): every field's accepted range, boundaries included, and NaN/infinities outside all of them.
+TEST(SamplingValidation, AcceptsTheBoundaries) {
+  EXPECT_TRUE(validate(SamplingConfig{}).ok());
+  SamplingConfig c;
+  c.temperature = 0.0f;
+  c.top_k = 0;
+  c.top_p = 1.0f;
+  c.min_p = 0.0f;
+  c.repetition_penalty = 1e-30f;
+  c.seed = UINT64_MAX;
+  EXPECT_TRUE(validate(c).ok());
+  c.temperature = std::numeric_limits<float>::max();
+  c.top_k = INT32_MAX;
+  c.top_p = std::numeric_limits<float>::denorm_min();
+  c.min_p = 1.0f;
+  c.repetition_penalty = std::numeric_limits<float>::max();
+  EXPECT_TRUE(validate(c).ok());
+}
+
+// A config with one field changed from the defaults.
+template <typename T>
+SamplingConfig with(T SamplingConfig::*field, T value) {
+  SamplingConfig c;
+  c.*field = value;
+  return c;
+}
+
+void expect_rejected(const SamplingConfig& c, const std::string& message) {
+  Status st = validate(c);
+  ASSERT_FALSE(st.ok()) << message;
+  EXPECT_EQ(st.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(st.error().message(), "sampling: " + message);
+  // find_invalid_field says the same, in parts.
+  auto bad = find_invalid_field(c);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(message.rfind(std::string(bad->field) + ": expected " + std::string(bad->expected) + ", got ", 0), 0u)
+      << message;
+}
+
+TEST(SamplingValidation, RejectsEachFieldOutsideItsRangeNamingItAndTheValue) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  using C = SamplingConfig;
+  const std::string temperature = "temperature: expected a finite number >= 0 (0 = greedy), got ";
+  expect_rejected(with(&C::temperature, -0.5f), temperature + "-0.5");
+  expect_rejected(with(&C::temperature, nan), temperature + "nan");
+  expect_rejected(with(&C::temperature, inf), temperature + "inf");
+  expect_rejected(with(&C::top_k, -1), "top_k: expected an integer >= 0 (0 = off), got -1");
+  const std::string top_p = "top_p: expected a number in (0, 1] (1 = off), got ";
+  expect_rejected(with(&C::top_p, 0.0f), top_p + "0");
+  expect_rejected(with(&C::top_p, 2.0f), top_p + "2");
+  expect_rejected(with(&C::top_p, 1.0000001f), top_p + "1.0000001");
+  expect_rejected(with(&C::top_p, nan), top_p + "nan");
+  const std::string min_p = "min_p: expected a number in [0, 1] (0 = off), got ";
+  expect_rejected(with(&C::min_p, -0.01f), min_p + "-0.01");
+  expect_rejected(with(&C::min_p, 1.5f), min_p + "1.5");
+  expect_rejected(with(&C::min_p, nan), min_p + "nan");
+  const std::string penalty = "repetition_penalty: expected a finite number > 0 (1 = off), got ";
+  expect_rejected(with(&C::repetition_penalty, 0.0f), penalty + "0");
+  expect_rejected(with(&C::repetition_penalty, -1.0f), penalty + "-1");
+  expect_rejected(with(&C::repetition_penalty, inf), penalty + "inf");
+  expect_rejected(with(&C::repetition_penalty, nan), penalty + "nan");
 }
 
 }  // namespace

@@ -63,11 +63,15 @@ def test_token_outside_vocab(runner):
 @pytest.mark.parametrize("kw, what", [
     (dict(max_new_tokens=-1), "max_new_tokens"),
     (dict(temperature=-0.5), "temperature"),
+    (dict(temperature=float("nan")), "temperature"),
+    (dict(temperature=float("inf")), "temperature"),
     (dict(top_k=-1), "top_k"),
     (dict(top_p=0.0), "top_p"),
     (dict(top_p=1.5), "top_p"),
     (dict(min_p=2.0), "min_p"),
     (dict(repetition_penalty=0.0), "repetition_penalty"),
+    (dict(repetition_penalty=float("inf")), "repetition_penalty"),
+    (dict(min_p=float("nan")), "min_p"),
     (dict(stop=""), "stop strings"),
     (dict(stop=[1.5]), "stop items"),
     (dict(stop=object()), "stop must be"),
@@ -139,3 +143,28 @@ def test_export_prefill_variants(tmp_path, stories_dir):
     assert r.info["prefill_step_sizes"] == [3, 8]
     hfstatic.export(stories_dir, out, prefill_chunk=8, context=32, prefill_variants=[])
     assert hfstatic.Runner(out).info["prefill_step_sizes"] == [8]
+
+
+def test_nan_logits_raise_execution_naming_the_step(program_path, tmp_path):
+    # The program with row 7 of its (tied) embedding table set to NaN, patched in the file's data section
+    # (docs/program-format.md): the logits after any prompt hold NaN at id 7.
+    import json
+    import struct
+    b = bytearray(program_path.read_bytes())
+    moff, msize, doff = struct.unpack_from("<QQQ", b, 16)
+    t = next(t for t in json.loads(b[moff:moff + msize])["tensors"] if t["name"] == "embed_tokens.weight")
+    cols = t["shape"][1]
+    at = doff + t["offset"] + 7 * cols * 4
+    b[at:at + cols * 4] = struct.pack("<f", float("nan")) * cols
+    bad = tmp_path / "nan.hfs"
+    bad.write_bytes(bytes(b))
+    r = hfstatic.Runner(bad)
+    with pytest.raises(hfstatic.Error) as e:
+        r.generate([1, 5, 9], max_new_tokens=3)
+    assert e.value.code == "execution"
+    assert "the prompt's last step (position 2): logits contain NaN at id 7" in str(e.value)
+    with pytest.raises(hfstatic.Error) as e:
+        r.generate([1], max_new_tokens=1)
+    assert e.value.code == "needs_reset"
+    r.reset()
+    assert r.position == 0

@@ -1,0 +1,293 @@
+"""CLI robustness: every option value of every subcommand is checked, nothing silently clamped or ignored.
+
+Each numeric or enumerated option, given each class of bad value (NaN, infinities, negatives, out of range,
+junk suffixes, other bases, empty), must end in a usage error: exit status 2 (never a signal or a hang),
+the option's name on stderr, nothing on stdout. The boundary values of each range are accepted. Also:
+--version, unknown commands, conflicting options, tokenize's input sources, export's context limits,
+chat's invalid input lines, and non-finite logits (a program with NaN weights) on both CPU backends.
+
+Run: HFS_CLI=build/hfstatic /usr/bin/python3 -m pytest -q tests/tools/test_cli_options.py
+"""
+import json
+import struct
+import subprocess
+
+import pytest
+
+from conftest import CLI, STORIES, cli
+
+USAGE = 2  # exit status of a usage error (hfstatic --help)
+TIMEOUT = 60
+
+# Bad values every numeric option rejects, whatever its range.
+NON_NUMBERS = ["nan", "NaN", "inf", "-inf", "infinity", "1x", "x", " 1", "1 ", "", "0x10", "1,5"]
+INT_ONLY = ["1.5", "1e3", "+1"]  # numbers, but not plain decimal integers
+
+FLOATS = {  # sampling options of run and chat: out-of-range values beyond NON_NUMBERS
+    "--temp": ["-1", "-0.001", "1e39", "-1e-30"],
+    "--top-p": ["0", "-0.5", "2", "1.001", "1e39"],
+    "--min-p": ["-0.01", "1.5", "2"],
+    "--repeat-penalty": ["0", "-1", "-0", "1e39"],
+}
+INTS = {  # (command, option): out-of-range values beyond NON_NUMBERS and INT_ONLY
+    ("run", "--n-predict"): ["-1", "2147483648"],
+    ("run", "--top-k"): ["-1", "2147483648"],
+    ("run", "--seed"): ["-1", "18446744073709551616", "99999999999999999999999"],
+    ("chat", "--n-predict"): ["0", "-1", "2147483648"],
+    ("chat", "--top-k"): ["-1"],
+    ("chat", "--seed"): ["-1", "18446744073709551616"],
+    ("bench", "--prompt"): ["0", "-5", "2147483648"],
+    ("bench", "--gen"): ["-1", "2147483648"],
+    ("bench", "--threads"): ["-1", "1025"],
+    ("bench", "--reps"): ["0", "-1", "101"],
+    ("bench", "--vs-threads"): ["0", "-1", "1025"],
+    ("bench", "--vs-pairs"): ["0", "-1", "101"],
+    ("export", "--prefill-chunk"): ["0", "-1", "9223372036854775808"],
+    ("export", "--context"): ["0", "-1", "9223372036854775808"],
+}
+CHOICES = {  # (command, option): values outside the set
+    ("run", "--tail"): ["none", "AUTO", ""],
+    ("run", "--backend"): ["gpu", ""],
+    ("chat", "--backend"): ["gpu"],
+    ("bench", "--backend"): ["gpu"],
+    ("inspect", "--backend"): ["gpu"],
+    ("export", "--cache-dtype"): ["f64", ""],
+    ("export", "--weights"): ["int3", "F16", ""],
+    ("export", "--logits"): ["first", ""],
+}
+
+
+def base_args(command, flag, program, tmp_path):
+    """Arguments that make `command` valid apart from `flag`, the option under test."""
+    return {
+        "run": ["run", "-m", program, "--tokens", "1", "-n", "2"],
+        "chat": ["chat", "-m", program],
+        "bench": ["bench", "-m", program, "--prompt", "4", "--gen", "2"] + (["--vs-threads", "1"] if flag == "--vs-pairs" else []),
+        "inspect": ["inspect", program],
+        "export": ["export", STORIES, "-o", tmp_path / "out.hfs"],
+    }[command]
+
+
+def cases():
+    for flag, extra in FLOATS.items():
+        for command in ("run", "chat"):
+            for v in NON_NUMBERS + extra:
+                yield command, flag, v
+    for (command, flag), extra in INTS.items():
+        for v in NON_NUMBERS + INT_ONLY + extra:
+            yield command, flag, v
+    for (command, flag), values in CHOICES.items():
+        for v in values:
+            yield command, flag, v
+
+
+def assert_usage_error(r, flag):
+    assert r.returncode == USAGE, f"rc {r.returncode}\n{r.stderr}"
+    assert flag in r.stderr, r.stderr
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("command, flag, value", list(cases()))
+def test_bad_option_value_is_a_usage_error_naming_the_option(stories_program, tmp_path, command, flag, value):
+    # --flag=value, so that values starting with '-' reach the option as they are.
+    args = base_args(command, flag, stories_program, tmp_path)
+    r = cli(*args, f"{flag}={value}", stdin="", timeout=TIMEOUT)
+    assert_usage_error(r, flag)
+    if value:  # (an empty value is reported as missing)
+        assert f"expected " in r.stderr and f"got '{value}'" in r.stderr, r.stderr
+    assert not (tmp_path / "out.hfs").exists()
+
+
+@pytest.mark.parametrize("flag, value", [("--temp", "-1"), ("--temp", "-inf"), ("--seed", "-1"), ("-n", "-1"),
+                                         ("--top-p", "nan")])
+def test_bad_value_as_a_separate_argument(stories_program, flag, value):
+    r = cli("run", "-m", stories_program, "--tokens", "1", flag, value, timeout=TIMEOUT)
+    assert r.returncode == USAGE, r.stderr
+    assert (flag if flag != "-n" else "--n-predict") in r.stderr and f"'{value}'" in r.stderr
+
+
+def test_readable_messages(stories_program):
+    r = cli("run", "-m", stories_program, "--tokens", "1", "--temp", "nan", timeout=TIMEOUT)
+    assert r.stderr.splitlines()[0] == ("hfstatic run: --temp: expected a finite number >= 0 (0 = greedy), "
+                                        "got 'nan'")
+    r = cli("bench", "-m", stories_program, "--reps", "0", timeout=TIMEOUT)
+    assert r.stderr.splitlines()[0] == "hfstatic bench: --reps: expected an integer in [1, 100], got '0'"
+    assert "not in range" not in r.stderr and "1797" not in r.stderr  # CLI11's raw range text
+    r = cli("export", STORIES, "-o", stories_program.parent / "x.hfs", "--context", "0", timeout=TIMEOUT)
+    assert r.stderr.splitlines()[0] == "hfstatic export: --context: expected an integer >= 1, got '0'"
+
+
+GOOD_RUN = [
+    ["--temp", "0"], ["--temp", "1e30"], ["--temp", "0.000001"], ["--top-p", "1"], ["--top-p", "1e-30"],
+    ["--min-p", "0"], ["--min-p", "1"], ["--repeat-penalty", "1e-30"], ["--repeat-penalty", "1e30"],
+    ["--top-k", "0"], ["--top-k", "2147483647"], ["--seed", "0"], ["--seed", "18446744073709551615"],
+    ["-n", "0"], ["--seed", "007"], ["--temp", "-0"], ["--tail", "decode"], ["--backend", "cpu_ref"],
+]
+
+
+@pytest.mark.parametrize("extra", GOOD_RUN, ids=lambda a: " ".join(a))
+def test_run_accepts_boundary_values(stories_program, extra):
+    n = [] if "-n" in extra else ["-n", "3"]
+    r = cli("run", "-m", stories_program, "--tokens", "1,5", *n, "--json", *extra, timeout=TIMEOUT, check=True)
+    out = json.loads(r.stdout)
+    assert len(out["tokens"]) == (0 if extra == ["-n", "0"] else 3)
+
+
+def test_seed_is_the_value_given(stories_program):
+    # "007" is seven (not octal), and the largest seed is itself, not a wrapped or saturated stand-in.
+    def tokens(seed):
+        r = cli("run", "-m", stories_program, "--tokens", "1", "-n", "12", "--temp", "1.5", "--seed", seed, "--json",
+                timeout=TIMEOUT, check=True)
+        return json.loads(r.stdout)["tokens"]
+    assert tokens("007") == tokens("7")
+    assert tokens("010") == tokens("10") != tokens("8")
+
+
+@pytest.mark.parametrize("extra", [
+    ["--reps", "1"], ["--reps", "100"], ["--threads", "0"], ["--threads", "1"], ["--vs-threads", "1", "--vs-pairs", "1"],
+    ["--vs-threads", "2", "--vs-pairs", "100"],
+], ids=lambda a: " ".join(a))
+def test_bench_accepts_boundary_values(stories_program, extra):
+    r = cli("bench", "-m", stories_program, "--prompt", "2", "--gen", "1", "--json", *extra, timeout=TIMEOUT,
+            check=True)
+    assert json.loads(r.stdout)["prompt_tokens"] == 2
+
+
+def test_bench_sizes_must_fit_the_context_and_are_never_clamped(stories_program):
+    # The fixture's context is 256 tokens.
+    for args, says in [(["--prompt", "250", "--gen", "7"], "--prompt 250 + --gen 7 tokens exceed"),
+                       (["--prompt", "257"], "--prompt 257 exceeds"),
+                       (["--gen", "256"], "--gen 256 leaves no room for a prompt")]:
+        r = cli("bench", "-m", stories_program, *args, timeout=TIMEOUT)
+        assert r.returncode == USAGE and r.stdout == "", r.stderr
+        assert says in r.stderr and "context of 256 tokens" in r.stderr, r.stderr
+    full = json.loads(cli("bench", "-m", stories_program, "--prompt", "250", "--gen", "6", "--json", timeout=TIMEOUT,
+                          check=True).stdout)
+    assert full["prompt_tokens"] == 250 and full["generated_tokens"] == 6
+    # Defaults (512 and 128) give way to the context; a size given alone is kept and the default fits around it.
+    dflt = json.loads(cli("bench", "-m", stories_program, "--json", timeout=TIMEOUT, check=True).stdout)
+    assert dflt["prompt_tokens"] == 255 and dflt["generated_tokens"] == 1
+    gen = json.loads(cli("bench", "-m", stories_program, "--gen", "100", "--json", timeout=TIMEOUT, check=True).stdout)
+    assert gen["prompt_tokens"] == 156 and gen["generated_tokens"] == 100
+
+
+def test_export_context_beyond_the_model_is_an_error(tmp_path):
+    out = tmp_path / "c.hfs"
+    r = cli("export", STORIES, "-o", out, "--context", "513", timeout=TIMEOUT)
+    assert r.returncode == 1 and not out.exists()
+    assert "context 513 exceeds the model's max_position_embeddings 512" in r.stderr, r.stderr
+    r = cli("export", STORIES, "-o", out, "--context", "64", "--prefill-chunk", "65", timeout=TIMEOUT)
+    assert r.returncode == 1 and "prefill chunk 65 exceeds the context length 64" in r.stderr, r.stderr
+    r = cli("export", STORIES, "-o", out, "--prefill-chunk", "600", timeout=TIMEOUT)
+    assert r.returncode == 1 and "(the default context" in r.stderr, r.stderr
+    # The boundaries are accepted: context = max_position_embeddings, chunk = context.
+    cli("export", STORIES, "-o", out, "--context", "512", "--prefill-chunk", "512", "--prefill-variants", "none",
+        timeout=TIMEOUT, check=True)
+    meta = json.loads(cli("inspect", out, "--json", timeout=TIMEOUT, check=True).stdout)["metadata"]
+    assert meta["hf_static.context_length"] == 512 and meta["hf_static.prefill_tokens"] == 512
+
+
+def test_version_and_unknown_commands():
+    r = cli("--version", check=True)
+    assert r.stdout.startswith("hfstatic ") and r.stdout.split()[1][0].isdigit()
+    r = cli("frobnicate")
+    assert r.returncode == USAGE and r.stdout == ""
+    assert "unknown command 'frobnicate'; commands: " in r.stderr
+    for c in ["run", "chat", "bench", "export", "inspect", "tokenize"]:
+        assert c in r.stderr
+    r = cli()
+    assert r.returncode == USAGE and "no command" in r.stderr
+    r = cli("--bogus")
+    assert r.returncode == USAGE and "unknown option '--bogus'" in r.stderr
+    r = cli("run", "--no-such-flag", "-m", "x")
+    assert r.returncode == USAGE and "--no-such-flag" in r.stderr and r.stdout == ""
+    assert "Exit status" in cli("--help", check=True).stdout
+
+
+@pytest.mark.parametrize("a, b", [(["-p", "hi"], ["-f", "prompt.txt"]), (["-p", "hi"], ["--tokens", "1"]),
+                                  (["-f", "prompt.txt"], ["--tokens", "1"])])
+def test_conflicting_prompt_options_are_rejected(stories_program, tmp_path, a, b):
+    (tmp_path / "prompt.txt").write_text("hello")
+    a = [str(tmp_path / x) if x == "prompt.txt" else x for x in a]
+    b = [str(tmp_path / x) if x == "prompt.txt" else x for x in b]
+    r = cli("run", "-m", stories_program, *a, *b, timeout=TIMEOUT)
+    assert r.returncode == USAGE and r.stdout == ""
+    long_name = {"-p": "--prompt", "-f": "--file", "--tokens": "--tokens"}
+    assert long_name[a[0]] in r.stderr and long_name[b[0]] in r.stderr and "cannot be used together" in r.stderr
+
+
+def test_tokenize_reads_argument_file_and_stdin(stories_program, tmp_path):
+    text = "Once upon a time"
+    want = cli("tokenize", "-m", stories_program, "--json", text, check=True).stdout
+    f = tmp_path / "t.txt"
+    f.write_text(text)
+    assert cli("tokenize", "-m", stories_program, "--json", "-f", f, check=True).stdout == want
+    assert cli("tokenize", "-m", stories_program, "--json", "-", stdin=text, check=True).stdout == want
+    assert cli("tokenize", "-m", stories_program, "--json", stdin=text, check=True).stdout == want
+    r = cli("tokenize", "-m", stories_program, "-f", tmp_path / "missing.txt")
+    assert r.returncode == 1 and r.stderr.startswith("hfstatic tokenize: ") and "missing.txt" in r.stderr
+    r = cli("tokenize", "-m", stories_program, "-f", f, "text")
+    assert r.returncode == USAGE and "--file" in r.stderr
+    r = cli("tokenize", "-m", stories_program, "--decode", "1,x")
+    assert r.returncode == USAGE and r.stderr.startswith("hfstatic tokenize: --decode") and r.stdout == ""
+
+
+# A template that refuses one message, to make a line the template cannot render.
+TEMPLATE = ("{{ bos_token }}{% for m in messages %}{% if m['content'] == 'boom' %}{{ raise_exception('no boom') }}"
+            "{% endif %}{{ m['role'] }}: {{ m['content'] }}{{ eos_token }}{% endfor %}"
+            "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def chat_program(tmp_path_factory):
+    d = tmp_path_factory.mktemp("chatopts")
+    for f in ["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "special_tokens_map.json"]:
+        (d / f).write_bytes((STORIES / f).read_bytes())
+    cfg = json.loads((STORIES / "tokenizer_config.json").read_text())
+    cfg["chat_template"] = TEMPLATE
+    (d / "tokenizer_config.json").write_text(json.dumps(cfg))
+    out = d / "chat.hfs"
+    cli("export", d, "-o", out, "--prefill-chunk", "16", "--context", "256", check=True)
+    return out
+
+
+def test_chat_reports_an_invalid_line_and_goes_on(chat_program):
+    lines = ["/nonsense", "boom", "bad \udcff bytes", "word " * 300, "Hello", "/stats"]
+    stdin = "\n".join(lines).encode("utf-8", "surrogateescape") + b"\n"
+    r = subprocess.run([CLI, "chat", "-m", chat_program, "--temp", "0", "-n", "4"], input=stdin, capture_output=True,
+                       timeout=TIMEOUT)
+    err = r.stderr.decode("utf-8", "replace")
+    assert r.returncode == 0, err
+    assert "unknown command '/nonsense'" in err and "/reset" in err
+    assert "raise_exception: no boom" in err
+    assert "not valid UTF-8" in err
+    assert "context full" in err
+    # None of the refused lines was kept: the one turn that ran holds only "Hello" and its reply.
+    position = [int(l.split()[1]) for l in err.splitlines() if l.startswith("position ")]
+    assert len(position) == 1 and 0 < position[0] < 30, err
+    assert r.stdout.strip()
+
+
+def nan_program(src, dst, tensor, row):
+    """A copy of program `src` with one row of an f32 matrix constant set to NaN (docs/program-format.md)."""
+    b = bytearray(src.read_bytes())
+    moff, msize, doff = struct.unpack_from("<QQQ", b, 16)
+    for t in json.loads(b[moff:moff + msize])["tensors"]:
+        if t["name"] == tensor:
+            assert t["dtype"] == "f32"
+            cols = t["shape"][1]
+            at = doff + t["offset"] + row * cols * 4
+            b[at:at + cols * 4] = struct.pack("<f", float("nan")) * cols
+            dst.write_bytes(bytes(b))
+            return dst
+    raise AssertionError(f"no constant {tensor}")
+
+
+@pytest.mark.parametrize("backend", ["cpu_ref", "cpu_fast"])
+def test_nan_logits_are_an_error_naming_the_step(stories_program, tmp_path, backend):
+    # stories260K ties its embeddings: row 7 of the table is also the LM head's row for id 7.
+    prog = nan_program(stories_program, tmp_path / "nan.hfs", "embed_tokens.weight", 7)
+    r = cli("run", "-m", prog, "--tokens", "1,5,9", "-n", "5", "--temp", "0", "--backend", backend, timeout=TIMEOUT)
+    assert r.returncode == 1, r.stderr
+    assert "the prompt's last step (position 2): logits contain NaN at id 7" in r.stderr, r.stderr
+    assert r.stdout == ""  # not a stream of token 0

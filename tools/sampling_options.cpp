@@ -1,0 +1,69 @@
+#include "sampling_options.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <system_error>
+#include <type_traits>
+
+#include "option_checks.h"
+
+namespace hfs::cli {
+namespace {
+
+// A field's accepted values in the library's words: the answer for a value no field accepts (NaN, -1).
+template <typename T>
+std::string expected_for(T SamplingConfig::*field) {
+  SamplingConfig probe;
+  probe.*field = std::is_floating_point_v<T> ? std::numeric_limits<T>::quiet_NaN() : T(-1);
+  auto bad = find_invalid_field(probe);
+  return bad ? std::string(bad->expected) : std::string("a valid value");
+}
+
+// Whether `v` in `field` passes the library's check (other fields at their defaults, which pass).
+template <typename T>
+bool accepted(T SamplingConfig::*field, T v) {
+  SamplingConfig probe;
+  probe.*field = v;
+  return !find_invalid_field(probe).has_value();
+}
+
+CLI::Option* add_float(CLI::App& sub, const std::string& flag, SamplingConfig& c, float SamplingConfig::*field,
+                       const std::string& what) {
+  const std::string expected = expected_for(field);
+  return sub.add_option(flag, c.*field, what + ": " + expected)
+      ->capture_default_str()
+      ->type_name("NUMBER")
+      ->transform(float_where([field](float v) { return accepted(field, v); }, expected));
+}
+
+}  // namespace
+
+void add_sampling_options(CLI::App& sub, SamplingConfig& c) {
+  add_float(sub, "--temp", c, &SamplingConfig::temperature, "Temperature");
+  const std::string top_k = expected_for(&SamplingConfig::top_k) + ", at most 2147483647";
+  sub.add_option("--top-k", c.top_k, "Top-k: " + top_k)
+      ->capture_default_str()
+      ->type_name("INT")
+      ->transform(CLI::Validator(
+          [top_k](std::string& s) -> std::string {
+            int32_t v = 0;
+            const char* end = s.data() + s.size();
+            auto [p, ec] = std::from_chars(s.data(), end, v);
+            if (s.empty() || ec != std::errc() || p != end || !accepted(&SamplingConfig::top_k, v))
+              return "expected " + top_k + ", got '" + s + "'";
+            s = std::to_string(v);
+            return {};
+          },
+          ""));
+  add_float(sub, "--top-p", c, &SamplingConfig::top_p, "Top-p");
+  add_float(sub, "--min-p", c, &SamplingConfig::min_p, "Min-p");
+  add_float(sub, "--repeat-penalty", c, &SamplingConfig::repetition_penalty, "Repetition penalty");
+  sub.add_option("--seed", c.seed, "Sampling seed, an integer in [0, 2^64 - 1] (same seed, same tokens)")
+      ->capture_default_str()
+      ->type_name("INT")
+      ->transform(any_uint64());
+}
+
+}  // namespace hfs::cli
