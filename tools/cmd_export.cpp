@@ -69,7 +69,8 @@ int run_export(const ExportArgs& a) {
 hfs::cli::RunFn setup_export(CLI::App& sub) {
   auto a = std::make_shared<ExportArgs>();
   sub.add_flag("-v,--verbose", a->verbose, "print each quantized tensor's relative RMS error");
-  sub.add_option("model_dir", a->model_dir, "HuggingFace checkpoint directory (config.json + safetensors)")->required();
+  sub.add_option("model_dir", a->model_dir, "HuggingFace checkpoint directory (config.json + safetensors, tokenizer.json optional); its config, "
+                 "tokenizer, tensor names and weight values are checked before anything is written")->required();
   sub.add_option("-o,--output", a->out, "output program file (.hfs)")->required();
   sub.add_option("--prefill-chunk", a->chunk,
                  "tokens per prefill call C, an integer >= 1 (default min(128, context)); more than the context is "

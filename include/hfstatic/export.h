@@ -12,8 +12,12 @@
 //   hfs::Status st = hfs::export_checkpoint("/models/Llama-3.2-1B", "llama.hfs", opt);
 //   if (!st) std::fprintf(stderr, "%s\n", st.error().to_string().c_str());
 //
-// Everything (config values, every tensor's presence/dtype/shape) is validated before the output file is
-// touched; errors name the key, value or tensor (kUnsupportedModel, kMissingTensor, kBadCheckpoint).
+// Everything is validated before the output file is touched: config values (ranges, and against the
+// tensors' shapes), every tensor's presence/dtype/shape, unique tensor names, the tokenizer files (loaded
+// as the runtime loads them; absent = a token-id-only program) and every weight's values (NaN/±inf, or a
+// value the stored dtype cannot hold). Errors name the file and the key, tensor or element
+// (kUnsupportedModel, kMissingTensor, kBadCheckpoint; kInvalidArgument for options, e.g. a weight beyond
+// f16's range under WeightsMode::kF16).
 //
 // Supported model_type: llama, qwen2, qwen3, mistral, gemma2, gemma3_text, gemma3 (text part), phi3.
 // build_export_plan() is the pure part (no output written): tests inspect its methods and metadata.
@@ -76,7 +80,8 @@ struct ExportPlan {
   int64_t n_params = 0;                    // weights counted once (tied embeddings once)
 };
 
-// Reads and validates the checkpoint and builds the complete program description. Writes nothing.
+// Reads and validates the checkpoint and builds the complete program description. Writes nothing; reads
+// every weight once (the value check).
 [[nodiscard]] Result<ExportPlan> build_export_plan(const std::string& model_dir, const ExportOptions& options);
 
 // Writes a plan through ProgramWriter (which verifies the methods, then writes atomically).

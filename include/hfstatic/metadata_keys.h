@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -50,6 +51,13 @@ inline constexpr std::string_view kBosTokenId = "hf_static.bos_token_id";       
 inline constexpr std::string_view kEosTokenIds = "hf_static.eos_token_ids";       // [int, ...]
 inline constexpr std::string_view kPadTokenId = "hf_static.pad_token_id";         // int ≥ 0
 inline constexpr std::string_view kLogitsMode = "hf_static.logits_mode";          // "last" | "all"
+// Upper bounds the runner accepts for the values above (they keep a hostile program from asking for
+// absurd buffers); the exporter refuses a checkpoint that would exceed them.
+inline constexpr int64_t kMaxContextLength = int64_t{1} << 22;  // context_length, sliding_window
+inline constexpr int64_t kMaxLayers = 4096;
+inline constexpr int64_t kMaxKvHeads = 4096;
+inline constexpr int64_t kMaxHeadDim = 4096;
+inline constexpr int64_t kMaxVocabSize = int64_t{1} << 24;
 
 // Values
 inline constexpr std::string_view kLayerGlobal = "global";

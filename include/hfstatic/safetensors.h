@@ -3,8 +3,9 @@
 // A file is memory-mapped and its header fully validated before any tensor is handed out: the 8-byte
 // header length is bounded by the file size and kMaxSafetensorsHeader, the header is strict JSON, every
 // tensor has a known dtype, a shape whose byte size equals its data range, and ranges lie inside the data
-// section without overlapping. "__metadata__" is ignored. A sharded checkpoint
-// (model.safetensors.index.json with a "weight_map") opens each shard file once.
+// section without overlapping; no tensor (and no field of a tensor) is named twice. "__metadata__" is
+// ignored. A sharded checkpoint (model.safetensors.index.json with a "weight_map") opens each shard file
+// once; a tensor stored in two shards, or listed twice in the index, is an error.
 //
 //   auto ck = hfs::Checkpoint::open("/models/llama");            // model.safetensors or the sharded index
 //   if (!ck) return ck.error();

@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "export/convert.h"
+#include "export/weight_values.h"
+#include "hfstatic/tokenizer.h"
 #include "backends/cpu_fast/quantize.h"
 #include "hfstatic/metadata_keys.h"
 
@@ -49,38 +52,88 @@ std::vector<std::string> supported_archs() {
 
 // --- config blocks -----------------------------------------------------------------------------------
 
-Status read_common_dims(const HfConfig& cfg, ModelSpec* spec) {
-  auto get = [&](std::string_view key, int64_t* out) -> Status {
-    auto v = cfg.require_int(key);
+namespace {
+
+// What the checkpoint's tensors allow a config to claim. Config values are checked against these before
+// anything sized by them exists (the layer list, RoPE tables, shapes whose products could overflow), so
+// an absurd value is an error naming its key instead of a huge allocation.
+struct CheckpointBounds {
+  int64_t max_dim = 0;      // the largest dimension of any tensor
+  int64_t n_layers = 0;     // 1 + the highest N in a tensor name containing "layers.N."
+};
+
+CheckpointBounds checkpoint_bounds(const Checkpoint& ck) {
+  CheckpointBounds b;
+  constexpr std::string_view kLayers = "layers.";
+  for (const std::string& name : ck.tensor_names()) {
+    if (const SafetensorInfo* t = ck.find(name))
+      for (int64_t d : t->shape.dims()) b.max_dim = std::max(b.max_dim, d);
+    for (size_t pos = name.find(kLayers); pos != std::string::npos; pos = name.find(kLayers, pos + 1)) {
+      size_t i = pos + kLayers.size();
+      int64_t n = 0;
+      size_t digits = 0;
+      for (; i < name.size() && digits < 10 && name[i] >= '0' && name[i] <= '9'; ++i, ++digits) n = n * 10 + (name[i] - '0');
+      if (digits > 0 && i < name.size() && name[i] == '.') b.n_layers = std::max(b.n_layers, n + 1);
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+Status read_common_dims(const HfConfig& cfg, const Checkpoint& ck, ModelSpec* spec) {
+  const CheckpointBounds b = checkpoint_bounds(ck);
+  const std::string dim_why = b.max_dim > 0 ? "no tensor in the checkpoint has a larger dimension" : "the checkpoint has no tensors";
+  const int64_t max_dim = std::max<int64_t>(b.max_dim, 1);
+  auto dim = [&](std::string_view key, int64_t hi, int64_t* out) -> Status {
+    auto v = cfg.int_in(key, 1, std::min(hi, max_dim), hi < max_dim ? "the runtime's limit" : dim_why);
     if (!v) return v.error();
-    if (*v <= 0) return cfg.bad_value(key, "must be positive, got " + std::to_string(*v));
     *out = *v;
     return Ok{};
   };
-  int64_t n_layers = 0;
-  HFS_TRY(get("hidden_size", &spec->hidden));
-  HFS_TRY(get("num_hidden_layers", &n_layers));
-  HFS_TRY(get("num_attention_heads", &spec->n_heads));
-  HFS_TRY(get("intermediate_size", &spec->intermediate));
-  HFS_TRY(get("vocab_size", &spec->vocab));
-  HFS_TRY(get("max_position_embeddings", &spec->max_positions));
-  auto kv = cfg.int_or("num_key_value_heads", spec->n_heads);
+  HFS_TRY(dim("hidden_size", INT64_MAX, &spec->hidden));
+  HFS_TRY(dim("num_attention_heads", INT64_MAX, &spec->n_heads));
+  HFS_TRY(dim("intermediate_size", INT64_MAX, &spec->intermediate));
+  HFS_TRY(dim("vocab_size", keys::kMaxVocabSize, &spec->vocab));
+  auto maxpos = cfg.int_in("max_position_embeddings", 1, INT64_MAX);
+  if (!maxpos) return maxpos.error();
+  spec->max_positions = *maxpos;
+  // Layers: at most what the tensor names number (each layer has its own weights), so a huge count fails here
+  // rather than allocating per-layer descriptions.
+  const int64_t layers_hi = std::min<int64_t>(b.n_layers, keys::kMaxLayers);
+  auto n_layers = cfg.int_in("num_hidden_layers", 1, std::max<int64_t>(layers_hi, 1),
+                             b.n_layers == 0 ? "the checkpoint has no 'layers.N.' tensors"
+                             : b.n_layers > keys::kMaxLayers
+                                 ? "the runtime's limit"
+                                 : "the checkpoint's tensors cover layers 0.." + std::to_string(b.n_layers - 1));
+  if (!n_layers) return n_layers.error();
+  auto kv = cfg.int_in_or("num_key_value_heads", spec->n_heads, 1, std::min(spec->n_heads, keys::kMaxKvHeads),
+                          "at most num_attention_heads and the runtime's limit");
   if (!kv) return kv.error();
-  if (*kv <= 0 || spec->n_heads % *kv != 0)
+  if (spec->n_heads % *kv != 0)
     return cfg.bad_value("num_key_value_heads", "must divide num_attention_heads " + std::to_string(spec->n_heads) +
                                                     ", got " + std::to_string(*kv));
   spec->n_kv_heads = *kv;
   if (!cfg.get("head_dim") && spec->hidden % spec->n_heads != 0)
-    return cfg.bad_value("hidden_size", "not divisible by num_attention_heads and no head_dim given");
-  auto hd = cfg.int_or("head_dim", spec->hidden / spec->n_heads);
+    return cfg.bad_value("hidden_size", std::to_string(spec->hidden) + " is not divisible by num_attention_heads " +
+                                            std::to_string(spec->n_heads) + " and no head_dim is given");
+  // The projections have num_attention_heads × head_dim rows: bounded by the tensors, so no product overflows.
+  const int64_t hd_hi = std::min(keys::kMaxHeadDim, max_dim / spec->n_heads);
+  auto hd = cfg.int_in_or("head_dim", spec->hidden / spec->n_heads, 2, std::max<int64_t>(hd_hi, 2),
+                          hd_hi < keys::kMaxHeadDim ? "num_attention_heads × head_dim must not exceed the largest tensor "
+                                                      "dimension in the checkpoint, " + std::to_string(b.max_dim)
+                                                    : "the runtime's limit");
   if (!hd) return hd.error();
-  if (*hd <= 0 || *hd % 2 != 0) return cfg.bad_value("head_dim", "must be positive and even, got " + std::to_string(*hd));
+  if (*hd % 2 != 0) return cfg.bad_value("head_dim", "must be even (RoPE rotates pairs), got " + std::to_string(*hd));
+  if (*hd > hd_hi)  // hd_hi < 2: even head_dim 2 is too large for these tensors
+    return cfg.bad_value("head_dim", "num_attention_heads " + std::to_string(spec->n_heads) + " × head_dim " +
+                                         std::to_string(*hd) + " exceeds every tensor dimension in the checkpoint");
   spec->head_dim = *hd;
-  auto eps = cfg.number_or("rms_norm_eps", 1e-6);
+  auto eps = cfg.positive_or("rms_norm_eps", 1e-6);
   if (!eps) return eps.error();
   spec->rms_eps = *eps;
   spec->attn_scale = 1.0 / std::sqrt(static_cast<double>(spec->head_dim));
-  spec->layers.assign(static_cast<size_t>(n_layers), LayerSpec{});
+  spec->layers.assign(static_cast<size_t>(*n_layers), LayerSpec{});
   return Ok{};
 }
 
@@ -103,18 +156,18 @@ Status apply_rope_scaling(const HfConfig& cfg, const Value* rs, bool allow_llama
   if (!type || !type->is_string())
     return cfg.unsupported("rope_scaling", "no rope_type/type string in " + rs->to_json());
   const std::string& t = type->as_string();
+  // Every parameter of the supported types is a ratio or a length: finite and > 0.
   auto num = [&](std::string_view key) -> Result<double> {
     const Value* v = rs->get(key);
-    if (!v || !v->is_number())
-      return cfg.bad_value("rope_scaling", "rope_type '" + t + "' needs a number '" + std::string(key) + "', got " +
-                                               (v ? v->to_json() : std::string("nothing")));
+    if (!v || !v->is_number() || !(v->as_float() > 0) || !std::isfinite(v->as_float()))
+      return cfg.bad_value("rope_scaling", "rope_type '" + t + "' needs a finite number > 0 '" + std::string(key) +
+                                               "', got " + (v ? v->to_json() : std::string("nothing")));
     return v->as_float();
   };
   if (t == "default") return Ok{};
   if (t == "linear") {
     auto factor = num("factor");
     if (!factor) return factor.error();
-    if (*factor <= 0) return cfg.bad_value("rope_scaling", "factor must be positive");
     for (float& f : *inv_freq) f = f / static_cast<float>(*factor);
     return Ok{};
   }
@@ -160,8 +213,10 @@ Result<std::optional<std::vector<LayerKind>>> layer_kinds_from_config(const HfCo
   return std::optional<std::vector<LayerKind>>(std::move(kinds));
 }
 
-WeightRef weight_ref(const std::string& prefix, const std::string& name, Shape shape, WeightRef::Role role) {
+WeightRef weight_ref(const std::string& prefix, const std::string& name, Shape shape, WeightRef::Role role,
+                     std::string dims) {
   WeightRef w;
+  w.dims = std::move(dims);
   w.name = name;
   w.source = prefix + name;
   w.source_shape = shape;
@@ -174,58 +229,72 @@ LayerSpec standard_layer(const ModelSpec& s, const std::string& prefix, int64_t 
   const std::string l = "layers." + std::to_string(i) + ".";
   const int64_t q_out = s.n_heads * s.head_dim, kv_out = s.n_kv_heads * s.head_dim;
   LayerSpec L;
-  auto mat = [&](const std::string& name, Shape shape) { return weight_ref(prefix, l + name, shape, R::kMatrix); };
-  auto norm = [&](const std::string& name, int64_t d) { return weight_ref(prefix, l + name, {d}, R::kNorm); };
-  auto bias = [&](const std::string& name, int64_t d) { return weight_ref(prefix, l + name, {d}, R::kBias); };
-  L.attn_norm = norm("input_layernorm.weight", s.hidden);
-  L.q = mat("self_attn.q_proj.weight", {q_out, s.hidden});
-  L.k = mat("self_attn.k_proj.weight", {kv_out, s.hidden});
-  L.v = mat("self_attn.v_proj.weight", {kv_out, s.hidden});
-  L.o = mat("self_attn.o_proj.weight", {s.hidden, q_out});
+  // Dimension names for shape messages.
+  const std::string H = "hidden_size", Q = "num_attention_heads × head_dim", KV = "num_key_value_heads × head_dim",
+                    I = "intermediate_size", D = "head_dim";
+  auto mat = [&](const std::string& name, Shape shape, const std::string& d0, const std::string& d1) {
+    return weight_ref(prefix, l + name, shape, R::kMatrix, "[" + d0 + ", " + d1 + "]");
+  };
+  auto norm = [&](const std::string& name, int64_t d, const std::string& dn) {
+    return weight_ref(prefix, l + name, {d}, R::kNorm, "[" + dn + "]");
+  };
+  auto bias = [&](const std::string& name, int64_t d, const std::string& dn) {
+    return weight_ref(prefix, l + name, {d}, R::kBias, "[" + dn + "]");
+  };
+  L.attn_norm = norm("input_layernorm.weight", s.hidden, H);
+  L.q = mat("self_attn.q_proj.weight", {q_out, s.hidden}, Q, H);
+  L.k = mat("self_attn.k_proj.weight", {kv_out, s.hidden}, KV, H);
+  L.v = mat("self_attn.v_proj.weight", {kv_out, s.hidden}, KV, H);
+  L.o = mat("self_attn.o_proj.weight", {s.hidden, q_out}, H, Q);
   if (n.qkv_bias) {
-    L.q_bias = bias("self_attn.q_proj.bias", q_out);
-    L.k_bias = bias("self_attn.k_proj.bias", kv_out);
-    L.v_bias = bias("self_attn.v_proj.bias", kv_out);
+    L.q_bias = bias("self_attn.q_proj.bias", q_out, Q);
+    L.k_bias = bias("self_attn.k_proj.bias", kv_out, KV);
+    L.v_bias = bias("self_attn.v_proj.bias", kv_out, KV);
   }
-  if (n.o_bias) L.o_bias = bias("self_attn.o_proj.bias", s.hidden);
+  if (n.o_bias) L.o_bias = bias("self_attn.o_proj.bias", s.hidden, H);
   if (n.qk_norm) {
-    L.q_norm = norm("self_attn.q_norm.weight", s.head_dim);
-    L.k_norm = norm("self_attn.k_norm.weight", s.head_dim);
+    L.q_norm = norm("self_attn.q_norm.weight", s.head_dim, D);
+    L.k_norm = norm("self_attn.k_norm.weight", s.head_dim, D);
   }
   if (n.gemma_norms) {
-    L.post_attn_norm = norm("post_attention_layernorm.weight", s.hidden);
-    L.ff_norm = norm("pre_feedforward_layernorm.weight", s.hidden);
-    L.post_ff_norm = norm("post_feedforward_layernorm.weight", s.hidden);
+    L.post_attn_norm = norm("post_attention_layernorm.weight", s.hidden, H);
+    L.ff_norm = norm("pre_feedforward_layernorm.weight", s.hidden, H);
+    L.post_ff_norm = norm("post_feedforward_layernorm.weight", s.hidden, H);
   } else {
-    L.ff_norm = norm("post_attention_layernorm.weight", s.hidden);
+    L.ff_norm = norm("post_attention_layernorm.weight", s.hidden, H);
   }
-  L.gate = mat("mlp.gate_proj.weight", {s.intermediate, s.hidden});
-  L.up = mat("mlp.up_proj.weight", {s.intermediate, s.hidden});
-  L.down = mat("mlp.down_proj.weight", {s.hidden, s.intermediate});
+  L.gate = mat("mlp.gate_proj.weight", {s.intermediate, s.hidden}, I, H);
+  L.up = mat("mlp.up_proj.weight", {s.intermediate, s.hidden}, I, H);
+  L.down = mat("mlp.down_proj.weight", {s.hidden, s.intermediate}, H, I);
   if (n.mlp_bias) {
-    L.gate_bias = bias("mlp.gate_proj.bias", s.intermediate);
-    L.up_bias = bias("mlp.up_proj.bias", s.intermediate);
-    L.down_bias = bias("mlp.down_proj.bias", s.hidden);
+    L.gate_bias = bias("mlp.gate_proj.bias", s.intermediate, I);
+    L.up_bias = bias("mlp.up_proj.bias", s.intermediate, I);
+    L.down_bias = bias("mlp.down_proj.bias", s.hidden, H);
   }
   return L;
 }
 
 void standard_head(ModelSpec* spec, const std::string& prefix, bool tied, const std::string& lm_head_source) {
   using R = WeightRef::Role;
-  spec->embed = weight_ref(prefix, "embed_tokens.weight", {spec->vocab, spec->hidden}, R::kMatrix);
-  spec->final_norm = weight_ref(prefix, "norm.weight", {spec->hidden}, R::kNorm);
+  spec->embed = weight_ref(prefix, "embed_tokens.weight", {spec->vocab, spec->hidden}, R::kMatrix, "[vocab_size, hidden_size]");
+  spec->final_norm = weight_ref(prefix, "norm.weight", {spec->hidden}, R::kNorm, "[hidden_size]");
   if (tied) {
     spec->lm_head = spec->embed;
   } else {
-    spec->lm_head = weight_ref("", lm_head_source, {spec->vocab, spec->hidden}, R::kMatrix);
+    spec->lm_head = weight_ref("", lm_head_source, {spec->vocab, spec->hidden}, R::kMatrix, "[vocab_size, hidden_size]");
     spec->lm_head.name = "lm_head.weight";
   }
 }
 
-Status decoder_skeleton(const HfConfig& cfg, const LayerNaming& naming, bool allow_llama3, bool tie_default, ModelSpec* spec) {
+Result<double> rope_base(const HfConfig& cfg, std::string_view key, double def) {
+  return cfg.positive_or(key, def, std::numeric_limits<float>::max());  // the tables are computed in float32
+}
+
+Status decoder_skeleton(const HfConfig& cfg, const Checkpoint& ck, const LayerNaming& naming, bool allow_llama3,
+                        bool tie_default, ModelSpec* spec) {
   spec->arch = cfg.model_type;
-  HFS_TRY(read_common_dims(cfg, spec));
-  auto theta = cfg.number_or("rope_theta", 10000.0);
+  HFS_TRY(read_common_dims(cfg, ck, spec));
+  auto theta = rope_base(cfg, "rope_theta", 10000.0);
   if (!theta) return theta.error();
   spec->inv_freq_global = rope_default_inv_freq(*theta, spec->head_dim);
   HFS_TRY(apply_rope_scaling(cfg, cfg.get("rope_scaling"), allow_llama3, &spec->inv_freq_global));
@@ -249,27 +318,25 @@ Status set_sliding_layers(const HfConfig& cfg, const std::vector<LayerKind>& kin
     any = any || kinds[i] == LayerKind::kSliding;
   }
   if (!any) return Ok{};
-  auto w = cfg.require_int("sliding_window");
-  if (!w) return make_error(w.error().code(), w.error().message() + " (some layers are sliding)");
-  if (*w <= 0) return cfg.bad_value("sliding_window", "must be positive, got " + std::to_string(*w));
+  if (!cfg.get("sliding_window")) return cfg.bad_value("sliding_window", "required but missing (some layers are sliding)");
+  auto w = cfg.int_in("sliding_window", 1, INT64_MAX);
+  if (!w) return w.error();
   spec->sliding_window = *w;
   return Ok{};
 }
 
-Status gemma_skeleton(const HfConfig& cfg, const std::string& prefix, bool qk_norm, ModelSpec* spec) {
+Status gemma_skeleton(const HfConfig& cfg, const Checkpoint& ck, const std::string& prefix, bool qk_norm, ModelSpec* spec) {
   spec->arch = cfg.model_type;
-  HFS_TRY(read_common_dims(cfg, spec));
+  HFS_TRY(read_common_dims(cfg, ck, spec));
   spec->norm_unit_offset = spec->qk_norm_unit_offset = true;
   spec->embed_scale = std::sqrt(static_cast<double>(spec->hidden));
-  auto qpas = cfg.number_or("query_pre_attn_scalar", static_cast<double>(spec->head_dim));
+  auto qpas = cfg.positive_or("query_pre_attn_scalar", static_cast<double>(spec->head_dim));
   if (!qpas) return qpas.error();
-  if (*qpas <= 0) return cfg.bad_value("query_pre_attn_scalar", "must be positive");
   spec->attn_scale = 1.0 / std::sqrt(*qpas);
-  auto attn_cap = cfg.number_or("attn_logit_softcapping", 0.0);
+  auto attn_cap = cfg.non_negative_or("attn_logit_softcapping", 0.0);  // 0 (or null) = no soft-cap
   if (!attn_cap) return attn_cap.error();
-  auto final_cap = cfg.number_or("final_logit_softcapping", 0.0);
+  auto final_cap = cfg.non_negative_or("final_logit_softcapping", 0.0);
   if (!final_cap) return final_cap.error();
-  if (*attn_cap < 0 || *final_cap < 0) return cfg.bad_value("attn_logit_softcapping", "softcaps must be ≥ 0");
   spec->attn_softcap = *attn_cap;
   spec->final_softcap = *final_cap;
   // Gemma configs name the MLP activation hidden_activation (hidden_act is a legacy alias).
@@ -323,14 +390,16 @@ std::vector<const WeightRef*> all_weights(const ModelSpec& s) {
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 // Checks one weight against the checkpoint and returns the dtype to store it in.
-Result<DType> check_weight(const WeightRef& w, const Checkpoint& ck, WeightsMode mode, bool embedding_or_head) {
+Result<DType> check_weight(const WeightRef& w, const Checkpoint& ck, const HfConfig& cfg, WeightsMode mode,
+                           bool embedding_or_head) {
   const SafetensorInfo* t = ck.find(w.source);
   if (!t)
     return make_error(ErrorCode::kMissingTensor, ck.dir() + ": tensor '" + w.source + "' not found in the checkpoint");
   const std::string where = ck.dir() + "/" + ck.file_of(w.source) + ": tensor '" + w.source + "'";
   if (t->shape != w.source_shape)
     return make_error(ErrorCode::kBadCheckpoint,
-                      where + ": expected shape " + w.source_shape.to_string() + ", got " + t->shape.to_string());
+                      where + ": expected shape " + w.source_shape.to_string() + ", got " + t->shape.to_string() +
+                          (w.dims.empty() ? "" : " (the expected shape is " + w.dims + " from " + cfg.where + ")"));
   if (w.row_end > 0 && (w.row_begin < 0 || w.row_end > t->shape[0] || w.row_begin >= w.row_end))
     return make_error(ErrorCode::kInternal, where + ": row range out of bounds");
   if (!is_float(t->dtype))
@@ -445,6 +514,47 @@ PlannedConstant weight_constant(const WeightRef& w, DType to, std::shared_ptr<co
     return Ok{};
   };
   return c;
+}
+
+// The tokenizer a program embeds is loaded at run time by Tokenizer::from_program; loading it here with the
+// same code turns a file the runtime cannot use into an export error, and the ids it can produce must have
+// rows in the embedding. Without tokenizer.json the program still runs on token ids (run --tokens).
+Status check_tokenizer(const std::vector<EmbeddedFile>& files, const HfConfig& cfg, int64_t vocab) {
+  std::shared_ptr<const std::string> tj, tc;
+  for (const EmbeddedFile& f : files) {
+    if (f.file_name == "tokenizer.json") tj = f.bytes;
+    if (f.file_name == "tokenizer_config.json") tc = f.bytes;
+  }
+  if (!tj) return Ok{};
+  const std::string path = cfg.dir + "/tokenizer.json", config_path = cfg.dir + "/tokenizer_config.json";
+  auto fail = [&](ErrorCode code, const std::string& file, const std::string& msg) {
+    return make_error(code, msg.find(file) == std::string::npos ? file + ": " + msg : msg);
+  };
+  auto tok = Tokenizer::from_json(*tj, tc ? std::string_view(*tc) : std::string_view(), path);
+  if (!tok) {
+    const std::string& m = tok.error().message();
+    // The loader names tokenizer_config.json in its own messages; everything else is about tokenizer.json.
+    const std::string& file = m.find("tokenizer_config.json") != std::string::npos ? config_path : path;
+    if (tok.error().code() == ErrorCode::kUnsupported)
+      return fail(ErrorCode::kUnsupportedModel, file,
+                  m + " (without tokenizer.json the export is a program that runs on token ids only)");
+    return fail(ErrorCode::kBadCheckpoint, file, m);
+  }
+  const Tokenizer& t = **tok;
+  if (t.vocab_size() == 0) return fail(ErrorCode::kBadCheckpoint, path, "the vocabulary is empty (model.vocab and added_tokens)");
+  if (t.vocab_size() > vocab) {
+    const int32_t id = t.vocab_size() - 1;
+    return fail(ErrorCode::kBadCheckpoint, path,
+                "token '" + t.id_to_token(id).value_or("?") + "' has id " + std::to_string(id) + ", but " + cfg.where +
+                    " has vocab_size " + std::to_string(vocab) + ": ids from " + std::to_string(vocab) +
+                    " on have no embedding row");
+  }
+  // Ordinary text must become tokens: a vocabulary that matches nothing (emptied model.vocab beside a few
+  // added tokens) would make every prompt empty at run time.
+  auto probe = t.encode("Hello world", /*add_special=*/false);
+  if (!probe) return fail(ErrorCode::kBadCheckpoint, path, "cannot encode 'Hello world': " + probe.error().message());
+  if (probe->empty()) return fail(ErrorCode::kBadCheckpoint, path, "encodes 'Hello world' to no tokens (an unusable vocabulary)");
+  return Ok{};
 }
 
 PlannedConstant bytes_constant(std::string name, TensorType type, std::string key, std::shared_ptr<const std::string> bytes) {
@@ -640,7 +750,7 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   std::map<std::string, DType> stored;
   DType main_dtype = DType::kF32;
   for (const WeightRef* w : all_weights(spec)) {
-    auto dt = check_weight(*w, *ck, opt.weights, w == &spec.embed || w == &spec.lm_head);
+    auto dt = check_weight(*w, *ck, cfg, opt.weights, w == &spec.embed || w == &spec.lm_head);
     if (!dt) return dt.error();
     if (stored.count(w->name)) continue;
     stored[w->name] = *dt;
@@ -666,8 +776,13 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   } else {
     g.chunk = std::min(kDefaultPrefillChunk, g.context);
   }
+  if (g.context > keys::kMaxContextLength)
+    return make_error(ErrorCode::kInvalidArgument, "context " + std::to_string(g.context) + " exceeds the runtime's limit " +
+                                                       std::to_string(keys::kMaxContextLength));
   for (const LayerSpec& L : spec.layers) (L.kind == LayerKind::kSliding ? g.has_sliding : g.has_global) = true;
-  const int64_t W = g.has_sliding ? spec.sliding_window : 0;
+  // A window at least as long as the context hides nothing: clamping it keeps W + C − 1 from overflowing and
+  // the metadata within the runtime's range, with the same masks.
+  const int64_t W = g.has_sliding ? std::min(spec.sliding_window, g.context) : 0;
   if (g.has_sliding && W <= 0) return cfg.bad_value("sliding_window", "sliding layers need a positive sliding_window");
   g.ring = g.has_sliding ? std::min(W + g.chunk - 1, g.context) : 0;
 
@@ -688,6 +803,7 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
 
   auto files = read_tokenizer_files(cfg.dir);
   if (!files) return files.error();
+  HFS_TRY(check_tokenizer(*files, cfg, spec.vocab));
   for (const EmbeddedFile& f : *files) {
     if (f.bytes->empty()) continue;  // a zero-length constant carries nothing
     plan.constants.push_back(bytes_constant(std::string(keys::kFilePrefix) + f.file_name,
@@ -768,13 +884,24 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   const int64_t pad = cfg.pad_token_id >= 0 ? cfg.pad_token_id : !cfg.eos_token_ids.empty() ? cfg.eos_token_ids[0] : 0;
   set(keys::kPadTokenId, Value(pad));
   set(keys::kLogitsMode, Value(std::string(opt.logits_all ? keys::kLogitsAll : keys::kLogitsLast)));
+  // Token ids index the embedding: [0, vocab_size), and -1 where HF configs use it for "none".
+  auto bad_id = [&](const std::string& where, std::string_view key, int64_t id, int64_t lo) {
+    return make_error(ErrorCode::kBadCheckpoint,
+                      where + ": key '" + std::string(key) + "': id " + std::to_string(id) + " outside [" + std::to_string(lo) +
+                          ", " + std::to_string(spec.vocab - 1) + "] (vocab_size " + std::to_string(spec.vocab) +
+                          (lo < 0 ? "; -1 = none)" : ")"));
+  };
   for (int64_t id : cfg.eos_token_ids)
-    if (id < 0 || id >= spec.vocab)
-      return cfg.bad_value("eos_token_id", "id " + std::to_string(id) + " outside the vocabulary of " + std::to_string(spec.vocab));
-  if (cfg.bos_token_id >= spec.vocab)
-    return cfg.bad_value("bos_token_id", "id " + std::to_string(cfg.bos_token_id) + " outside the vocabulary of " + std::to_string(spec.vocab));
-  if (pad >= spec.vocab)
-    return cfg.bad_value("pad_token_id", "id " + std::to_string(pad) + " outside the vocabulary of " + std::to_string(spec.vocab));
+    if (id < 0 || id >= spec.vocab) return bad_id(cfg.eos_where, "eos_token_id", id, 0);
+  if (cfg.bos_token_id < -1 || cfg.bos_token_id >= spec.vocab) return bad_id(cfg.bos_where, "bos_token_id", cfg.bos_token_id, -1);
+  if (cfg.pad_token_id < -1 || cfg.pad_token_id >= spec.vocab) return bad_id(cfg.pad_where, "pad_token_id", cfg.pad_token_id, -1);
+
+  // Weight values last: the one pass over the data runs only once everything cheaper checked out.
+  std::vector<std::pair<std::string, DType>> values;
+  std::set<std::pair<std::string, DType>> listed;
+  for (const WeightRef* w : all_weights(spec))
+    if (std::pair<std::string, DType> v{w->source, stored.at(w->name)}; listed.insert(v).second) values.push_back(v);
+  HFS_TRY(check_weight_values(*ck, values));
   return plan;
 }
 

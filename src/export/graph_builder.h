@@ -28,6 +28,7 @@ struct WeightRef {
   std::string name;      // constant name in the program (canonical HF name, no multimodal prefix)
   std::string source;    // checkpoint tensor name; empty = weight absent
   Shape source_shape;    // expected shape of the checkpoint tensor
+  std::string dims;      // the config keys behind source_shape, for messages: "[vocab_size, hidden_size]"
   int64_t row_begin = 0, row_end = 0;  // rows [begin, end) of dim 0 when row_end > 0 (fused tensors)
   Role role = Role::kMatrix;
 
@@ -72,8 +73,15 @@ std::vector<std::string> supported_archs();
 // --- shared config blocks ----------------------------------------------------------------------------
 // hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads (default heads), head_dim
 // (default hidden/heads), intermediate_size, vocab_size, max_position_embeddings, rms_norm_eps,
-// attention scale head_dim^-0.5. Layers are created (all global) with no weights yet.
-[[nodiscard]] Status read_common_dims(const HfConfig& cfg, ModelSpec* spec);
+// attention scale head_dim^-0.5. Layers are created (all global) with no weights yet. Every value is
+// range-checked first, against the checkpoint where it sizes tensors (a dimension no tensor has, more layers
+// than the tensor names number) and against the runtime's limits (keys::kMax*): the error names the key,
+// the value and the accepted range.
+[[nodiscard]] Status read_common_dims(const HfConfig& cfg, const Checkpoint& ck, ModelSpec* spec);
+
+// A RoPE base frequency (rope_theta, rope_local_base_freq): finite, > 0 and within float32, where the
+// tables are computed.
+[[nodiscard]] Result<double> rope_base(const HfConfig& cfg, std::string_view key, double def);
 
 // HF default RoPE: inv_freq[i] = 1 / base^(2i/dim) in float32, i < dim/2.
 std::vector<float> rope_default_inv_freq(double base, int64_t dim);
@@ -98,12 +106,13 @@ void standard_head(ModelSpec* spec, const std::string& prefix, bool tied, const 
 // The llama-family skeleton shared by llama/qwen2/qwen3/mistral: common dims, rope_theta (default 10000)
 // with rope_scaling, hidden_act (default silu), tie_word_embeddings (default `tie_default`), standard layers
 // under "model." (all global; the caller sets sliding kinds).
-[[nodiscard]] Status decoder_skeleton(const HfConfig& cfg, const LayerNaming& naming, bool allow_llama3, bool tie_default,
-                                      ModelSpec* spec);
+[[nodiscard]] Status decoder_skeleton(const HfConfig& cfg, const Checkpoint& ck, const LayerNaming& naming,
+                                      bool allow_llama3, bool tie_default, ModelSpec* spec);
 // Sets each layer's kind from `kinds`; when any is sliding, W comes from "sliding_window" (required, > 0).
 [[nodiscard]] Status set_sliding_layers(const HfConfig& cfg, const std::vector<LayerKind>& kinds, ModelSpec* spec);
 // A matrix/norm/bias reference: constant named `name`, read from `prefix + name`.
-WeightRef weight_ref(const std::string& prefix, const std::string& name, Shape shape, WeightRef::Role role);
+WeightRef weight_ref(const std::string& prefix, const std::string& name, Shape shape, WeightRef::Role role,
+                     std::string dims);
 
 // qwen2/qwen3: layer_types, else layer i slides iff use_sliding_window && i >= max_window_layers.
 [[nodiscard]] Status qwen_sliding_layers(const HfConfig& cfg, ModelSpec* spec);
@@ -112,7 +121,8 @@ WeightRef weight_ref(const std::string& prefix, const std::string& name, Shape s
 // unit_offset; embeddings scaled by sqrt(hidden_size); attention scale query_pre_attn_scalar^-0.5;
 // attn_logit_softcapping / final_logit_softcapping; hidden_activation (default gelu_pytorch_tanh);
 // tie_word_embeddings default true. Weights under `prefix`. RoPE and layer kinds are left to the caller.
-[[nodiscard]] Status gemma_skeleton(const HfConfig& cfg, const std::string& prefix, bool qk_norm, ModelSpec* spec);
+[[nodiscard]] Status gemma_skeleton(const HfConfig& cfg, const Checkpoint& ck, const std::string& prefix, bool qk_norm,
+                                    ModelSpec* spec);
 
 // "silu" / "swish" → "silu"; "gelu_pytorch_tanh" / "gelu_tanh" / "gelu" (gemma's) → "gelu_tanh"; else unsupported.
 [[nodiscard]] Result<std::string> activation_from_config(const HfConfig& cfg, std::string_view key, const std::string& value);

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -56,13 +57,13 @@ Status read_ids(const Value& obj, std::string_view key, const std::string& where
 Status read_token_ids(const Value& obj, const std::string& where, HfConfig* cfg) {
   std::vector<int64_t> v;
   HFS_TRY(read_ids(obj, "bos_token_id", where, &v));
-  if (!v.empty()) cfg->bos_token_id = v[0];
+  if (!v.empty()) cfg->bos_token_id = v[0], cfg->bos_where = where;
   v.clear();
   HFS_TRY(read_ids(obj, "eos_token_id", where, &v));
-  if (!v.empty()) cfg->eos_token_ids = v;
+  if (!v.empty()) cfg->eos_token_ids = v, cfg->eos_where = where;
   v.clear();
   HFS_TRY(read_ids(obj, "pad_token_id", where, &v));
-  if (!v.empty()) cfg->pad_token_id = v[0];
+  if (!v.empty()) cfg->pad_token_id = v[0], cfg->pad_where = where;
   return Ok{};
 }
 
@@ -112,6 +113,53 @@ Result<std::string> HfConfig::string_or(std::string_view key, std::string def) c
   if (!v) return def;
   if (!v->is_string()) return bad_value(key, "expected a string, got " + v->to_json());
   return v->as_string();
+}
+
+namespace {
+
+std::string number_text(double v) {
+  std::ostringstream ss;
+  ss << v;
+  return ss.str();
+}
+
+std::string range_text(int64_t lo, int64_t hi, std::string_view why) {
+  return "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" +
+         (why.empty() ? "" : " (" + std::string(why) + ")");
+}
+
+}  // namespace
+
+Result<int64_t> HfConfig::int_in(std::string_view key, int64_t lo, int64_t hi, std::string_view why) const {
+  auto v = require_int(key);
+  if (!v) return v.error();
+  if (*v < lo || *v > hi) return bad_value(key, range_text(lo, hi, why) + ", got " + std::to_string(*v));
+  return *v;
+}
+
+Result<int64_t> HfConfig::int_in_or(std::string_view key, int64_t def, int64_t lo, int64_t hi, std::string_view why) const {
+  if (get(key)) return int_in(key, lo, hi, why);
+  // A default derived from other keys is checked too: the message says the value was not given.
+  if (def < lo || def > hi)
+    return bad_value(key, range_text(lo, hi, why) + ", got " + std::to_string(def) + " (the default, as the key is absent)");
+  return def;
+}
+
+Result<double> HfConfig::positive_or(std::string_view key, double def, double hi) const {
+  auto v = number_or(key, def);
+  if (!v) return v.error();
+  // Written so NaN fails too: JSON has neither NaN nor inf, but defaults and values set in code pass here.
+  if (!(*v > 0) || !(*v <= hi))
+    return bad_value(key, "expected a finite number > 0" + (hi < 1e308 ? " and ≤ " + number_text(hi) : std::string()) +
+                              ", got " + number_text(*v));
+  return *v;
+}
+
+Result<double> HfConfig::non_negative_or(std::string_view key, double def) const {
+  auto v = number_or(key, def);
+  if (!v) return v.error();
+  if (!(*v >= 0) || !std::isfinite(*v)) return bad_value(key, "expected a finite number ≥ 0, got " + number_text(*v));
+  return *v;
 }
 
 Result<HfConfig> read_hf_config(const std::string& dir) {

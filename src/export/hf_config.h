@@ -26,6 +26,8 @@ struct HfConfig {
   int64_t bos_token_id = -1;
   std::vector<int64_t> eos_token_ids;
   int64_t pad_token_id = -1;
+  // The file (and part) each id came from, for messages: "DIR/generation_config.json", ...
+  std::string bos_where, eos_where, pad_where;
 
   // Lookups in `text`; a key holding null counts as absent. Wrong kinds are kBadCheckpoint naming the key.
   const Value* get(std::string_view key) const;
@@ -34,6 +36,15 @@ struct HfConfig {
   [[nodiscard]] Result<double> number_or(std::string_view key, double def) const;
   [[nodiscard]] Result<bool> bool_or(std::string_view key, bool def) const;
   [[nodiscard]] Result<std::string> string_or(std::string_view key, std::string def) const;
+  // Range-checked lookups: kBadCheckpoint naming the key, the value and the accepted range. `why` (may be
+  // empty) says where an upper bound comes from, e.g. "the largest tensor dimension in the checkpoint".
+  [[nodiscard]] Result<int64_t> int_in(std::string_view key, int64_t lo, int64_t hi, std::string_view why = {}) const;
+  [[nodiscard]] Result<int64_t> int_in_or(std::string_view key, int64_t def, int64_t lo, int64_t hi,
+                                          std::string_view why = {}) const;
+  // A finite number > 0 (eps, RoPE bases, scales), or ≥ 0 (soft-caps, where 0 means off); `hi` bounds it
+  // (e.g. RoPE bases are used in float32).
+  [[nodiscard]] Result<double> positive_or(std::string_view key, double def, double hi = 1.7976931348623157e308) const;
+  [[nodiscard]] Result<double> non_negative_or(std::string_view key, double def) const;
 
   // "DIR/config.json: key 'k' ..." errors.
   Error bad_value(std::string_view key, const std::string& msg) const;

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/json_duplicate_keys.h"
 #include "hfstatic/value.h"
 
 namespace hfs {
@@ -97,6 +98,11 @@ Result<std::vector<SafetensorInfo>> parse_safetensors(std::span<const std::byte>
   auto header = Value::parse_json(text, kMaxSafetensorsHeader);
   if (!header) return bad(file, "header is not valid JSON: " + header.error().message());
   if (!header->is_object()) return bad(file, "header must be a JSON object");
+  // The parsed object keeps one entry per name; a second entry would silently lose a tensor or a field.
+  if (auto dup = first_duplicate_key(text)) {
+    if (dup->size() == 1) return bad(file, "tensor '" + dup->front() + "' is listed twice in the header");
+    return bad(file, "tensor '" + dup->front() + "': key '" + dup->back() + "' appears twice in the header");
+  }
   const uint64_t data_begin = 8 + n;
   const uint64_t data_size = bytes.size() - data_begin;
   std::vector<SafetensorInfo> out;
@@ -194,6 +200,13 @@ Result<std::shared_ptr<const Checkpoint>> Checkpoint::open(const std::string& di
     if (!text) return text.error();
     auto idx = Value::parse_json(*text);
     if (!idx) return bad(index_path, "not valid JSON: " + idx.error().message());
+    if (auto dup = first_duplicate_key(*text)) {
+      if (dup->size() == 2 && dup->front() == "weight_map")
+        return bad(index_path, "weight_map lists tensor '" + dup->back() + "' twice");
+      std::string path;
+      for (const std::string& k : *dup) path += (path.empty() ? "" : ".") + k;
+      return bad(index_path, "key '" + path + "' appears twice");
+    }
     const Value* wm = idx->get("weight_map");
     if (!wm || !wm->is_object()) return bad(index_path, "missing 'weight_map' object");
     std::set<std::string> seen;
@@ -210,17 +223,22 @@ Result<std::shared_ptr<const Checkpoint>> Checkpoint::open(const std::string& di
     return make_error(ErrorCode::kBadCheckpoint,
                       dir + ": no model.safetensors or model.safetensors.index.json (only safetensors checkpoints are supported)");
   }
+  // Every tensor name in any shard, listed in the index or not: a name stored twice is ambiguous (loaders
+  // that read whole shards keep whichever comes last), so it is an error even when the index picks one.
+  std::map<std::string, size_t, std::less<>> stored_in;
   for (size_t i = 0; i < shard_names.size(); ++i) {
     auto f = SafetensorsFile::open(dir + "/" + shard_names[i]);
     if (!f) return f.error().code() == ErrorCode::kIo ? make_error(ErrorCode::kBadCheckpoint, f.error().message())
                                                       : f.error();
     for (const SafetensorInfo& t : (*f)->tensors()) {
+      auto [prev, fresh] = stored_in.emplace(t.name, i);
+      if (!fresh)
+        return bad(dir, "tensor '" + t.name + "' is stored in both '" + shard_names[prev->second] + "' and '" +
+                            shard_names[i] + "'");
       if (!weight_map.empty()) {
         auto it = weight_map.find(t.name);
         if (it == weight_map.end() || it->second != shard_names[i]) continue;  // index is authoritative
       }
-      if (ck->index_.count(t.name))
-        return bad(dir, "tensor '" + t.name + "' appears in more than one shard");
       ck->index_.emplace(t.name, std::make_pair(i, &t));
     }
     ck->files_.push_back(std::move(*f));

@@ -7,12 +7,13 @@
 namespace hfs::hf_static {
 namespace {
 
-// Upper bounds that keep a hostile program from asking for absurd buffers before anything is allocated.
-constexpr int64_t kMaxContext = int64_t{1} << 22;
-constexpr int64_t kMaxLayers = 4096;
-constexpr int64_t kMaxHeads = 4096;
-constexpr int64_t kMaxHeadDim = 4096;
-constexpr int64_t kMaxVocab = int64_t{1} << 24;
+// Upper bounds that keep a hostile program from asking for absurd buffers before anything is allocated
+// (shared with the exporter, which refuses checkpoints beyond them).
+constexpr int64_t kMaxContext = keys::kMaxContextLength;
+constexpr int64_t kMaxLayers = keys::kMaxLayers;
+constexpr int64_t kMaxHeads = keys::kMaxKvHeads;
+constexpr int64_t kMaxHeadDim = keys::kMaxHeadDim;
+constexpr int64_t kMaxVocab = keys::kMaxVocabSize;
 
 class Reader {
  public:

@@ -772,15 +772,18 @@ TEST_F(ExportPlanTest, Phi3FusedSplitAndPartialRotary) {
 
 TEST_F(ExportPlanTest, TokenizerFilesEmbedded) {
   write_model(llama_config());
-  testing::write_text(dir + "/tokenizer.json", R"({"model":{}})");
+  // The smallest tokenizer the runtime loads and that encodes text: a one-letter BPE vocabulary.
+  const std::string tokenizer = R"({"model":{"type":"BPE","vocab":{"H":0},"merges":[]}})";
+  testing::write_text(dir + "/tokenizer.json", tokenizer);
   testing::write_text(dir + "/special_tokens_map.json", "{}");
   ExportPlan p = plan();
   const PlannedConstant* t = constant(p, std::string(keys::kFilePrefix) + "tokenizer.json");
   ASSERT_NE(t, nullptr);
-  EXPECT_EQ(t->type, (TensorType{DType::kU8, {12}}));
-  std::string bytes(12, '\0');
+  const auto n = static_cast<int64_t>(tokenizer.size());
+  EXPECT_EQ(t->type, (TensorType{DType::kU8, {n}}));
+  std::string bytes(tokenizer.size(), '\0');
   ASSERT_TRUE(t->produce(std::as_writable_bytes(std::span(bytes.data(), bytes.size()))).ok());
-  EXPECT_EQ(bytes, R"({"model":{}})");
+  EXPECT_EQ(bytes, tokenizer);
   EXPECT_NE(constant(p, std::string(keys::kFilePrefix) + "special_tokens_map.json"), nullptr);
   EXPECT_EQ(constant(p, std::string(keys::kFilePrefix) + "tokenizer_config.json"), nullptr);
 }

@@ -12,10 +12,11 @@
 namespace hfs::testing {
 namespace {
 
-uint16_t to_f16(float f) {  // simple RNE encoder for normal-range test values
+uint16_t to_f16(float f) {  // simple RNE encoder for normal-range test values, ±inf and NaN
   uint32_t x;
   std::memcpy(&x, &f, 4);
   uint32_t sign = (x >> 16) & 0x8000u, abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
   if (abs < 0x38800000u) return static_cast<uint16_t>(sign);  // tests never need f16 subnormals
   uint32_t r = abs + 0xfffu + ((abs >> 13) & 1u) - (112u << 23);
   return static_cast<uint16_t>(sign | (r >> 13));

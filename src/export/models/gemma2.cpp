@@ -5,10 +5,10 @@
 namespace hfs {
 namespace {
 
-Result<ModelSpec> build_gemma2(const HfConfig& cfg, const Checkpoint&) {
+Result<ModelSpec> build_gemma2(const HfConfig& cfg, const Checkpoint& ck) {
   ModelSpec s;
-  HFS_TRY(gemma_skeleton(cfg, "model.", /*qk_norm=*/false, &s));
-  auto theta = cfg.number_or("rope_theta", 10000.0);
+  HFS_TRY(gemma_skeleton(cfg, ck, "model.", /*qk_norm=*/false, &s));
+  auto theta = rope_base(cfg, "rope_theta", 10000.0);
   if (!theta) return theta.error();
   s.inv_freq_global = rope_default_inv_freq(*theta, s.head_dim);
   HFS_TRY(apply_rope_scaling(cfg, cfg.get("rope_scaling"), /*allow_llama3=*/false, &s.inv_freq_global));

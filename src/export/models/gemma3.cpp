@@ -32,13 +32,13 @@ Result<ModelSpec> build_gemma3(const HfConfig& in_cfg, const Checkpoint& ck) {
       break;
     }
   ModelSpec s;
-  HFS_TRY(gemma_skeleton(cfg, prefix, /*qk_norm=*/true, &s));
+  HFS_TRY(gemma_skeleton(cfg, ck, prefix, /*qk_norm=*/true, &s));
   if (s.lm_head.name != s.embed.name && prefix != "model.")  // untied multimodal: the head sits beside the decoder
     s.lm_head.source = prefix == "language_model.model." ? "language_model.lm_head.weight" : "lm_head.weight";
 
-  auto theta = cfg.number_or("rope_theta", 1000000.0);
+  auto theta = rope_base(cfg, "rope_theta", 1000000.0);
   if (!theta) return theta.error();
-  auto local = cfg.number_or("rope_local_base_freq", 10000.0);
+  auto local = rope_base(cfg, "rope_local_base_freq", 10000.0);
   if (!local) return local.error();
   s.inv_freq_global = rope_default_inv_freq(*theta, s.head_dim);
   HFS_TRY(apply_rope_scaling(cfg, cfg.get("rope_scaling"), /*allow_llama3=*/false, &s.inv_freq_global));
@@ -51,9 +51,8 @@ Result<ModelSpec> build_gemma3(const HfConfig& in_cfg, const Checkpoint& ck) {
   if (*from_types) {
     kinds = **from_types;
   } else {
-    auto pattern = cfg.int_or("sliding_window_pattern", 6);
+    auto pattern = cfg.int_in_or("sliding_window_pattern", 6, 1, INT64_MAX);
     if (!pattern) return pattern.error();
-    if (*pattern <= 0) return cfg.bad_value("sliding_window_pattern", "must be positive, got " + std::to_string(*pattern));
     for (size_t i = 0; i < n; ++i)
       kinds[i] = (static_cast<int64_t>(i) + 1) % *pattern != 0 ? LayerKind::kSliding : LayerKind::kGlobal;
   }

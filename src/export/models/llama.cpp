@@ -4,7 +4,7 @@
 namespace hfs {
 namespace {
 
-Result<ModelSpec> build_llama(const HfConfig& cfg, const Checkpoint&) {
+Result<ModelSpec> build_llama(const HfConfig& cfg, const Checkpoint& ck) {
   ModelSpec s;
   auto bias = cfg.bool_or("attention_bias", false);
   if (!bias) return bias.error();
@@ -13,7 +13,7 @@ Result<ModelSpec> build_llama(const HfConfig& cfg, const Checkpoint&) {
   LayerNaming n;
   n.qkv_bias = n.o_bias = *bias;
   n.mlp_bias = *mlp_bias;
-  HFS_TRY(decoder_skeleton(cfg, n, /*allow_llama3=*/true, /*tie_default=*/false, &s));
+  HFS_TRY(decoder_skeleton(cfg, ck, n, /*allow_llama3=*/true, /*tie_default=*/false, &s));
   return s;
 }
 

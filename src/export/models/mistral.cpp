@@ -4,9 +4,9 @@
 namespace hfs {
 namespace {
 
-Result<ModelSpec> build_mistral(const HfConfig& cfg, const Checkpoint&) {
+Result<ModelSpec> build_mistral(const HfConfig& cfg, const Checkpoint& ck) {
   ModelSpec s;
-  HFS_TRY(decoder_skeleton(cfg, LayerNaming{}, /*allow_llama3=*/false, /*tie_default=*/false, &s));
+  HFS_TRY(decoder_skeleton(cfg, ck, LayerNaming{}, /*allow_llama3=*/false, /*tie_default=*/false, &s));
   const size_t n = s.layers.size();
   auto from_types = layer_kinds_from_config(cfg, static_cast<int64_t>(n));
   if (!from_types) return from_types.error();

@@ -8,18 +8,18 @@
 namespace hfs {
 namespace {
 
-Result<ModelSpec> build_phi3(const HfConfig& cfg, const Checkpoint&) {
+Result<ModelSpec> build_phi3(const HfConfig& cfg, const Checkpoint& ck) {
   ModelSpec s;
-  HFS_TRY(decoder_skeleton(cfg, LayerNaming{}, /*allow_llama3=*/false, /*tie_default=*/false, &s));
+  HFS_TRY(decoder_skeleton(cfg, ck, LayerNaming{}, /*allow_llama3=*/false, /*tie_default=*/false, &s));
   if (const Value* rs = cfg.get("rope_scaling"))
     return cfg.unsupported("rope_scaling", "phi3 rope scaling " + rs->to_json() + " (only null is supported)");
-  auto prf = cfg.number_or("partial_rotary_factor", 1.0);
+  auto prf = cfg.positive_or("partial_rotary_factor", 1.0, 1.0);
   if (!prf) return prf.error();
   const auto rotary_dim = static_cast<int64_t>(std::floor(static_cast<double>(s.head_dim) * *prf));
-  if (*prf <= 0 || *prf > 1 || rotary_dim < 2 || rotary_dim % 2 != 0)
+  if (rotary_dim < 2 || rotary_dim % 2 != 0)
     return cfg.bad_value("partial_rotary_factor", "gives rotary dim " + std::to_string(rotary_dim) + " for head_dim " +
                                                       std::to_string(s.head_dim) + " (need an even value in [2, head_dim])");
-  auto theta = cfg.number_or("rope_theta", 10000.0);
+  auto theta = rope_base(cfg, "rope_theta", 10000.0);
   if (!theta) return theta.error();
   s.inv_freq_global = rope_default_inv_freq(*theta, rotary_dim);
 
@@ -31,6 +31,9 @@ Result<ModelSpec> build_phi3(const HfConfig& cfg, const Checkpoint&) {
     auto split = [&](WeightRef* w, const std::string& fused, Shape shape, int64_t begin, int64_t end) {
       w->source = l + fused;
       w->source_shape = shape;
+      w->dims = fused == "self_attn.qkv_proj.weight"
+                    ? "[(num_attention_heads + 2 × num_key_value_heads) × head_dim, hidden_size]"
+                    : "[2 × intermediate_size, hidden_size]";
       w->row_begin = begin;
       w->row_end = end;
     };

@@ -15,7 +15,8 @@ Status qwen_sliding_layers(const HfConfig& cfg, ModelSpec* s) {
   } else {
     auto use = cfg.bool_or("use_sliding_window", false);
     if (!use) return use.error();
-    auto max_window_layers = cfg.int_or("max_window_layers", n);
+    // Layers from max_window_layers on slide; a count beyond the layers means none do.
+    auto max_window_layers = cfg.int_in_or("max_window_layers", n, 0, INT64_MAX);
     if (!max_window_layers) return max_window_layers.error();
     if (*use)
       for (int64_t i = *max_window_layers; i < n; ++i) kinds[static_cast<size_t>(i)] = LayerKind::kSliding;
@@ -25,11 +26,11 @@ Status qwen_sliding_layers(const HfConfig& cfg, ModelSpec* s) {
 
 namespace {
 
-Result<ModelSpec> build_qwen2(const HfConfig& cfg, const Checkpoint&) {
+Result<ModelSpec> build_qwen2(const HfConfig& cfg, const Checkpoint& ck) {
   ModelSpec s;
   LayerNaming n;
   n.qkv_bias = true;
-  HFS_TRY(decoder_skeleton(cfg, n, /*allow_llama3=*/false, /*tie_default=*/false, &s));
+  HFS_TRY(decoder_skeleton(cfg, ck, n, /*allow_llama3=*/false, /*tie_default=*/false, &s));
   HFS_TRY(qwen_sliding_layers(cfg, &s));
   return s;
 }
