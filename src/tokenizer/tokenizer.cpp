@@ -56,10 +56,14 @@ void split_added(const Tokenizer::Impl& im, const AddedSplitter& splitter, std::
 }  // namespace
 
 Status Tokenizer::Impl::encode_plain(std::string_view text, size_t section_index, std::vector<int32_t>& ids) const {
-  std::vector<std::string> pieces{std::string(text)};
-  if (pre_tokenizer) HFS_TRY(pre_tokenizer->pre_tokenize(pieces, section_index));
   size_t start = ids.size();
-  for (const auto& p : pieces) HFS_TRY(model.encode_word(p, ids));
+  if (pre_tokenizer) {
+    std::vector<std::string> pieces{std::string(text)};
+    HFS_TRY(pre_tokenizer->pre_tokenize(pieces, section_index));
+    for (const auto& p : pieces) HFS_TRY(model.encode_word(p, ids));
+  } else {
+    HFS_TRY(model.encode_word(text, ids));  // the section is one word: no copy of a (possibly huge) text
+  }
   if (model.opt.fuse_unk && model.unk_id >= 0) {
     size_t w = start;
     for (size_t r = start; r < ids.size(); ++r) {
