@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli.h"
+#include "io_util.h"
 #include "hfstatic/program.h"
 #include "hfstatic/tokenizer.h"
 
@@ -64,22 +65,23 @@ int run(const Opts& o) {
       std::cerr << text.error().to_string() << "\n";
       return 1;
     }
-    if (o.json) std::cout << nlohmann::json{{"text", *text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    else std::cout << *text << "\n";
-    return 0;
+    if (o.json) hfs::cli::out(nlohmann::json{{"text", *text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    else hfs::cli::out(*text + "\n");
+    return 0;  // a failed stdout write is reported by main
   }
   auto ids = (*tok)->encode(o.text, !o.no_special);
   if (!ids) {
     std::cerr << ids.error().to_string() << "\n";
     return 1;
   }
+  std::string line;
   if (o.json) {
-    std::cout << nlohmann::json{{"ids", *ids}}.dump() << "\n";
+    line = nlohmann::json{{"ids", *ids}}.dump();
   } else {
-    for (size_t i = 0; i < ids->size(); ++i) std::cout << (i ? " " : "") << (*ids)[i];
-    std::cout << "\n";
+    for (size_t i = 0; i < ids->size(); ++i) line += (i ? " " : "") + std::to_string((*ids)[i]);
   }
-  return 0;
+  hfs::cli::out(line + "\n");
+  return 0;  // a failed stdout write is reported by main
 }
 
 hfs::cli::RunFn setup(CLI::App& sub) {

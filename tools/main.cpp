@@ -3,6 +3,7 @@
 #include <map>
 
 #include "cli.h"
+#include "io_util.h"
 
 namespace hfs::cli {
 
@@ -18,7 +19,9 @@ bool register_command(Command c) {
 
 }  // namespace hfs::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_cli(int argc, char** argv) {
   CLI::App app{"hfstatic — run HuggingFace decoder LLMs as fixed-shape programs"};
   app.require_subcommand(1);
   std::map<CLI::App*, hfs::cli::RunFn> runs;
@@ -34,4 +37,12 @@ int main(int argc, char** argv) {
   for (auto& [sub, run] : runs)
     if (sub->parsed()) return run();
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hfs::cli::ignore_write_signals();
+  // Every subcommand's stdout, help text included, is flushed and checked here: a write error exits non-zero.
+  return hfs::cli::finish_stdout(run_cli(argc, argv));
 }
