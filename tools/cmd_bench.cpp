@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "io_util.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/metadata_keys.h"
 #include "option_checks.h"
@@ -241,13 +242,13 @@ int bench(const BenchArgs& a) {
   j["roofline_decode_tok_s"] = roofline_tps;
   j["roofline_share"] = share;
   if (a.json) {
-    std::printf("%s\n", j.dump().c_str());
+    outf("%s\n", j.dump().c_str());
   } else {
-    std::printf("prefill %d tok: %.1f tok/s | ttft %.1f ms | decode %d tok: %.1f tok/s | peak RSS %.1f MiB\n", prompt_n,
+    outf("prefill %d tok: %.1f tok/s | ttft %.1f ms | decode %d tok: %.1f tok/s | peak RSS %.1f MiB\n", prompt_n,
                 s.prefill_tok_s(), s.ttft_ms, gen_n, s.decode_tok_s(), static_cast<double>(s.peak_rss_bytes) / (1 << 20));
-    std::printf("bandwidth %.1f GB/s (triad) | decode reads %.2f MB/token → roofline %.1f tok/s | share %.0f%%\n", bw,
+    outf("bandwidth %.1f GB/s (triad) | decode reads %.2f MB/token → roofline %.1f tok/s | share %.0f%%\n", bw,
                 bytes / 1e6, roofline_tps, share * 100);
-    std::printf("memory: weights %.1f MiB + caches %.1f MiB; peak RSS exceeds them by %.1f MiB\n",
+    outf("memory: weights %.1f MiB + caches %.1f MiB; peak RSS exceeds them by %.1f MiB\n",
                 static_cast<double>(weight_bytes) / (1 << 20), static_cast<double>(cache_bytes) / (1 << 20),
                 j["rss_overhead_mib"].get<double>());
   }

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "io_util.h"
 #include "hfstatic/chat_template.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
@@ -74,7 +75,7 @@ int chat(const ChatArgs& a) {
                model->c_str());
   std::string line;
   for (;;) {
-    if (tty) std::fputs("> ", stdout), std::fflush(stdout);
+    if (tty && !out("> ")) return 1;  // main reports the stdout error
     if (!std::getline(std::cin, line)) break;
     if (line == "/quit" || line == "/exit") break;
     if (line == "/reset") {
@@ -130,22 +131,29 @@ int chat(const ChatArgs& a) {
     // conversation reproduces the tokens the cache holds.
     StreamDecoder stream(**tok, /*skip_special=*/true);
     std::string reply;
-    auto out = r.generate(fresh, g, [&](int32_t t) {
+    reset_interrupt_flag();  // a Ctrl-C cancels the reply in progress; one at the prompt, then another, exits
+    auto result = r.generate(fresh, g, [&](int32_t t) {
       auto piece = stream.feed(t);
       if (piece) {
         reply += *piece;
-        std::fputs(piece->c_str(), stdout);
-        std::fflush(stdout);
+        if (!out(*piece)) return false;  // stdout is gone (closed pipe, full disk): stop generating
       }
       return true;
     });
-    std::fputs("\n", stdout);
-    if (!out) return fail(out.error());
+    if (!out("\n")) return 1;
+    if (!result) return fail(result.error());
+    // What the cache holds: the fresh tokens, then every generated token but the last (committed by the
+    // next turn's prompt) — or, when Ctrl-C stopped the prefill part-way, only the chunks it ran.
     cached.insert(cached.end(), fresh.begin(), fresh.end());
-    // Every generated token but the last was fed; the last is committed by the next turn's prompt.
-    if (!out->tokens.empty()) cached.insert(cached.end(), out->tokens.begin(), out->tokens.end() - 1);
+    cached.insert(cached.end(), result->tokens.begin(), result->tokens.end());
+    cached.resize(static_cast<size_t>(r.position()));
+    if (result->stop == GenerationResult::Stop::kCancelled && result->tokens.empty()) {
+      std::fprintf(stderr, "(interrupted)\n");
+      ctx.messages.pop_back();
+      continue;
+    }
     ctx.messages.push_back({"assistant", reply, {}});
-    if (out->stop == GenerationResult::Stop::kContextFull)
+    if (result->stop == GenerationResult::Stop::kContextFull)
       std::fprintf(stderr, "hfstatic: context full; /reset to start over\n");
   }
   return 0;

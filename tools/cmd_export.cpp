@@ -21,6 +21,11 @@ struct ExportArgs {
 };
 
 int run_export(const ExportArgs& a) {
+  // A bad -o (empty, a directory, a device) fails before minutes of conversion, not after.
+  if (hfs::Status st = hfs::ProgramWriter::check_destination(a.out); !st) {
+    std::fprintf(stderr, "hfstatic export: -o: %s\n", st.error().to_string().c_str());
+    return 1;
+  }
   hfs::ExportOptions opt;
   opt.prefill_chunk = a.chunk;
   if (a.variants == "none") {
@@ -71,7 +76,11 @@ hfs::cli::RunFn setup_export(CLI::App& sub) {
   sub.add_flag("-v,--verbose", a->verbose, "print each quantized tensor's relative RMS error");
   sub.add_option("model_dir", a->model_dir, "HuggingFace checkpoint directory (config.json + safetensors, tokenizer.json optional); its config, "
                  "tokenizer, tensor names and weight values are checked before anything is written")->required();
-  sub.add_option("-o,--output", a->out, "output program file (.hfs)")->required();
+  sub.add_option("-o,--output", a->out,
+                 "output program file (.hfs): written to a temp file beside it, then renamed over it, so a failed "
+                 "export leaves the old file (or none); a symbolic link there is replaced, its target never written; "
+                 "a directory, FIFO or device is refused")
+      ->required();
   sub.add_option("--prefill-chunk", a->chunk,
                  "tokens per prefill call C, an integer >= 1 (default min(128, context)); more than the context is "
                  "an error")

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "io_util.h"
 #include "hfstatic/method.h"
 #include "hfstatic/program.h"
 #include "option_checks.h"
@@ -59,37 +60,37 @@ int inspect(const InspectArgs& a) {
     j["methods"].push_back(mj);
   }
   if (a.json) {
-    std::printf("%s\n", j.dump(2).c_str());
+    outf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("%s: hfstatic program, format v%u, %llu bytes\n", a.path.c_str(), p.format_version(),
+  outf("%s: hfstatic program, format v%u, %llu bytes\n", a.path.c_str(), p.format_version(),
               static_cast<unsigned long long>(p.file_size()));
-  std::printf("metadata:\n");
+  outf("metadata:\n");
   for (const auto& [k, v] : p.metadata()) {
     std::string s = v.to_json();
     if (s.size() > 100) s = s.substr(0, 97) + "...";
-    std::printf("  %-34s %s\n", k.c_str(), s.c_str());
+    outf("  %-34s %s\n", k.c_str(), s.c_str());
   }
-  std::printf("constants: %zu tensors, %.2f MiB\n", p.constants().size(),
+  outf("constants: %zu tensors, %.2f MiB\n", p.constants().size(),
               static_cast<double>(p.constant_bytes()) / (1 << 20));
   for (const auto& mj : j["methods"]) {
-    std::printf("method %s: %d nodes, arena %.2f MiB (unshared %.2f MiB), delegate scratch %.2f MiB\n",
+    outf("method %s: %d nodes, arena %.2f MiB (unshared %.2f MiB), delegate scratch %.2f MiB\n",
                 mj["name"].get<std::string>().c_str(), mj["nodes"].get<int>(),
                 mj["plan"]["arena_bytes"].get<double>() / (1 << 20), mj["plan"]["unshared_bytes"].get<double>() / (1 << 20),
                 mj["plan"]["delegate_scratch_bytes"].get<double>() / (1 << 20));
     for (const char* dir : {"inputs", "outputs"}) {
-      std::printf("  %s:\n", dir);
+      outf("  %s:\n", dir);
       for (const auto& s : mj[dir]) {
         std::string shape;
         for (auto d : s["shape"]) shape += (shape.empty() ? "" : ", ") + std::to_string(d.get<int64_t>());
-        std::printf("    %-22s %-5s [%s] %s%s\n", s["name"].get<std::string>().c_str(),
+        outf("    %-22s %-5s [%s] %s%s\n", s["name"].get<std::string>().c_str(),
                     s["dtype"].get<std::string>().c_str(), shape.c_str(), s["role"].get<std::string>().c_str(),
                     s.contains("alias_of") ? (" alias_of " + s["alias_of"].get<std::string>()).c_str() : "");
       }
     }
-    std::printf("  ops:");
-    for (auto& [op, n] : mj["ops"].items()) std::printf(" %s×%d", op.c_str(), n.get<int>());
-    std::printf("\n");
+    outf("  ops:");
+    for (auto& [op, n] : mj["ops"].items()) outf(" %s×%d", op.c_str(), n.get<int>());
+    outf("\n");
   }
   return 0;
 }

@@ -1,13 +1,14 @@
 // `hfstatic run`: generate from a program, streaming as tokens arrive.
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <optional>
 
 #include "cli.h"
 #include "common.h"
+#include "core/regular_file.h"
+#include "io_util.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
 #include "option_checks.h"
@@ -34,9 +35,10 @@ int run(const RunArgs& a) {
   const bool text_mode = a.tokens.empty();
   std::string text = a.prompt;
   if (!a.prompt_file.empty()) {
-    std::ifstream f(a.prompt_file, std::ios::binary);
-    if (!f) return fail(make_error(ErrorCode::kIo, "cannot read prompt file '" + a.prompt_file + "'"));
-    text.assign(std::istreambuf_iterator<char>(f), {});
+    // A directory, FIFO or device is refused without blocking; the text is read in one allocation.
+    auto f = io::read_regular_file(a.prompt_file);
+    if (!f) return fail(f.error().with_context("prompt file"));
+    text = std::move(*f);
   }
   if (!text_mode && (!a.prompt.empty() || !a.prompt_file.empty()))
     return fail(make_error(ErrorCode::kInvalidArgument, "give either --tokens or -p/-f, not both"));
@@ -69,6 +71,15 @@ int run(const RunArgs& a) {
   auto runner = Runner::create(*program, ro);
   if (!runner) return fail(runner.error());
   Runner& r = **runner;
+  // Checked before anything reaches stdout: an over-long prompt is not echoed and then refused.
+  if (!r.can_accept(static_cast<int64_t>(prompt.size())))
+    return fail(make_error(ErrorCode::kCapacityExceeded,
+                           "prompt has " + std::to_string(prompt.size()) + " tokens; the program holds at most " +
+                               std::to_string(r.capacity_left()) + " (context " +
+                               std::to_string(r.info().context_length) + "); export with a larger --context"));
+  OutputFile dump;
+  if (!a.dump_logits.empty())
+    if (Status st = dump.open(a.dump_logits); !st) return fail(st.error().with_context("--dump-logits"));
   std::unique_ptr<StreamDecoder> stream;
   std::string generated_text;
   if (tok) {
@@ -77,10 +88,7 @@ int run(const RunArgs& a) {
     auto primed = stream->prime(prompt);
     if (!primed) return fail(primed.error());
   }
-  if (tok && !a.json) {
-    std::fputs(text.c_str(), stdout);
-    std::fflush(stdout);
-  }
+  if (tok && !a.json && !out(text)) return 1;  // main reports the stdout error
 
   GenerationConfig g;
   g.max_new_tokens = a.n;
@@ -88,45 +96,46 @@ int run(const RunArgs& a) {
   g.sampling = a.sampling;
   g.cancel = install_interrupt_flag();
 
-  std::unique_ptr<std::ofstream> dump;
-  if (!a.dump_logits.empty()) {
-    dump = std::make_unique<std::ofstream>(a.dump_logits, std::ios::binary);
-    if (!*dump) return fail(make_error(ErrorCode::kIo, "cannot write '" + a.dump_logits + "'"));
-  }
+  // A failed write (stdout or the dump file) stops generation at once: nothing is produced into the void.
+  std::optional<Error> dump_error;
   auto on_token = [&](int32_t tok) {
-    if (dump) {
+    if (dump.is_open()) {
       auto l = r.logits();  // the logits this token was sampled from
-      dump->write(reinterpret_cast<const char*>(l.data()), static_cast<std::streamsize>(l.size() * sizeof(float)));
+      if (Status st = dump.write(l.data(), l.size() * sizeof(float)); !st) {
+        dump_error = st.error();
+        return false;
+      }
     }
     if (stream) {
       auto piece = stream->feed(tok);
       if (piece) {
         generated_text += *piece;
-        if (!a.json) std::fputs(piece->c_str(), stdout);
+        if (!a.json && !out(*piece)) return false;
       }
     } else if (!a.json) {
-      std::printf("%d ", tok);
+      if (!out(std::to_string(tok) + " ")) return false;
     }
-    if (!a.json) std::fflush(stdout);
     return true;
   };
-  auto out = r.generate(prompt, g, on_token);
-  if (!out) return fail(out.error());
+  auto result = r.generate(prompt, g, on_token);
+  if (!result) return fail(result.error());
+  if (dump_error) return fail(dump_error->with_context("--dump-logits"));
+  if (Status st = dump.close(); !st) return fail(st.error().with_context("--dump-logits"));
+  if (!stdout_ok()) return 1;  // main reports the stdout error
   const RunnerStats& s = r.stats();
   if (a.json) {
     nlohmann::json j;
-    j["tokens"] = out->tokens;
+    j["tokens"] = result->tokens;
     if (stream) {
       auto rest = stream->flush();
       if (rest) generated_text += *rest;
       j["text"] = generated_text;
     }
-    j["stop"] = stop_reason_name(out->stop);
+    j["stop"] = stop_reason_name(result->stop);
     j["stats"] = stats_json(s);
-    std::printf("%s\n", j.dump().c_str());
+    if (!out(j.dump() + "\n")) return 1;
   } else {
-    std::printf("\n");
-    std::fflush(stdout);
+    if (!out("\n")) return 1;
     print_stats_line(s);
   }
   return 0;
@@ -139,7 +148,8 @@ RunFn setup(CLI::App& sub) {
       ->required();
   excludes_each_other(
       {sub.add_option("-p,--prompt", a->prompt, "Prompt text (encoded with the program's tokenizer)"),
-       sub.add_option("-f,--file", a->prompt_file, "Read the prompt text from a file"),
+       sub.add_option("-f,--file", a->prompt_file,
+                      "Read the prompt text from a regular file (a directory, FIFO or device is refused)"),
        sub.add_option("--tokens", a->tokens, "Prompt as comma-separated token ids instead of text, e.g. 1,2,3")});
   sub.add_option("-n,--n-predict", a->n,
                  "Tokens to generate, an integer >= 0 (generation also ends at the context's end)")
@@ -157,7 +167,13 @@ RunFn setup(CLI::App& sub) {
       ->capture_default_str()
       ->check(backend_name());
   sub.add_flag("--json", a->json, "Print one JSON object: {\"tokens\": [...], \"stop\": ..., \"stats\": {...}}");
-  sub.add_option("--dump-logits", a->dump_logits, "Write each sampled step's logits (f32 rows) to this file");
+  sub.add_option("--dump-logits", a->dump_logits,
+                 "Write each sampled step's logits (f32 rows) to this file; a failed write stops the run and "
+                 "removes the file");
+  sub.footer(
+      "Ctrl-C stops between steps (during a long prompt's prefill, within one chunk), prints the stats and exits "
+      "0; a second Ctrl-C exits at once (130). A prompt over the program's context is refused before anything "
+      "is printed. A failed write to stdout (full disk, closed pipe) stops generating and exits 1.");
   return [a] { return run(*a); };
 }
 

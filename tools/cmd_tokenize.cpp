@@ -17,6 +17,8 @@
 #include <string>
 
 #include "cli.h"
+#include "core/regular_file.h"
+#include "io_util.h"
 #include "hfstatic/program.h"
 #include "hfstatic/tokenizer.h"
 #include "option_checks.h"
@@ -50,19 +52,13 @@ int failed(const std::string& what) {
 // The text to encode: the argument, the file, or stdin (all bytes, as given).
 std::optional<std::string> input_text(const Opts& o, std::string* error) {
   if (o.text_given && o.text != "-") return o.text;
-  if (!o.file.empty()) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(o.file, ec)) {
-      *error = "cannot read '" + o.file + "': it is a directory";
+  if (!o.file.empty()) {  // a regular file only: a FIFO or device would block or never end
+    auto text = hfs::io::read_regular_file(o.file);
+    if (!text) {
+      *error = text.error().to_string();
       return std::nullopt;
     }
-    std::ifstream f(o.file, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(f)), {});
-    if (!f.is_open() || f.bad()) {
-      *error = "cannot read '" + o.file + "': " + std::strerror(errno);
-      return std::nullopt;
-    }
-    return text;
+    return std::move(*text);
   }
   std::string text((std::istreambuf_iterator<char>(std::cin)), {});
   if (std::cin.bad()) {
@@ -101,22 +97,23 @@ int run(const Opts& o) {
     }
     auto text = (*tok)->decode(ids, o.skip_special);
     if (!text) return failed(text.error().to_string());
-    if (o.json) std::cout << nlohmann::json{{"text", *text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    else std::cout << *text << "\n";
-    return 0;
+    if (o.json) hfs::cli::out(nlohmann::json{{"text", *text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    else hfs::cli::out(*text + "\n");
+    return 0;  // a failed stdout write is reported by main
   }
   std::string error;
   const std::optional<std::string> text = input_text(o, &error);
   if (!text) return failed(error);
   auto ids = (*tok)->encode(*text, !o.no_special);
   if (!ids) return failed(ids.error().to_string());
+  std::string line;
   if (o.json) {
-    std::cout << nlohmann::json{{"ids", *ids}}.dump() << "\n";
+    line = nlohmann::json{{"ids", *ids}}.dump();
   } else {
-    for (size_t i = 0; i < ids->size(); ++i) std::cout << (i ? " " : "") << (*ids)[i];
-    std::cout << "\n";
+    for (size_t i = 0; i < ids->size(); ++i) line += (i ? " " : "") + std::to_string((*ids)[i]);
   }
-  return 0;
+  hfs::cli::out(line + "\n");
+  return 0;  // a failed stdout write is reported by main
 }
 
 hfs::cli::RunFn setup(CLI::App& sub) {

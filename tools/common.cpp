@@ -92,4 +92,6 @@ const std::atomic<bool>* install_interrupt_flag() {
   return &g_interrupted;
 }
 
+void reset_interrupt_flag() { g_interrupted.store(false); }
+
 }  // namespace hfs::cli

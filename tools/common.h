@@ -23,6 +23,8 @@ void print_stats_line(const RunnerStats& s);
 std::function<void(int64_t, int64_t)> prefill_progress_bar();
 // A flag set by SIGINT (Ctrl-C): generation stops between steps; a second Ctrl-C exits at once.
 const std::atomic<bool>* install_interrupt_flag();
+// Clears the flag (chat: the next reply is not cancelled by a Ctrl-C pressed for the previous one).
+void reset_interrupt_flag();
 
 }  // namespace hfs::cli
 

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "option_checks.h"
+#include "io_util.h"
 
 namespace hfs::cli {
 
@@ -20,7 +21,9 @@ bool register_command(Command c) {
 
 }  // namespace hfs::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_cli(int argc, char** argv) {
   CLI::App app{"hfstatic — run HuggingFace decoder LLMs as fixed-shape programs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "hfstatic " HFS_VERSION);
@@ -34,4 +37,12 @@ int main(int argc, char** argv) {
   for (auto& [sub, run] : runs)
     if (sub->parsed()) return run();
   return hfs::cli::kUsageError;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hfs::cli::ignore_write_signals();
+  // Every subcommand's stdout, help text included, is flushed and checked here: a write error exits non-zero.
+  return hfs::cli::finish_stdout(run_cli(argc, argv));
 }

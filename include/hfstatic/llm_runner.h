@@ -51,7 +51,9 @@ struct GenerationConfig {
   std::vector<int32_t> stop_tokens;  // in addition to the program's eos ids (unless ignore_eos)
   bool ignore_eos = false;
   SamplingConfig sampling;
-  const std::atomic<bool>* cancel = nullptr;  // checked between steps
+  // Checked before every step, prefill steps included: once set, generation stops with kCancelled before
+  // the next step runs (a prompt's prefill stops within one chunk; see Runner::prefill for what stays).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct RunnerStats {
@@ -114,7 +116,13 @@ class Runner {
   // A step that fails part-way (the backend's error, naming method and node) keeps position() at the
   // last committed step, empties logits() and sets io().needs_reset(): from then on prefill, decode_step,
   // generate, start and Generation::next fail with kNeedsReset, running nothing, until reset().
-  [[nodiscard]] Status prefill(std::span<const int32_t> tokens);
+  [[nodiscard]] Status prefill(std::span<const int32_t> tokens) { return prefill(tokens, nullptr); }
+  // Cancellable: `cancel` is checked before each step. Once it is set, prefill returns kCancelled before the
+  // next step; the steps already run stay committed (position() has advanced by a prefix of `tokens`,
+  // usable as is: prefill the rest to continue, or reset()), and logits() are those after the last committed
+  // token when that step computed them, else empty. generate() and start() pass GenerationConfig::cancel
+  // here and end with Stop::kCancelled and no tokens instead of an error.
+  [[nodiscard]] Status prefill(std::span<const int32_t> tokens, const std::atomic<bool>* cancel);
   // Feeds one token; returns the logits after it ([vocab], valid until the next call).
   [[nodiscard]] Result<std::span<const float>> decode_step(int32_t token);
   std::span<const float> logits() const;

@@ -2,7 +2,8 @@
 //
 // Constants are streamed: a producer fills the tensor's bytes when the data section is written, so an
 // exporter never holds more than one converted tensor. The file is written to "<path>.tmp.<pid>" and
-// renamed over <path> only after a successful fsync, so a crash never leaves a half-written program.
+// renamed over <path> only after a successful fsync, so a crash never leaves a half-written program, and
+// a symbolic link at <path> is replaced, not written through (see check_destination).
 //
 //   hfs::ProgramWriter w;
 //   w.set_metadata("hf_static.version", hfs::Value(1));
@@ -57,8 +58,16 @@ class ProgramWriter {
 
   void set_progress(Progress progress);
 
-  // Verifies every method (same rules as loading) before touching the file system.
+  // Verifies every method (same rules as loading) and check_destination(path) before touching the file
+  // system. A write that fails (ENOSPC, EFBIG, ...) names the file and removes the temp file: the
+  // destination is either the complete new program or what it was before.
   [[nodiscard]] Status write(const std::string& path);
+
+  // Whether `path` may receive a program: not empty, not ending in '/', and nothing there or a regular
+  // file or a symbolic link. A symbolic link is replaced by the new regular file (rename semantics); its
+  // target is never written. A directory, FIFO, socket or device is refused (kInvalidArgument) and left
+  // alone. Exporters call this before a long export so a bad -o fails at once.
+  [[nodiscard]] static Status check_destination(const std::string& path);
 
  private:
   struct Impl;

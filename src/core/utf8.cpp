@@ -123,7 +123,12 @@ std::string_view js_trim_end(std::string_view s) {
 
 std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
   std::string out;
-  out.reserve(s.size());
+  size_t size = s.size();
+  if (!from.empty() && to.size() > from.size()) {  // exact size up front: growing by doubling would peak at 3x a huge text
+    for (size_t hit = s.find(from); hit != std::string_view::npos; hit = s.find(from, hit + from.size()))
+      size += to.size() - from.size();
+  }
+  out.reserve(size);
   size_t pos = 0;
   while (true) {
     size_t hit = s.find(from, pos);

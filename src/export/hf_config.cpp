@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/regular_file.h"
+
 namespace hfs {
 namespace {
 
@@ -16,12 +18,9 @@ bool file_exists(const std::string& p) {
 }
 
 Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kBadCheckpoint, path + ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return make_error(ErrorCode::kBadCheckpoint, path + ": read error");
-  return ss.str();
+  auto text = io::read_regular_file(path);  // never blocks on a FIFO put in place of a checkpoint file
+  if (!text) return make_error(ErrorCode::kBadCheckpoint, text.error().message());
+  return text;
 }
 
 Result<Value> read_json(const std::string& path) {

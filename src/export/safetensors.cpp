@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/json_duplicate_keys.h"
+#include "core/regular_file.h"
 #include "hfstatic/value.h"
 
 namespace hfs {
@@ -132,27 +133,16 @@ SafetensorsFile::~SafetensorsFile() {
 }
 
 Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error(ErrorCode::kIo, path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return make_error(ErrorCode::kIo, path + ": cannot stat: " + std::strerror(err));
-  }
+  auto file = io::open_regular_file(path);  // a FIFO or directory shard is refused, never waited on
+  if (!file) return make_error(ErrorCode::kIo, file.error().message());
   std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = path;
-  f->size_ = static_cast<size_t>(st.st_size);
+  f->size_ = static_cast<size_t>(file->size());
   if (f->size_ > 0) {
-    void* p = mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      return make_error(ErrorCode::kIo, path + ": mmap failed: " + std::strerror(err));
-    }
+    void* p = mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, file->fd(), 0);
+    if (p == MAP_FAILED) return make_error(ErrorCode::kIo, path + ": mmap failed: " + std::strerror(errno));
     f->map_ = static_cast<const std::byte*>(p);
   }
-  ::close(fd);
   auto tensors = parse_safetensors({f->map_, f->size_}, path);
   if (!tensors) return tensors.error();
   f->tensors_ = std::move(*tensors);
@@ -176,13 +166,7 @@ bool file_exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kIo, path + ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+Result<std::string> read_text(const std::string& path) { return io::read_regular_file(path); }
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 
+#include "core/regular_file.h"
 #include "format/checks.h"
 #include "format/layout.h"
 #include "format/manifest.h"
@@ -194,21 +195,13 @@ Program::~Program() = default;
 
 Result<std::shared_ptr<const Program>> Program::load(const std::string& path, LoadOptions opts) {
   auto ctx = [&](const Error& e) { return e.with_context("format: " + path); };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    ErrorCode code = errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
-    return ctx(make_error(code, "cannot open: " + errno_text()));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return ctx(make_error(ErrorCode::kIo, "cannot stat: " + errno_text()));
-  if (!S_ISREG(st.st_mode)) return ctx(make_error(ErrorCode::kIo, "not a regular file"));
+  // A FIFO, directory or device is refused without blocking (a FIFO's open would wait for a writer).
+  auto file = io::open_regular_file(path);
+  if (!file) return file.error().with_context("format");
+  const int fd = file->fd();
   auto impl = std::make_unique<Impl>();
   impl->path = path;
-  impl->size = static_cast<uint64_t>(st.st_size);
+  impl->size = file->size();
   if (opts.use_mmap && impl->size > 0) {
     void* addr = ::mmap(nullptr, static_cast<size_t>(impl->size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (addr != MAP_FAILED) {

@@ -13,6 +13,7 @@
 #include <exception>
 #include <map>
 
+#include "core/regular_file.h"
 #include "format/checks.h"
 #include "format/layout.h"
 #include "format/manifest.h"
@@ -226,7 +227,22 @@ Status ProgramWriter::add_method(MethodDef method) {
 
 void ProgramWriter::set_progress(Progress progress) { impl_->progress = std::move(progress); }
 
+Status ProgramWriter::check_destination(const std::string& path) {
+  if (path.empty()) return make_error(ErrorCode::kInvalidArgument, "writer: the output path is empty");
+  if (path.back() == '/')
+    return make_error(ErrorCode::kInvalidArgument, "writer: " + path + ": names a directory; give a file path");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Ok{};  // a missing parent directory is reported when the temp file is created
+    return make_error(ErrorCode::kIo, "writer: " + path + ": cannot stat: " + errno_text());
+  }
+  if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return Ok{};
+  return make_error(ErrorCode::kInvalidArgument, "writer: " + path + ": not a regular file (" + io::file_kind(st.st_mode) +
+                                                     "); a program is only written to a new or regular file");
+}
+
 Status ProgramWriter::write(const std::string& path) {
+  HFS_TRY(check_destination(path));
   auto ctx = [&](const Error& e) { return e.with_context("writer: " + path); };
   Impl& w = *impl_;
   std::vector<ConstantInfo> infos;
@@ -258,7 +274,8 @@ Status ProgramWriter::write(const std::string& path) {
   h.file_size = h.data_offset + h.data_size;
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: a symbolic link planted at the temp name is refused, not written through.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return ctx(make_error(ErrorCode::kIo, "cannot create " + tmp + ": " + errno_text()));
   Status st = w.write_file(fd, manifest, h);
   if (::close(fd) != 0 && st) st = make_error(ErrorCode::kIo, "close " + tmp + ": " + errno_text());

@@ -159,7 +159,11 @@ struct Runner::Impl {
                           " (state unchanged; reset() or use a program exported with a longer --context)");
   }
 
-  Status prefill(std::span<const int32_t> tokens) {
+  // Prefills `tokens`; *cancelled says whether `cancel` stopped it before one of its steps. The steps run
+  // so far stay committed (position() counts them: a prefix of `tokens`) and the stats count those tokens
+  // and that time; logits() stay what a step leaves them: after the last committed token, or empty.
+  Status prefill(std::span<const int32_t> tokens, const std::atomic<bool>* cancel, bool* cancelled) {
+    *cancelled = false;
     HFS_TRY(check_usable());
     const int64_t n = static_cast<int64_t>(tokens.size());
     if (n == 0) return Ok{};
@@ -167,7 +171,19 @@ struct Runner::Impl {
     const int64_t C = io->info().prefill_tokens;
     auto t0 = Clock::now();
     int64_t done = 0;
+    auto stop_requested = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
+    auto account = [&](int64_t committed) {
+      stats.prompt_tokens += committed;
+      stats.prefill_ms += ms_since(t0);
+      stats.peak_rss_bytes = peak_rss_bytes();
+    };
+    auto stop_here = [&](int64_t committed) {
+      account(committed);
+      *cancelled = true;
+      return Ok{};
+    };
     while (n - done >= C) {
+      if (stop_requested()) return stop_here(done);
       // Only the prompt's last step has logits anyone reads: earlier chunks skip the LM head.
       const StepLogits logits = done + C < n ? StepLogits::kSkip : StepLogits::kKeep;
       HFS_TRY(run_prefill_chunk(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(C)), logits));
@@ -178,6 +194,7 @@ struct Runner::Impl {
     if (n > done) {
       plan_tail(n - done);
       for (int64_t r = n - done; r > 0;) {
+        if (stop_requested()) return stop_here(n - r);
         const int32_t step = plan_step[static_cast<size_t>(r)];
         auto rest = tokens.subspan(static_cast<size_t>(n - r));
         if (step == kDecodeStep) {
@@ -191,9 +208,7 @@ struct Runner::Impl {
       }
       if (options.on_prefill_progress) options.on_prefill_progress(n, n);
     }
-    stats.prompt_tokens += n;
-    stats.prefill_ms += ms_since(t0);
-    stats.peak_rss_bytes = peak_rss_bytes();
+    account(n);
     return Ok{};
   }
 };
@@ -238,7 +253,14 @@ Result<std::unique_ptr<Runner>> Runner::create(std::unique_ptr<IOManager> io, co
 
 const ModelInfo& Runner::info() const { return impl_->io->info(); }
 IOManager& Runner::io() { return *impl_->io; }
-Status Runner::prefill(std::span<const int32_t> tokens) { return impl_->prefill(tokens); }
+Status Runner::prefill(std::span<const int32_t> tokens, const std::atomic<bool>* cancel) {
+  bool cancelled = false;
+  HFS_TRY(impl_->prefill(tokens, cancel, &cancelled));
+  if (cancelled)
+    return make_error(ErrorCode::kCancelled, "prefill cancelled at position " + std::to_string(position()) +
+                                                 " (the steps before it stay committed)");
+  return Ok{};
+}
 
 Result<std::span<const float>> Runner::decode_step(int32_t token) {
   HFS_TRY(impl_->check_usable());
@@ -342,9 +364,11 @@ Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> promp
                       "generate: max_new_tokens must be ≥ 0, got " + std::to_string(config.max_new_tokens));
   if (Status st = validate(config.sampling); !st) return st.error().with_context("generate");
   auto t0 = Clock::now();
-  HFS_TRY(m.prefill(prompt));
+  bool cancelled = false;
+  HFS_TRY(m.prefill(prompt, config.cancel, &cancelled));
   auto impl = std::make_unique<Generation::Impl>(&m, config);
   impl->started = t0;
+  if (cancelled) impl->finish(GenerationResult::Stop::kCancelled);  // next() yields nothing
   return std::unique_ptr<Generation>(new Generation(std::move(impl)));
 }
 

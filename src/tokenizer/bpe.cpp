@@ -1,5 +1,6 @@
 #include "tokenizer/bpe.h"
 
+#include <algorithm>
 #include <queue>
 
 #include "core/utf8.h"
@@ -54,6 +55,42 @@ Status BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& ou
       return Ok{};
     }
   }
+  // With a subword prefix or word suffix the first and last characters are special: no cutting then.
+  if (word.size() <= merge_span_bytes || !opt.continuing_subword_prefix.empty() || !opt.end_of_word_suffix.empty())
+    return merge_span(word, out);
+  // Merges never cross a cut (see safe_cut), and each side's merges keep their relative order, so merging
+  // the spans one by one yields exactly the ids of merging the whole word.
+  for (size_t start = 0; start < word.size();) {
+    const size_t cut = safe_cut(word, start + std::max<size_t>(merge_span_bytes, 1));
+    HFS_TRY(merge_span(word.substr(start, cut - start), out));
+    start = cut;
+  }
+  return Ok{};
+}
+
+size_t BpeModel::safe_cut(std::string_view word, size_t from) const {
+  std::call_once(pairs_once_, [&] {
+    pair_bits_.assign(65536 / 64, 0);
+    for (size_t sym = 0; sym < syms.size(); ++sym) {
+      std::string_view t = syms.view(static_cast<int32_t>(sym));
+      for (size_t i = 1; i < t.size(); ++i) {
+        const unsigned bit = static_cast<unsigned char>(t[i - 1]) << 8 | static_cast<unsigned char>(t[i]);
+        pair_bits_[bit / 64] |= uint64_t{1} << (bit % 64);
+      }
+    }
+  });
+  // A symbol spanning the boundary before byte p holds bytes p-1 and p next to each other: if no symbol
+  // does, no merge result (always a symbol) can span it. Cuts fall on character starts only.
+  for (size_t p = std::max<size_t>(from, 1); p < word.size(); ++p) {
+    const unsigned char b = static_cast<unsigned char>(word[p]);
+    if ((b & 0xC0) == 0x80) continue;
+    const unsigned bit = static_cast<unsigned char>(word[p - 1]) << 8 | b;
+    if (!(pair_bits_[bit / 64] >> (bit % 64) & 1)) return p;
+  }
+  return word.size();
+}
+
+Status BpeModel::merge_span(std::string_view word, std::vector<int32_t>& out) const {
   // One symbol per character (with the subword prefix / end-of-word suffix HF adds).
   std::vector<Sym> w;
   std::vector<std::string> unknown_str;  // text of unknown characters, by -(sym+2)

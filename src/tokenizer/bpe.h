@@ -119,12 +119,23 @@ class BpeModel {
   FlatMap64 merges;               // (left sym << 32 | right sym) → (rank << 32 | merged sym)
   int32_t byte_ids[256];          // <0xXX> ids, -1 when missing
   int32_t unk_id = -1;            // final id of unk_token (-1: none or not in the vocabulary)
+  // Words longer than this (a whole prompt, under tokenizers whose pre-tokenizer does not split words, such
+  // as SentencePiece-style Llama/Gemma ones) are merged in spans of about this size, cut where no merge can
+  // reach across: the per-character merge state stays bounded instead of ~40 bytes per character of prompt.
+  // The ids are the same for any value (tests set a tiny one to cut often).
+  size_t merge_span_bytes = size_t{64} << 10;
 
   // Appends the ids of one pre-token.
   [[nodiscard]] Status encode_word(std::string_view word, std::vector<int32_t>& out) const;
 
  private:
   [[nodiscard]] Status encode_uncached(std::string_view word, std::vector<int32_t>& out) const;
+  [[nodiscard]] Status merge_span(std::string_view word, std::vector<int32_t>& out) const;
+  // A place in a long word where no merge can ever apply across, at or after `from`; word.size() if none.
+  size_t safe_cut(std::string_view word, size_t from) const;
+  // Bit (a << 8 | b) set when bytes a, b are adjacent in some symbol: only then can a merge span them.
+  mutable std::once_flag pairs_once_;
+  mutable std::vector<uint64_t> pair_bits_;
   mutable std::mutex cache_mu_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
 };

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/regular_file.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 #include "core/utf8.h"
@@ -55,10 +56,14 @@ void split_added(const Tokenizer::Impl& im, const AddedSplitter& splitter, std::
 }  // namespace
 
 Status Tokenizer::Impl::encode_plain(std::string_view text, size_t section_index, std::vector<int32_t>& ids) const {
-  std::vector<std::string> pieces{std::string(text)};
-  if (pre_tokenizer) HFS_TRY(pre_tokenizer->pre_tokenize(pieces, section_index));
   size_t start = ids.size();
-  for (const auto& p : pieces) HFS_TRY(model.encode_word(p, ids));
+  if (pre_tokenizer) {
+    std::vector<std::string> pieces{std::string(text)};
+    HFS_TRY(pre_tokenizer->pre_tokenize(pieces, section_index));
+    for (const auto& p : pieces) HFS_TRY(model.encode_word(p, ids));
+  } else {
+    HFS_TRY(model.encode_word(text, ids));  // the section is one word: no copy of a (possibly huge) text
+  }
   if (model.opt.fuse_unk && model.unk_id >= 0) {
     size_t w = start;
     for (size_t r = start; r < ids.size(); ++r) {
@@ -135,12 +140,9 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_json(std::string_view t
 namespace {
 
 Result<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error(ErrorCode::kIo, "tokenizer: cannot open '" + path + "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return make_error(ErrorCode::kIo, "tokenizer: read error on '" + path + "'");
-  return ss.str();
+  auto text = io::read_regular_file(path);
+  if (!text) return text.error().with_context("tokenizer");
+  return text;
 }
 
 // A read-only mapping of a whole file: tokenizer.json is parsed in place (a copy of 33 MB costs more
@@ -152,11 +154,10 @@ class MappedFile {
     if (fd_ >= 0) close(fd_);
   }
   Status open(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return make_error(ErrorCode::kIo, "tokenizer: cannot open '" + path + "': " + std::strerror(errno));
-    struct stat st;
-    if (fstat(fd_, &st) != 0) return make_error(ErrorCode::kIo, "tokenizer: cannot stat '" + path + "'");
-    size_ = static_cast<size_t>(st.st_size);
+    auto file = io::open_regular_file(path);  // a FIFO or directory is refused, never waited on
+    if (!file) return file.error().with_context("tokenizer");
+    size_ = static_cast<size_t>(file->size());
+    fd_ = file->release();
     if (size_ == 0) return Ok{};
     void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd_, 0);
     if (p == MAP_FAILED) return make_error(ErrorCode::kIo, "tokenizer: cannot map '" + path + "': " + std::strerror(errno));
@@ -176,11 +177,13 @@ class MappedFile {
 Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_dir(const std::string& dir) {
   std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
   MappedFile tj;
-  if (!tj.open(base + "tokenizer.json").ok())
+  if (Status st = tj.open(base + "tokenizer.json"); !st) {
+    if (st.error().code() != ErrorCode::kNotFound) return st.error();
     return make_error(ErrorCode::kNotFound, "tokenizer: directory '" + dir + "' has no readable tokenizer.json");
+  }
   std::string cfg;
-  std::ifstream probe(base + "tokenizer_config.json");
-  if (probe) {
+  struct stat cfg_st {};
+  if (::stat((base + "tokenizer_config.json").c_str(), &cfg_st) == 0) {  // optional; if present it must be readable
     auto c = read_file(base + "tokenizer_config.json");
     if (!c) return c.error();
     cfg = std::move(*c);

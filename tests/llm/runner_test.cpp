@@ -257,6 +257,74 @@ TEST(Runner, CancelFlagStopsBetweenSteps) {
   EXPECT_EQ(r->position(), 2);  // prompt + token 2; token 3 was returned but never fed
 }
 
+// Ctrl-C during a long prompt: the flag is read before every prefill step, so the chunk in progress
+// finishes and nothing after it runs; what ran stays committed and the runner stays usable.
+TEST(Runner, CancelFlagStopsPrefillAfterTheChunkInProgress) {
+  auto io_owned = std::make_unique<FakeIO>(64, 8, 100);
+  FakeIO* io = io_owned.get();
+  std::atomic<bool> cancel{false};
+  RunnerOptions o;
+  o.tail = TailPolicy::kPad;
+  bool armed = true;
+  o.on_prefill_progress = [&](int64_t done, int64_t) {
+    if (armed && done == 8) cancel = true, armed = false;  // set while the first chunk's progress is reported
+  };
+  auto created = Runner::create(std::move(io_owned), o);
+  ASSERT_TRUE(created.ok());
+  Runner& r = **created;
+  GenerationConfig g;
+  g.max_new_tokens = 5;
+  g.cancel = &cancel;
+  int streamed = 0;
+  auto out = r.generate(iota_tokens(5 * 8 + 3), g, [&](int32_t) { return ++streamed, true; });
+  ASSERT_TRUE(out.ok()) << out.error().to_string();
+  EXPECT_EQ(out->stop, GenerationResult::Stop::kCancelled);
+  EXPECT_TRUE(out->tokens.empty());
+  EXPECT_EQ(streamed, 0);
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"p8-"}));  // exactly the first chunk
+  EXPECT_EQ(r.position(), 8);
+  EXPECT_EQ(r.stats().prompt_tokens, 8);  // the stats count what ran
+  EXPECT_GT(r.stats().prefill_ms, 0.0);
+  EXPECT_TRUE(r.logits().empty());  // a skipped-logits chunk was the last step
+
+  // Usable as is: prefilling the rest continues exactly where the cancelled prompt stopped.
+  cancel = false;
+  io->calls.clear();
+  auto rest = iota_tokens(4 * 8 + 3, 9);
+  out = r.generate(rest, g);
+  ASSERT_TRUE(out.ok()) << out.error().to_string();
+  EXPECT_EQ(out->stop, GenerationResult::Stop::kMaxTokens);
+  EXPECT_EQ(out->tokens.front(), 44);  // after token 43, the last of the whole prompt
+  EXPECT_EQ(r.position(), 5 * 8 + 3 + 4);
+}
+
+TEST(Runner, PrefillAloneIsCancellableAndGenerationStartsCancelled) {
+  FakeIO* io;
+  auto r = make_runner(TailPolicy::kDecode, &io);
+  std::atomic<bool> cancel{true};
+  Status st = r->prefill(iota_tokens(19), &cancel);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), ErrorCode::kCancelled);
+  EXPECT_TRUE(io->calls.empty());  // already set: not one step
+  EXPECT_EQ(r->position(), 0);
+
+  cancel = false;
+  ASSERT_TRUE(r->prefill(iota_tokens(19), &cancel).ok());
+  EXPECT_EQ(io->calls, (std::vector<std::string>{"p8-", "p8-", "d", "d", "d"}));
+  EXPECT_EQ(r->position(), 19);
+
+  cancel = true;  // start(): the Generation is over before its first token
+  GenerationConfig g;
+  g.cancel = &cancel;
+  auto gen = r->start(iota_tokens(3, 20), g);
+  ASSERT_TRUE(gen.ok());
+  auto tok = (*gen)->next();
+  ASSERT_TRUE(tok.ok());
+  EXPECT_FALSE(tok->has_value());
+  EXPECT_EQ((*gen)->stop_reason(), GenerationResult::Stop::kCancelled);
+  EXPECT_EQ(r->position(), 19);
+}
+
 TEST(Runner, EmptyPromptWithNothingToContinueIsAnError) {
   FakeIO* io;
   auto r = make_runner(TailPolicy::kPad, &io);
