@@ -15,6 +15,7 @@
 #include "io_util.h"
 #include "hfstatic/chat_template.h"
 #include "hfstatic/llm_runner.h"
+#include "hfstatic/metadata_keys.h"
 #include "hfstatic/tokenizer.h"
 #include "option_checks.h"
 #include "sampling_options.h"
@@ -33,7 +34,7 @@ struct ChatArgs {
 constexpr const char* kCommands = "/reset, /stats, /quit, /exit";
 
 std::string file_text(const Program& p, const std::string& file) {
-  auto v = p.constant("file:" + file);
+  auto v = p.constant(std::string(keys::kFilePrefix) + file);
   if (!v || v->dtype != DType::kU8) return {};
   return std::string(static_cast<const char*>(v->ptr), static_cast<size_t>(v->nbytes()));
 }

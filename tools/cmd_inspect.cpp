@@ -7,6 +7,8 @@
 #include "cli.h"
 #include "common.h"
 #include "io_util.h"
+#include "hfstatic/io_contract.h"
+#include "hfstatic/metadata_keys.h"
 #include "hfstatic/method.h"
 #include "hfstatic/program.h"
 #include "option_checks.h"
@@ -33,6 +35,11 @@ int inspect(const InspectArgs& a) {
   auto prog = Program::load(a.path);
   if (!prog) return fail(prog.error());
   const Program& p = **prog;
+  // A program for an LLM contract is checked against it: printing one the runner would reject hides why.
+  if (p.meta(keys::kContract)) {
+    Status valid = validate_contract(p);
+    if (!valid) return fail(valid.error());
+  }
   nlohmann::json j;
   j["file"] = a.path;
   j["format_version"] = p.format_version();
@@ -107,7 +114,10 @@ RunFn setup(CLI::App& sub) {
 }
 
 [[maybe_unused]] const bool kReg =
-    register_command({"inspect", "Show a program's metadata, method signatures, op counts and memory plan", &setup});
+    register_command({"inspect",
+                      "Check a program against its I/O contract, then show its metadata, method signatures, op "
+                      "counts and memory plan",
+                      &setup});
 
 }  // namespace
 }  // namespace hfs::cli

@@ -108,8 +108,15 @@ class IOManager {
 using IOManagerFactory =
     std::function<Result<std::unique_ptr<IOManager>>(std::shared_ptr<const Program>, const IOManagerOptions&)>;
 
-bool register_io_manager(std::string contract, IOManagerFactory factory);
+// Checks a program against its contract without allocating its I/O (inspect, tools): metadata and method
+// signatures, with the errors the factory would return.
+using ContractValidator = std::function<Status(const Program&)>;
+
+bool register_io_manager(std::string contract, IOManagerFactory factory, ContractValidator validate = {});
 std::vector<std::string> registered_contracts();
+// The checks create_io_manager would make before allocating anything: the same errors, nothing allocated.
+// A contract registered without a validator passes once it is known.
+[[nodiscard]] Status validate_contract(const Program& program);
 // Picks the IO manager named by the program's `io.contract`. No contract metadata → kMissingMetadata;
 // unknown → kUnknownContract listing the registered ones.
 [[nodiscard]] Result<std::unique_ptr<IOManager>> create_io_manager(std::shared_ptr<const Program> program,

@@ -301,7 +301,14 @@ class HfStaticIO final : public IOManager {
   int64_t last_tokens_ = 0;
 };
 
-[[maybe_unused]] const bool kRegistered = register_io_manager(std::string(keys::kContractHfStatic), &HfStaticIO::make);
+Status validate_hf_static(const Program& program) {
+  auto spec = hf_static::read_spec(program);
+  if (!spec) return spec.error();
+  return hf_static::validate_methods(program, *spec);
+}
+
+[[maybe_unused]] const bool kRegistered =
+    register_io_manager(std::string(keys::kContractHfStatic), &HfStaticIO::make, &validate_hf_static);
 
 }  // namespace
 }  // namespace hfs

@@ -1,6 +1,9 @@
 // The hf_static metadata/signature corruption matrix: each broken program is rejected before the first
 // step with its own error naming the key or tensor, expected and got.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
 
 #include "hfstatic/io_contract.h"
 #include "hfstatic/metadata_keys.h"
@@ -194,10 +197,23 @@ void expect_rejected(const std::string& good_path, const Corruption& c) {
   EXPECT_EQ(io.error().code(), c.code) << io.error().to_string();
   for (const std::string& s : c.message_has) EXPECT_NE(io.error().message().find(s), std::string::npos)
       << "message lacks '" << s << "': " << io.error().message();
-  // Runner::create reports the same error.
+  // Runner::create reports the same error, and so does the allocation-free check inspect uses.
   auto r = Runner::create(*bad);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), c.code);
+  Status checked = validate_contract(**bad);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_EQ(checked.error().code(), c.code);
+  EXPECT_EQ(checked.error().message(), io.error().message());
+  // `hfstatic inspect` reports the problem instead of printing a program the runner would reject.
+  const std::string cmd = std::string(HFS_CLI_PATH) + " inspect " + path + " 2>&1 >/dev/null";
+  std::string err;
+  if (FILE* f = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) err.append(buf, n);
+    EXPECT_EQ(WEXITSTATUS(pclose(f)), 1) << err;
+  }
+  EXPECT_NE(err.find(io.error().message()), std::string::npos) << err;
 }
 
 class HfStaticValidation : public ::testing::TestWithParam<Corruption> {};
