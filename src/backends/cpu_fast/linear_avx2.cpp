@@ -19,14 +19,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "backends/cpu_fast/isa_target.h"
 #include "backends/cpu_fast/linear_kernels.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+HFS_TARGET_AVX2_BEGIN
 
 #include "backends/cpu_fast/vec_exp_avx2.h"
 
@@ -480,8 +476,4 @@ void quantize_acts_avx2(const float* x, int64_t i0, int64_t i1, int64_t k, int o
 
 }  // namespace hfs::cpu_fast::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+HFS_TARGET_END

@@ -1,23 +1,16 @@
-// AVX-512 kernels (F/BW/VL/VNNI/BF16). Every function here carries the target through the pragma, so
-// the file is safe to compile into a baseline x86-64 binary: nothing runs unless dispatch picked it.
-// All standard headers are included before the pragma so no shared inline code gets AVX-512 bodies.
+// AVX-512 kernels (F/BW/VL/VNNI/BF16). Every function here carries the target through
+// HFS_TARGET_AVX512_BEGIN (isa_target.h), so the file is safe to compile into a baseline x86-64 binary:
+// nothing runs unless dispatch picked it.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <utility>
 
+#include "backends/cpu_fast/isa_target.h"
 #include "backends/cpu_fast/linear_kernels.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-// GCC 12 flags the deliberately undefined lanes of _mm512_undefined_* inside its own headers.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c")
-#endif
+HFS_TARGET_AVX512_BEGIN
 
 #include "backends/cpu_fast/avx512_mask.h"
 
@@ -473,8 +466,4 @@ void pack_tile_avx512(const uint8_t* src, int64_t row_bytes, int64_t block_bytes
 
 }  // namespace hfs::cpu_fast::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+HFS_TARGET_END
