@@ -35,6 +35,7 @@
 #include "backends/cpu_fast/attention.h"
 #include "backends/cpu_fast/cpu_features.h"
 #include "backends/cpu_fast/half.h"
+#include "backends/cpu_fast/isa_target.h"
 #include "backends/cpu_fast/linear.h"
 #include "backends/cpu_fast/quantize.h"
 #include "backends/cpu_fast/thread_pool.h"
@@ -116,16 +117,7 @@ void prefill_attention(ThreadPool& pool) {
 // What one 16×16×32 block costs in the AMX kernel's structure (16 rows × K = 1536, all in L1/L2): the tile
 // loads + TDPBSUD alone, + storing the C tile, + reading it back into vector registers, + the float
 // epilogue the per-block scales need (what linear_amx.cpp does per block).
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-int8"))), apply_to = function)
-#else
-#pragma GCC push_options
-// GCC 12 flags the deliberately undefined lanes of _mm512_undefined_* inside its own headers.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx512f,avx512bw,avx512vl,amx-tile,amx-int8")
-#endif
+HFS_TARGET_AMX_BEGIN
 void amx_block_costs() {
   struct alignas(64) Cfg {
     uint8_t palette = 1, start = 0, reserved[14] = {};
@@ -183,12 +175,7 @@ void amx_block_costs() {
   std::printf("\n");
   _tile_release();
 }
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
-#endif
+HFS_TARGET_END
 
 // Integer prefill GEMMs, AVX-512 VNNI against AMX tiles (where the CPU has them) in the same process:
 // Qwen2.5-0.5B's gate/up [4864, 896] and SmolLM2-135M's down [576, 1536], M = 16..128, 1 and 2 threads.

@@ -10,13 +10,9 @@
 
 #include "backends/cpu_fast/attention.h"
 #include "backends/cpu_fast/attention_kernels.h"
+#include "backends/cpu_fast/isa_target.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+HFS_TARGET_AVX2_BEGIN
 
 #include "backends/cpu_fast/vec_exp_avx2.h"
 
@@ -364,8 +360,4 @@ int64_t live_slots_avx2(const float* mask, int64_t t, int64_t s, int32_t* slots)
 
 }  // namespace hfs::cpu_fast::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+HFS_TARGET_END

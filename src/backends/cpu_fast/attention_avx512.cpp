@@ -6,16 +6,9 @@
 
 #include "backends/cpu_fast/attention.h"
 #include "backends/cpu_fast/attention_kernels.h"
+#include "backends/cpu_fast/isa_target.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-// GCC 12 flags the deliberately undefined lanes of _mm512_undefined_* inside its own headers.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
-#endif
+HFS_TARGET_AVX512_BEGIN
 
 #include "backends/cpu_fast/avx512_mask.h"
 #include "backends/cpu_fast/vec_exp_avx512.h"
@@ -437,8 +430,4 @@ int64_t live_slots_avx512(const float* mask, int64_t t, int64_t s, int32_t* slot
 
 }  // namespace hfs::cpu_fast::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+HFS_TARGET_END

@@ -1,5 +1,5 @@
 // cpu_fast/avx512_mask.h — the lane mask for the last, partial vector of a 16-float loop (internal).
-// Include it AFTER a file's AVX-512 target pragma, like vec_exp_avx512.h.
+// Include it AFTER a file's HFS_TARGET_AVX512_BEGIN (isa_target.h), like vec_exp_avx512.h.
 //
 //   for (int64_t i = 0; i < n; i += 16) {
 //     const __mmask16 mk = tail_mask(n - i);   // all 16 lanes until the tail, then the first n - i

@@ -6,13 +6,9 @@
 #include <cstdint>
 
 #include "backends/cpu_fast/elementwise.h"
+#include "backends/cpu_fast/isa_target.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+HFS_TARGET_AVX2_BEGIN
 
 #include "backends/cpu_fast/vec_exp_avx2.h"
 
@@ -126,8 +122,4 @@ void f32_to_f16_avx2(const float* src, uint16_t* dst, int64_t n) {
 
 }  // namespace hfs::cpu_fast::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+HFS_TARGET_END

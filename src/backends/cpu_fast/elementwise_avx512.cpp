@@ -5,16 +5,9 @@
 #include <cstdint>
 
 #include "backends/cpu_fast/elementwise.h"
+#include "backends/cpu_fast/isa_target.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-// GCC 12 flags the deliberately undefined lanes of _mm512_undefined_* inside its own headers.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
-#endif
+HFS_TARGET_AVX512_BEGIN
 
 #include "backends/cpu_fast/avx512_mask.h"
 #include "backends/cpu_fast/vec_exp_avx512.h"
@@ -96,8 +89,4 @@ void f32_to_f16_avx512(const float* src, uint16_t* dst, int64_t n) {
 
 }  // namespace hfs::cpu_fast::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+HFS_TARGET_END

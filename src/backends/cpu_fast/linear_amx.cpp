@@ -1,6 +1,6 @@
 // AMX-INT8 kernel for the integer formats (prefill: m ≥ 16 activation rows). Like linear_avx512.cpp,
-// every function carries its target through the pragma, so the file is safe in a baseline x86-64
-// binary: nothing here runs unless dispatch found AMX and the kernel granted this process the tile state.
+// every function carries its target through HFS_TARGET_AMX_BEGIN (isa_target.h), so the file is safe
+// in a baseline x86-64 binary: nothing here runs unless dispatch found AMX and the kernel granted this process the tile state.
 //
 // The packed layout (linear.h) already is AMX's B operand: one 32-block of a 16-row tile is 8 rows of
 // 64 bytes, row v holding K steps 4v..4v+3 of all 16 outputs (i8/q8_0 as stored; q4_0 after splitting
@@ -20,16 +20,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "backends/cpu_fast/isa_target.h"
 #include "backends/cpu_fast/linear_kernels.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c,amx-tile,amx-int8"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c,amx-tile,amx-int8")
-#endif
+HFS_TARGET_AMX_BEGIN
 
 #include "backends/cpu_fast/avx512_mask.h"
 
@@ -256,8 +250,4 @@ void linear_int_amx(const PackedWeight& w, const QuantizedActs& a, int64_t m, co
 
 }  // namespace hfs::cpu_fast::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+HFS_TARGET_END

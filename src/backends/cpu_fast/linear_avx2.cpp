@@ -19,205 +19,115 @@
 #include <type_traits>
 #include <utility>
 
+#include "backends/cpu_fast/isa_target.h"
 #include "backends/cpu_fast/linear_kernels.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+HFS_TARGET_AVX2_BEGIN
 
+#include "backends/cpu_fast/linear_float_driver.h"
 #include "backends/cpu_fast/vec_exp_avx2.h"
 
 namespace hfs::cpu_fast::detail {
 namespace {
 
-// Decode GEMVs prefetch the weight stream this far ahead (linear_avx512.cpp has the measurements).
-constexpr int64_t kPrefetchAhead = 4096;
+// ---- float weights: linear_float_driver.h over these traits -----------------------------------------
 
-// ---- float weights --------------------------------------------------------------------------------
+struct Avx2 {
+  using V = __m256;
+  using Mask = __m256i;
+  static constexpr int64_t kLanes = 8;
+  // Prefill: panels of 16 output rows × 256 K (p[k][16], 16 KiB, L1-resident), 4 activation rows per pass:
+  // 8 accumulators, two panel vectors and four broadcasts per k. (BLAS libraries' 6×16 micro-kernel needs
+  // all 16 registers; GCC then spilled accumulators, and 5 or 6 rows ran at half the speed of 4.)
+  static constexpr int64_t kPanelCols = 16, kPanelK = 256, kPanelRows = 4;
+  // Masked stores are microcoded on AMD cores (tens of cycles each): only a partial panel takes them.
+  static constexpr bool kPlainFullStores = true;
 
-struct F16 {};
-struct BF16 {};
-struct F32 {};
+  static V zero() { return _mm256_setzero_ps(); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V load_aligned(const float* p) { return _mm256_load_ps(p); }
+  static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static Mask mask(int64_t n) { return tail_mask8(n); }
+  static bool full(Mask m) { return _mm256_movemask_ps(_mm256_castsi256_ps(m)) == 0xff; }
+  static V load_mask(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+  static void store_mask(float* p, Mask m, V v) { _mm256_maskstore_ps(p, m, v); }
 
-inline __m256 wload(F32, const void* base, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(base) + i); }
-inline __m256 wload(F16, const void* base, int64_t i) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + i)));
-}
-inline __m256 wload(BF16, const void* base, int64_t i) {
-  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + i));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-inline float wscalar(F32, const void* base, int64_t i) { return static_cast<const float*>(base)[i]; }
-inline float wscalar(F16, const void* base, int64_t i) {
-  return _cvtsh_ss(static_cast<const uint16_t*>(base)[i]);
-}
-inline float wscalar(BF16, const void* base, int64_t i) {
-  uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(base)[i]) << 16;
-  float f;
-  __builtin_memcpy(&f, &u, 4);
-  return f;
-}
-inline int64_t elem_size(F32) { return 4; }
-inline int64_t elem_size(F16) { return 2; }
-inline int64_t elem_size(BF16) { return 2; }
+  static V wload(F32, const void* base, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(base) + i); }
+  static V wload(F16, const void* base, int64_t i) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + i)));
+  }
+  static V wload(BF16, const void* base, int64_t i) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static float wscalar(F32, const void* base, int64_t i) { return static_cast<const float*>(base)[i]; }
+  static float wscalar(F16, const void* base, int64_t i) { return _cvtsh_ss(static_cast<const uint16_t*>(base)[i]); }
+  static float wscalar(BF16, const void* base, int64_t i) {
+    uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(base)[i]) << 16;
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+  }
 
-// Decode (one activation row): weight rows one after another, four FMA chains, so the read is a single
-// sequential stream the prefetchers follow (4 interleaved rows split it into 4 short strided streams; two
-// interleaved rows read f16 at 0.6-0.7x the speed). f32 takes no software prefetch: it streams 5-15 %
-// slower with it (two prefetches per four loads; 2 threads, [4864, 896], [896, 4864] and the
-// [151936, 896] LM head: 16.3-17.2 vs 17.9-19.7 GB/s), f16 the same either way.
-template <typename Fmt>
-void float_gemv(const PackedWeight& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
-  const int64_t k = w.k, es = elem_size(Fmt{});
-  const char* base = static_cast<const char*>(w.raw);
-  for (int64_t n = n0; n < n1; ++n) {
-    const char* wr = base + n * k * es;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    int64_t j = 0;
-    for (; j + 32 <= k; j += 32) {
-      if constexpr (!std::is_same_v<Fmt, F32>)
-        for (int64_t off = 0; off < 32 * es; off += 64) _mm_prefetch(wr + j * es + kPrefetchAhead + off, _MM_HINT_T0);
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j), wload(Fmt{}, wr, j), a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 8), wload(Fmt{}, wr, j + 8), a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 16), wload(Fmt{}, wr, j + 16), a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j + 24), wload(Fmt{}, wr, j + 24), a3);
-    }
-    for (; j + 8 <= k; j += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + j), wload(Fmt{}, wr, j), a0);
+  // f32 takes no software prefetch: it streams 5-15 % slower with it (two prefetches per four loads;
+  // 2 threads, [4864, 896], [896, 4864] and the [151936, 896] LM head: 16.3-17.2 vs 17.9-19.7 GB/s),
+  // f16 the same either way.
+  template <class Fmt>
+  static constexpr bool gemv_prefetch() { return !std::is_same_v<Fmt, F32>; }
+  // The last k % 8 elements one by one, after the lane sum.
+  static int gemv_tail(int64_t) { return 0; }
+  template <class Fmt>
+  static float gemv_sum(V a0, V a1, V a2, V a3, const float* x, const char* wr, int64_t j, int64_t k, int) {
     float s = hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
     for (; j < k; ++j) s += x[j] * wscalar(Fmt{}, wr, j);
-    y[n] = s + (bias ? bias[n] : 0.0f);
+    return s;
   }
-}
 
-// Prefill (m > 1): panels of 16 output rows × 256 K are widened to f32 and transposed once per call into
-// p[k][16] (16 KiB, L1-resident); then every group of 4 activation rows passes over the panel: per k, two
-// panel vectors × 4 broadcast activations, 8 FMAs into 8 accumulators. (BLAS libraries' 6×16 micro-kernel
-// needs all 16 registers; GCC then spilled accumulators, and 5 or 6 rows ran at half the speed of 4.) A K
-// panel's partial sums wait in y for the next one (stored and reloaded exactly, so the additions run in
-// plain k order).
-constexpr int64_t kPanelCols = 16, kPanelK = 256, kPanelRows = 4;
-static_assert(32 % kPanelCols == 0, "float_unit_rows (linear_kernels.h) splits at multiples of 32 rows");
-
-inline void transpose8(__m256 r[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 2; ++i) {
-    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int j = 0; j < 4; ++j) {
-    r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
-    r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
-  }
-}
-
-// p[kk][16] = W[n + c][k0 + kk] for kk < kc, c < 16 (rows at or past n_end are zero).
-template <typename Fmt>
-void pack_panel(const PackedWeight& w, int64_t n, int64_t n_end, int64_t k0, int64_t kc, float* p) {
-  const int64_t k = w.k, es = elem_size(Fmt{});
-  const char* base = static_cast<const char*>(w.raw);
-  for (int64_t half = 0; half < 2; ++half) {
-    int64_t kk = 0;
-    for (; kk + 8 <= kc; kk += 8) {
-      __m256 r[8];
-      for (int64_t i = 0; i < 8; ++i) {
-        const int64_t row = n + 8 * half + i;
-        r[i] = row < n_end ? wload(Fmt{}, base + row * k * es, k0 + kk) : _mm256_setzero_ps();
+  // 8×8 blocks of W rows loaded and transposed (the last kc % 8 K one by one).
+  template <class Fmt>
+  static void pack_panel(const PackedWeight& w, int64_t n, int64_t n_end, int64_t k0, int64_t kc, float* p) {
+    const int64_t k = w.k, es = elem_size(Fmt{});
+    const char* base = static_cast<const char*>(w.raw);
+    for (int64_t half = 0; half < 2; ++half) {
+      int64_t kk = 0;
+      for (; kk + 8 <= kc; kk += 8) {
+        __m256 r[8];
+        for (int64_t i = 0; i < 8; ++i) {
+          const int64_t row = n + 8 * half + i;
+          r[i] = row < n_end ? wload(Fmt{}, base + row * k * es, k0 + kk) : _mm256_setzero_ps();
+        }
+        transpose8(r);
+        for (int64_t j = 0; j < 8; ++j) _mm256_store_ps(p + (kk + j) * kPanelCols + 8 * half, r[j]);
       }
-      transpose8(r);
-      for (int64_t j = 0; j < 8; ++j) _mm256_store_ps(p + (kk + j) * kPanelCols + 8 * half, r[j]);
-    }
-    for (; kk < kc; ++kk)
-      for (int64_t i = 0; i < 8; ++i) {
-        const int64_t row = n + 8 * half + i;
-        p[kk * kPanelCols + 8 * half + i] = row < n_end ? wscalar(Fmt{}, base + row * k * es, k0 + kk) : 0.0f;
-      }
-  }
-}
-
-// MR activation rows × the panel's 16 outputs over kc K; acc starts at 0 (first panel) or y, and ends in
-// y (+ bias after the last panel). mk0/mk1: which of the 16 outputs exist.
-template <int MR, size_t... I>
-inline void panel_rows(const float* p, int64_t kc, const float* x, int64_t ldx, float* y, int64_t ldy, bool first,
-                       const float* bias_last, __m256i mk0, __m256i mk1, std::index_sequence<I...>) {
-  __m256 a0[MR], a1[MR];
-  ((a0[I] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + I * ldy, mk0)), ...);
-  ((a1[I] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + I * ldy + 8, mk1)), ...);
-  for (int64_t kk = 0; kk < kc; ++kk) {
-    const __m256 w0 = _mm256_load_ps(p + kk * kPanelCols), w1 = _mm256_load_ps(p + kk * kPanelCols + 8);
-    ((a0[I] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + I * ldx + kk), w0, a0[I])), ...);
-    ((a1[I] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + I * ldx + kk), w1, a1[I])), ...);
-  }
-  if (bias_last != nullptr) {
-    const __m256 b0 = _mm256_maskload_ps(bias_last, mk0), b1 = _mm256_maskload_ps(bias_last + 8, mk1);
-    ((a0[I] = _mm256_add_ps(a0[I], b0)), ...);
-    ((a1[I] = _mm256_add_ps(a1[I], b1)), ...);
-  }
-  // Masked stores are microcoded on AMD cores (tens of cycles each): only a partial panel takes them.
-  if (_mm256_movemask_ps(_mm256_castsi256_ps(mk1)) == 0xff) {
-    ((_mm256_storeu_ps(y + I * ldy, a0[I])), ...);
-    ((_mm256_storeu_ps(y + I * ldy + 8, a1[I])), ...);
-  } else {
-    ((_mm256_maskstore_ps(y + I * ldy, mk0, a0[I])), ...);
-    ((_mm256_maskstore_ps(y + I * ldy + 8, mk1, a1[I])), ...);
-  }
-}
-
-template <int MR>
-inline void panel_rows(const float* p, int64_t kc, const float* x, int64_t ldx, float* y, int64_t ldy, bool first,
-                       const float* bias_last, __m256i mk0, __m256i mk1) {
-  panel_rows<MR>(p, kc, x, ldx, y, ldy, first, bias_last, mk0, mk1, std::make_index_sequence<MR>{});
-}
-
-template <typename Fmt>
-void float_gemm(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0, int64_t n1) {
-  alignas(64) float panel[kPanelK * kPanelCols];
-  const int64_t k = w.k;
-  PanelPrefetch::first_of_range(w, elem_size(Fmt{}), kPanelCols, kPanelK, n0, n1).issue(1);
-  for (int64_t n = n0; n < n1; n += kPanelCols) {
-    const __m256i mk0 = tail_mask8(n1 - n), mk1 = tail_mask8(n1 - n - 8);
-    for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {
-      const int64_t kc = std::min(kPanelK, k - k0);
-      pack_panel<Fmt>(w, n, n1, k0, kc, panel);
-      PanelPrefetch next(w, elem_size(Fmt{}), kPanelCols, kPanelK, n, n1, k0);
-      const int64_t sweeps = (m + kPanelRows - 1) / kPanelRows;
-      const bool first = k0 == 0;
-      const float* bias_last = bias != nullptr && k0 + kc == k ? bias + n : nullptr;
-      int64_t i = 0;
-      for (; i + kPanelRows <= m; i += kPanelRows) {
-        next.issue(sweeps);
-        panel_rows<kPanelRows>(panel, kc, x + i * k + k0, k, y + i * w.n + n, w.n, first, bias_last, mk0, mk1);
-      }
-      next.issue(1);
-      const float* xi = x + i * k + k0;
-      float* yi = y + i * w.n + n;
-      switch (m - i) {
-        case 3: panel_rows<3>(panel, kc, xi, k, yi, w.n, first, bias_last, mk0, mk1); break;
-        case 2: panel_rows<2>(panel, kc, xi, k, yi, w.n, first, bias_last, mk0, mk1); break;
-        case 1: panel_rows<1>(panel, kc, xi, k, yi, w.n, first, bias_last, mk0, mk1); break;
-        default: break;
-      }
+      for (; kk < kc; ++kk)
+        for (int64_t i = 0; i < 8; ++i) {
+          const int64_t row = n + 8 * half + i;
+          p[kk * kPanelCols + 8 * half + i] = row < n_end ? wscalar(Fmt{}, base + row * k * es, k0 + kk) : 0.0f;
+        }
     }
   }
-}
 
-template <typename Fmt>
-void float_range(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
-                 int64_t n1) {
-  if (m == 1) {
-    float_gemv<Fmt>(w, x, bias, y, n0, n1);
-    return;
+  static void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; ++i) {
+      t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; ++i) {
+      u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int j = 0; j < 4; ++j) {
+      r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+      r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    }
   }
-  float_gemm<Fmt>(w, x, m, bias, y, n0, n1);
-}
+};
 
 // ---- integer weights: 16 output rows along the lanes (linear.h), a 64-byte vector = two 8-output halves --
 
@@ -425,11 +335,7 @@ void int_range(const PackedWeight& w, const QuantizedActs& a, int64_t m, const f
 
 void linear_float_avx2(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                        int64_t n1) {
-  switch (w.format) {
-    case DType::kF16: float_range<F16>(w, x, m, bias, y, n0, n1); break;
-    case DType::kBF16: float_range<BF16>(w, x, m, bias, y, n0, n1); break;
-    default: float_range<F32>(w, x, m, bias, y, n0, n1); break;
-  }
+  linear_float<Avx2>(w, x, m, bias, y, n0, n1);
 }
 
 void linear_int_avx2(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y, int64_t t0,
@@ -480,8 +386,4 @@ void quantize_acts_avx2(const float* x, int64_t i0, int64_t i1, int64_t k, int o
 
 }  // namespace hfs::cpu_fast::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+HFS_TARGET_END

@@ -1,100 +1,24 @@
-// AVX-512 kernels (F/BW/VL/VNNI/BF16). Every function here carries the target through the pragma, so
-// the file is safe to compile into a baseline x86-64 binary: nothing runs unless dispatch picked it.
-// All standard headers are included before the pragma so no shared inline code gets AVX-512 bodies.
+// AVX-512 kernels (F/BW/VL/VNNI/BF16). Every function here carries the target through
+// HFS_TARGET_AVX512_BEGIN (isa_target.h), so the file is safe to compile into a baseline x86-64 binary:
+// nothing runs unless dispatch picked it.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <utility>
 
+#include "backends/cpu_fast/isa_target.h"
 #include "backends/cpu_fast/linear_kernels.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-// GCC 12 flags the deliberately undefined lanes of _mm512_undefined_* inside its own headers.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c")
-#endif
+HFS_TARGET_AVX512_BEGIN
 
 #include "backends/cpu_fast/avx512_mask.h"
+#include "backends/cpu_fast/linear_float_driver.h"
 
 namespace hfs::cpu_fast::detail {
 namespace {
 
-// Decode GEMVs prefetch the weight stream this far ahead. The hardware prefetcher alone leaves a core
-// with as many bytes in flight as its reorder window covers: q4_0 (8 bytes of weights per
-// instruction) reads 10-11 GB/s per core where the core can pull 15-16, i8/q8_0 13-14. With it
-// (kernel_bench, DRAM-resident weights): q4_0 14.5-15.4 GB/s on one thread, 20-29 on two (17-19
-// without); i8/q8_0 15-16 and 25-30 (20-26 without). 2, 4 and 8 KiB ahead measure the same.
-constexpr int64_t kPrefetchAhead = 4096;
-
-// ---- float weights --------------------------------------------------------------------------------
-
-struct F16 {};
-struct BF16 {};
-struct F32 {};
-
-inline __m512 wload(F32, const void* base, int64_t i) { return _mm512_loadu_ps(static_cast<const float*>(base) + i); }
-inline __m512 wload(F16, const void* base, int64_t i) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
-}
-inline __m512 wload(BF16, const void* base, int64_t i) {
-  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-inline __m512 wload_mask(F32, const void* base, int64_t i, __mmask16 mk) {
-  return _mm512_maskz_loadu_ps(mk, static_cast<const float*>(base) + i);
-}
-inline __m512 wload_mask(F16, const void* base, int64_t i, __mmask16 mk) {
-  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, static_cast<const uint16_t*>(base) + i));
-}
-inline __m512 wload_mask(BF16, const void* base, int64_t i, __mmask16 mk) {
-  __m256i h = _mm256_maskz_loadu_epi16(mk, static_cast<const uint16_t*>(base) + i);
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-inline int64_t elem_size(F32) { return 4; }
-inline int64_t elem_size(F16) { return 2; }
-inline int64_t elem_size(BF16) { return 2; }
-
-// Decode (one activation row): weight rows one after another with four accumulators. Interleaving
-// 4 rows (the prefill tile) splits the read into 4 short strided streams, which the hardware
-// prefetcher follows far worse than one sequential stream (f16: 17 vs 28 GB/s per core).
-// Four independent FMA chains instead of two let the core run further ahead of the loads (kernel_bench,
-// DRAM-resident weights): f16/bf16 GEMVs read 17-20 GB/s on 2 threads with four, 15-18 with two, and
-// 9.5-10.5 against 8-9 on one; f32 reads the same either way.
-template <typename Fmt>
-void float_gemv(const PackedWeight& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
-  const int64_t k = w.k, es = elem_size(Fmt{});
-  const char* base = static_cast<const char*>(w.raw);
-  const __mmask16 tail = tail_mask(k % 16);
-  for (int64_t n = n0; n < n1; ++n) {
-    const char* wr = base + n * k * es;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-    int64_t j = 0;
-    for (; j + 64 <= k; j += 64) {
-      for (int64_t off = 0; off < 64 * es; off += 64) _mm_prefetch(wr + j * es + kPrefetchAhead + off, _MM_HINT_T0);
-      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + j), wload(Fmt{}, wr, j), a0);
-      a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + j + 16), wload(Fmt{}, wr, j + 16), a1);
-      a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + j + 32), wload(Fmt{}, wr, j + 32), a2);
-      a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + j + 48), wload(Fmt{}, wr, j + 48), a3);
-    }
-    for (; j + 16 <= k; j += 16) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + j), wload(Fmt{}, wr, j), a0);
-    if (j < k) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, x + j), wload_mask(Fmt{}, wr, j, tail), a1);
-    y[n] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) + (bias ? bias[n] : 0.0f);
-  }
-}
-
-// Prefill (m > 1): panels of 32 output rows × 256 K are widened to f32 and transposed once per call into
-// p[k][32] (32 KiB, L1-resident), then every activation row passes over the panel: per k, two panel
-// vectors times 8 broadcast activations — 16 FMAs, no horizontal sums. A row-wise tile widens each f16
-// weight once per 4 activation rows and reduces 16 accumulators per 4×4 outputs, and runs at 30-50 % of
-// the FMA peak. Partial sums of a K panel live in y between panels (stored and reloaded
-// exactly, so the order of additions is plain k order).
-constexpr int64_t kPanelCols = 32, kPanelK = 256, kPanelRows = 8;
-static_assert(kPanelCols == 32, "float_unit_rows (linear_kernels.h) assumes 32-row panels");
+// ---- float weights: linear_float_driver.h over these traits -----------------------------------------
 
 // 16 vectors → their transpose (r[j] lane i = old r[i] lane j): 32-bit, 64-bit, then 128-bit interleaves.
 inline void transpose16(__m512 r[16]) {
@@ -122,97 +46,76 @@ inline void transpose16(__m512 r[16]) {
   }
 }
 
-// p[kk][32] = W[n + c][k0 + kk] for kk < kc, c < 32 (rows at or past n_end are zero).
-template <typename Fmt>
-void pack_panel(const PackedWeight& w, int64_t n, int64_t n_end, int64_t k0, int64_t kc, float* p) {
-  const int64_t k = w.k, es = elem_size(Fmt{});
-  const char* base = static_cast<const char*>(w.raw);
-  for (int64_t half = 0; half < 2; ++half)
-    for (int64_t kk = 0; kk < kc; kk += 16) {
-      const __mmask16 mk = tail_mask(kc - kk);
-      __m512 r[16];
-      for (int64_t i = 0; i < 16; ++i) {
-        const int64_t row = n + 16 * half + i;
-        r[i] = row < n_end ? wload_mask(Fmt{}, base + row * k * es, k0 + kk, mk) : _mm512_setzero_ps();
+struct Avx512 {
+  using V = __m512;
+  using Mask = __mmask16;
+  static constexpr int64_t kLanes = 16;
+  // Prefill: panels of 32 output rows × 256 K (p[k][32], 32 KiB, L1-resident), 8 activation rows per pass:
+  // per k, two panel vectors times 8 broadcast activations — 16 FMAs. A row-wise tile widens each f16
+  // weight once per 4 activation rows and reduces 16 accumulators per 4×4 outputs, and runs at 30-50 % of
+  // the FMA peak.
+  static constexpr int64_t kPanelCols = 32, kPanelK = 256, kPanelRows = 8;
+  static constexpr bool kPlainFullStores = false;
+
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V load_aligned(const float* p) { return _mm512_load_ps(p); }
+  static V bcast(const float* p) { return _mm512_set1_ps(*p); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static Mask mask(int64_t n) { return tail_mask(n); }
+  static bool full(Mask m) { return m == 0xffff; }
+  static V load_mask(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store_mask(float* p, Mask m, V v) { _mm512_mask_storeu_ps(p, m, v); }
+
+  static V wload(F32, const void* base, int64_t i) { return _mm512_loadu_ps(static_cast<const float*>(base) + i); }
+  static V wload(F16, const void* base, int64_t i) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
+  }
+  static V wload(BF16, const void* base, int64_t i) {
+    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static V wload_mask(F32, const void* base, int64_t i, Mask mk) {
+    return _mm512_maskz_loadu_ps(mk, static_cast<const float*>(base) + i);
+  }
+  static V wload_mask(F16, const void* base, int64_t i, Mask mk) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, static_cast<const uint16_t*>(base) + i));
+  }
+  static V wload_mask(BF16, const void* base, int64_t i, Mask mk) {
+    __m256i h = _mm256_maskz_loadu_epi16(mk, static_cast<const uint16_t*>(base) + i);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+
+  template <class Fmt>
+  static constexpr bool gemv_prefetch() { return true; }
+  // The last k % 16 elements as one masked FMA into a1, then the lane sum.
+  static Mask gemv_tail(int64_t k) { return tail_mask(k % 16); }
+  template <class Fmt>
+  static float gemv_sum(V a0, V a1, V a2, V a3, const float* x, const char* wr, int64_t j, int64_t k, Mask tail) {
+    if (j < k) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, x + j), wload_mask(Fmt{}, wr, j, tail), a1);
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  }
+
+  // 16×16 blocks of W rows loaded (masked past kc) and transposed.
+  template <class Fmt>
+  static void pack_panel(const PackedWeight& w, int64_t n, int64_t n_end, int64_t k0, int64_t kc, float* p) {
+    const int64_t k = w.k, es = elem_size(Fmt{});
+    const char* base = static_cast<const char*>(w.raw);
+    for (int64_t half = 0; half < 2; ++half)
+      for (int64_t kk = 0; kk < kc; kk += 16) {
+        const Mask mk = tail_mask(kc - kk);
+        __m512 r[16];
+        for (int64_t i = 0; i < 16; ++i) {
+          const int64_t row = n + 16 * half + i;
+          r[i] = row < n_end ? wload_mask(Fmt{}, base + row * k * es, k0 + kk, mk) : _mm512_setzero_ps();
+        }
+        transpose16(r);
+        for (int64_t j = 0; j < 16 && kk + j < kc; ++j) _mm512_store_ps(p + (kk + j) * kPanelCols + 16 * half, r[j]);
       }
-      transpose16(r);
-      for (int64_t j = 0; j < 16 && kk + j < kc; ++j) _mm512_store_ps(p + (kk + j) * kPanelCols + 16 * half, r[j]);
-    }
-}
-
-// MR activation rows × the panel's 32 outputs over kc K; acc starts at 0 (first panel) or y, and ends in
-// y (+ bias after the last panel). mk0/mk1: which of the 32 outputs exist.
-template <int MR, size_t... I>
-inline void panel_rows(const float* p, int64_t kc, const float* x, int64_t ldx, float* y, int64_t ldy, bool first,
-                       const float* bias_last, __mmask16 mk0, __mmask16 mk1, std::index_sequence<I...>) {
-  __m512 a0[MR], a1[MR];
-  ((a0[I] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk0, y + I * ldy)), ...);
-  ((a1[I] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk1, y + I * ldy + 16)), ...);
-  for (int64_t kk = 0; kk < kc; ++kk) {
-    const __m512 w0 = _mm512_load_ps(p + kk * kPanelCols), w1 = _mm512_load_ps(p + kk * kPanelCols + 16);
-    ((a0[I] = _mm512_fmadd_ps(_mm512_set1_ps(x[I * ldx + kk]), w0, a0[I])), ...);
-    ((a1[I] = _mm512_fmadd_ps(_mm512_set1_ps(x[I * ldx + kk]), w1, a1[I])), ...);
   }
-  if (bias_last != nullptr) {
-    const __m512 b0 = _mm512_maskz_loadu_ps(mk0, bias_last), b1 = _mm512_maskz_loadu_ps(mk1, bias_last + 16);
-    ((a0[I] = _mm512_add_ps(a0[I], b0)), ...);
-    ((a1[I] = _mm512_add_ps(a1[I], b1)), ...);
-  }
-  ((_mm512_mask_storeu_ps(y + I * ldy, mk0, a0[I])), ...);
-  ((_mm512_mask_storeu_ps(y + I * ldy + 16, mk1, a1[I])), ...);
-}
-
-template <int MR>
-inline void panel_rows(const float* p, int64_t kc, const float* x, int64_t ldx, float* y, int64_t ldy, bool first,
-                       const float* bias_last, __mmask16 mk0, __mmask16 mk1) {
-  panel_rows<MR>(p, kc, x, ldx, y, ldy, first, bias_last, mk0, mk1, std::make_index_sequence<MR>{});
-}
-
-template <typename Fmt>
-void float_gemm(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0, int64_t n1) {
-  alignas(64) float panel[kPanelK * kPanelCols];
-  const int64_t k = w.k;
-  PanelPrefetch::first_of_range(w, elem_size(Fmt{}), kPanelCols, kPanelK, n0, n1).issue(1);
-  for (int64_t n = n0; n < n1; n += kPanelCols) {
-    const __mmask16 mk0 = tail_mask(n1 - n), mk1 = tail_mask(n1 - n - 16);
-    for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {
-      const int64_t kc = std::min(kPanelK, k - k0);
-      pack_panel<Fmt>(w, n, n1, k0, kc, panel);
-      PanelPrefetch next(w, elem_size(Fmt{}), kPanelCols, kPanelK, n, n1, k0);
-      const int64_t sweeps = (m + kPanelRows - 1) / kPanelRows;
-      const bool first = k0 == 0;
-      const float* bias_last = bias != nullptr && k0 + kc == k ? bias + n : nullptr;
-      int64_t i = 0;
-      for (; i + kPanelRows <= m; i += kPanelRows) {
-        next.issue(sweeps);
-        panel_rows<kPanelRows>(panel, kc, x + i * k + k0, k, y + i * w.n + n, w.n, first, bias_last, mk0, mk1);
-      }
-      next.issue(1);
-      const float* xi = x + i * k + k0;
-      float* yi = y + i * w.n + n;
-      switch (m - i) {
-        case 7: panel_rows<7>(panel, kc, xi, k, yi, w.n, first, bias_last, mk0, mk1); break;
-        case 6: panel_rows<6>(panel, kc, xi, k, yi, w.n, first, bias_last, mk0, mk1); break;
-        case 5: panel_rows<5>(panel, kc, xi, k, yi, w.n, first, bias_last, mk0, mk1); break;
-        case 4: panel_rows<4>(panel, kc, xi, k, yi, w.n, first, bias_last, mk0, mk1); break;
-        case 3: panel_rows<3>(panel, kc, xi, k, yi, w.n, first, bias_last, mk0, mk1); break;
-        case 2: panel_rows<2>(panel, kc, xi, k, yi, w.n, first, bias_last, mk0, mk1); break;
-        case 1: panel_rows<1>(panel, kc, xi, k, yi, w.n, first, bias_last, mk0, mk1); break;
-        default: break;
-      }
-    }
-  }
-}
-
-template <typename Fmt>
-void float_range(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
-                 int64_t n1) {
-  if (m == 1) {
-    float_gemv<Fmt>(w, x, bias, y, n0, n1);
-    return;
-  }
-  float_gemm<Fmt>(w, x, m, bias, y, n0, n1);
-}
+};
 
 // ---- integer weights: 16 output rows along the lanes (linear.h) -------------------------------------
 
@@ -436,11 +339,7 @@ void quantize_acts_avx512(const float* x, int64_t i0, int64_t i1, int64_t k, int
 
 void linear_float_avx512(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                          int64_t n1) {
-  switch (w.format) {
-    case DType::kF16: float_range<F16>(w, x, m, bias, y, n0, n1); break;
-    case DType::kBF16: float_range<BF16>(w, x, m, bias, y, n0, n1); break;
-    default: float_range<F32>(w, x, m, bias, y, n0, n1); break;
-  }
+  linear_float<Avx512>(w, x, m, bias, y, n0, n1);
 }
 
 void linear_int_avx512(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y,
@@ -473,8 +372,4 @@ void pack_tile_avx512(const uint8_t* src, int64_t row_bytes, int64_t block_bytes
 
 }  // namespace hfs::cpu_fast::detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+HFS_TARGET_END

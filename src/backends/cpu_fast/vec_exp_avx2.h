@@ -1,5 +1,5 @@
 // cpu_fast/vec_exp_avx2.h — exp, a lane sum and tail masks over 8 floats (AVX2+FMA), for kernels compiled
-// under an AVX2 target pragma: include it AFTER the pragma, so it inherits the target (internal).
+// for AVX2: include it AFTER HFS_TARGET_AVX2_BEGIN (isa_target.h), so it inherits the target (internal).
 //
 // The same Cephes expf as vec_exp_avx512.h (x = n·ln2 + r, |r| ≤ ln2/2, degree-6 polynomial), ≈ 1 ulp
 // over the clamped range [-87.3, 88.7]. AVX2 has no scalef, and n reaches 128 at the top of the range

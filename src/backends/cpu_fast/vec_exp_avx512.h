@@ -1,5 +1,5 @@
-// cpu_fast/vec_exp_avx512.h — exp over 16 floats (AVX-512), for kernels compiled under an AVX-512 target
-// pragma: include it AFTER the pragma, so it inherits the target (internal).
+// cpu_fast/vec_exp_avx512.h — exp over 16 floats (AVX-512), for kernels compiled for AVX-512: include it
+// AFTER HFS_TARGET_AVX512_BEGIN (isa_target.h), so it inherits the target (internal).
 //
 // Cephes expf: x = n·ln2 + r with |r| ≤ ln2/2 (ln2 split in two for exactness), a degree-6 polynomial
 // for e^r, then scalef by 2^n; ≈ 1 ulp over the clamped range [-87.3, 88.7].
