@@ -8,7 +8,6 @@
 #include "common.h"
 #include "io_util.h"
 #include "hfstatic/io_contract.h"
-#include "hfstatic/metadata_keys.h"
 #include "hfstatic/method.h"
 #include "hfstatic/program.h"
 #include "option_checks.h"
@@ -35,11 +34,8 @@ int inspect(const InspectArgs& a) {
   auto prog = Program::load(a.path);
   if (!prog) return fail(prog.error());
   const Program& p = **prog;
-  // A program for an LLM contract is checked against it: printing one the runner would reject hides why.
-  if (p.meta(keys::kContract)) {
-    Status valid = validate_contract(p);
-    if (!valid) return fail(valid.error());
-  }
+  // Checked against its I/O contract first: printing a program the runner would reject hides why.
+  if (Status valid = validate_contract(p); !valid) return fail(valid.error());
   nlohmann::json j;
   j["file"] = a.path;
   j["format_version"] = p.format_version();
