@@ -12,7 +12,7 @@
 #include "export/convert.h"
 #include "export/weight_values.h"
 #include "hfstatic/tokenizer.h"
-#include "backends/cpu_fast/quantize.h"
+#include "core/quant.h"
 #include "hfstatic/metadata_keys.h"
 
 namespace hfs {
@@ -458,14 +458,14 @@ std::vector<PlannedConstant> quantized_constants(const WeightRef& w, DType to, s
     if (!f) return f.error();
     std::vector<float> back(f->size());
     if (to == DType::kQ4_0) {
-      HFS_TRY(cpu_fast::quantize_q4_0(f->data(), rows, k, reinterpret_cast<uint8_t*>(dst.data())));
-      cpu_fast::dequantize_q4_0(reinterpret_cast<const uint8_t*>(dst.data()), rows, k, back.data());
+      HFS_TRY(quant::quantize_q4_0(f->data(), rows, k, reinterpret_cast<uint8_t*>(dst.data())));
+      quant::dequantize_q4_0(reinterpret_cast<const uint8_t*>(dst.data()), rows, k, back.data());
     } else {
       std::vector<float> scale(static_cast<size_t>(rows));
-      cpu_fast::quantize_i8_per_channel(f->data(), rows, k, reinterpret_cast<int8_t*>(dst.data()), scale.data());
-      cpu_fast::dequantize_i8_per_channel(reinterpret_cast<const int8_t*>(dst.data()), scale.data(), rows, k, back.data());
+      quant::quantize_i8_per_channel(f->data(), rows, k, reinterpret_cast<int8_t*>(dst.data()), scale.data());
+      quant::dequantize_i8_per_channel(reinterpret_cast<const int8_t*>(dst.data()), scale.data(), rows, k, back.data());
     }
-    if (report) report(name, to, cpu_fast::relative_rms_error(f->data(), back.data(), static_cast<int64_t>(f->size())));
+    if (report) report(name, to, quant::relative_rms_error(f->data(), back.data(), static_cast<int64_t>(f->size())));
     return Ok{};
   };
   out.push_back(std::move(q));
@@ -478,7 +478,7 @@ std::vector<PlannedConstant> quantized_constants(const WeightRef& w, DType to, s
       auto f = weight_as_f32(*ck, source, rb, re);
       if (!f) return f.error();
       std::vector<int8_t> q(f->size());
-      cpu_fast::quantize_i8_per_channel(f->data(), rows, k, q.data(), reinterpret_cast<float*>(dst.data()));
+      quant::quantize_i8_per_channel(f->data(), rows, k, q.data(), reinterpret_cast<float*>(dst.data()));
       return Ok{};
     };
     out.push_back(std::move(s));
