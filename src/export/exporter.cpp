@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "export/graph_builder.h"
+#include "export/model_spec.h"
 #include "hfstatic/export.h"
 
 namespace hfs {

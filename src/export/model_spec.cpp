@@ -1,6 +1,6 @@
 // Shared exporter blocks: config helpers, RoPE frequencies, standard layer naming, and the hf_static v1
 // graph/constant/metadata assembly used by every architecture.
-#include "export/graph_builder.h"
+#include "export/model_spec.h"
 
 #include <algorithm>
 #include <cmath>
