@@ -5,6 +5,7 @@
 #include <map>
 
 #include "export/model_spec.h"
+#include "export/plan_assembly.h"
 #include "hfstatic/export.h"
 
 namespace hfs {
