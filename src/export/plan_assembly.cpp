@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -272,6 +273,20 @@ Metadata program_metadata(const ModelSpec& spec, const HfConfig& cfg, const Expo
 
 }  // namespace
 
+Status check_constant_names(const std::vector<PlannedConstant>& constants) {
+  std::map<std::string_view, const PlannedConstant*> by_name;
+  for (const PlannedConstant& c : constants) {
+    auto [it, first] = by_name.emplace(c.name, &c);
+    const PlannedConstant& seen = *it->second;
+    if (first || (seen.type == c.type && seen.content_key == c.content_key)) continue;
+    return make_error(ErrorCode::kInvalidArgument,
+                      "export plan: constant '" + c.name + "' is planned twice with different contents (" +
+                          seen.type.to_string() + " '" + seen.content_key + "' and " + c.type.to_string() + " '" +
+                          c.content_key + "'): methods name constants, so they cannot tell the two apart");
+  }
+  return Ok{};
+}
+
 Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std::shared_ptr<const Checkpoint> ck,
                                  const ExportOptions& opt) {
   HFS_TRY(check_options(spec, cfg, opt));
@@ -287,6 +302,7 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   plan.constants = std::move(weights->constants);
   const RopeTables rope = add_rope_constants(spec, *g, &plan.constants);
   HFS_TRY(add_tokenizer_constants(cfg, spec.vocab, &plan.constants));
+  HFS_TRY(check_constant_names(plan.constants));
   auto variants = prefill_variants(opt, g->chunk);
   if (!variants) return variants.error();
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "export/hf_config.h"
 #include "export/model_spec.h"
@@ -28,5 +29,10 @@ inline constexpr int64_t kDefaultPrefillChunk = 128;
 // the methods.
 [[nodiscard]] Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg,
                                                std::shared_ptr<const Checkpoint> ckpt, const ExportOptions& options);
+
+// Methods name their constants, so a plan must give each name one content: two constants under one name
+// with different types or content keys are kInvalidArgument naming the constant and both contents (no
+// method could say which it means). The same name with the same content is one constant, stored once.
+[[nodiscard]] Status check_constant_names(const std::vector<PlannedConstant>& constants);
 
 }  // namespace hfs

@@ -12,7 +12,7 @@ namespace hfs {
 namespace {
 
 // Every weight the methods read, in graph order: this order is the constants' order in the file. A tied LM
-// head is the embedding itself and is not listed again.
+// head is listed too; it carries the embedding's name and is merged with it by plan_weights.
 std::vector<const WeightRef*> all_weights(const ModelSpec& s) {
   std::vector<const WeightRef*> out{&s.embed};
   for (const LayerSpec& L : s.layers)
@@ -21,8 +21,24 @@ std::vector<const WeightRef*> all_weights(const ModelSpec& s) {
                                &L.down, &L.down_bias, &L.post_ff_norm})
       if (w->present()) out.push_back(w);
   out.push_back(&s.final_norm);
-  if (s.lm_head.name != s.embed.name) out.push_back(&s.lm_head);
+  out.push_back(&s.lm_head);
   return out;
+}
+
+// "tensor 'model.embed_tokens.weight'" or "tensor 'qkv_proj.weight' rows 0:64", for messages.
+std::string source_label(const WeightRef& w) {
+  std::string s = "tensor '" + w.source + "'";
+  if (w.row_end > 0) s += " rows " + std::to_string(w.row_begin) + ":" + std::to_string(w.row_end);
+  return s;
+}
+
+// Methods name their constants, so one name must mean one tensor: two references under one name are the
+// same weight only when they read the same rows of the same checkpoint tensor. Anything else (an
+// architecture naming two tensors alike) would make every method read whichever was planned first.
+Status check_same_source(const ModelSpec& spec, const WeightRef& first, const WeightRef& again) {
+  if (first.source == again.source && first.row_begin == again.row_begin && first.row_end == again.row_end) return Ok{};
+  return make_error(ErrorCode::kInternal, spec.arch + ": constant '" + again.name + "' is planned from " +
+                                              source_label(first) + " and from " + source_label(again));
 }
 
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
@@ -162,12 +178,16 @@ PlannedConstant weight_constant(const WeightRef& w, DType to, std::shared_ptr<co
 Result<WeightPlan> plan_weights(const ModelSpec& spec, const HfConfig& cfg, const std::shared_ptr<const Checkpoint>& ck,
                                 const ExportOptions& opt) {
   WeightPlan plan;
+  std::map<std::string, const WeightRef*> planned;  // constant name → the reference it was planned from
   std::set<std::pair<std::string, DType>> listed;
   for (const WeightRef* w : all_weights(spec)) {
     auto dt = check_weight(*w, *ck, cfg, opt.weights, w == &spec.embed || w == &spec.lm_head);
     if (!dt) return dt.error();
-    // A name seen before is the same tensor referenced again: stored once, in the dtype first chosen.
-    if (plan.stored.count(w->name) == 0) {
+    // A name seen before is the same tensor referenced again (a tied LM head): stored once, in the dtype
+    // first chosen.
+    if (auto [it, first] = planned.emplace(w->name, w); !first) {
+      HFS_TRY(check_same_source(spec, *it->second, *w));
+    } else {
       plan.stored[w->name] = *dt;
       if (w == &spec.embed) plan.embed_dtype = *dt;
       plan.n_params += w->shape().numel();
