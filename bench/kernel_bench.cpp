@@ -37,8 +37,8 @@
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/isa_target.h"
 #include "backends/cpu_fast/linear.h"
-#include "backends/cpu_fast/quantize.h"
 #include "backends/cpu_fast/thread_pool.h"
+#include "backends/cpu_fast/weight_formats.h"
 
 using namespace hfs;
 using namespace hfs::cpu_fast;

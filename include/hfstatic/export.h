@@ -75,7 +75,7 @@ struct PlannedConstant {
 
 struct ExportPlan {
   Metadata metadata;
-  std::vector<PlannedConstant> constants;  // each name once; methods refer to these names
+  std::vector<PlannedConstant> constants;  // one content per name; methods refer to these names
   std::vector<MethodDef> methods;          // prefill, decode, then the prefill_<T> variants
   int64_t n_params = 0;                    // weights counted once (tied embeddings once)
 };
@@ -84,7 +84,9 @@ struct ExportPlan {
 // every weight once (the value check).
 [[nodiscard]] Result<ExportPlan> build_export_plan(const std::string& model_dir, const ExportOptions& options);
 
-// Writes a plan through ProgramWriter (which verifies the methods, then writes atomically).
+// Writes a plan through ProgramWriter (which verifies the methods, then writes atomically). Two constants
+// under one name with different types or content keys are kInvalidArgument naming the constant, before
+// anything is written: no method could say which of them it reads.
 [[nodiscard]] Status write_export_plan(ExportPlan plan, const std::string& out_path, bool progress);
 
 // build_export_plan + write_export_plan.

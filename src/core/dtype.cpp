@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "core/quant.h"
+
 namespace hfs {
 namespace {
 
@@ -13,7 +15,8 @@ struct Entry {
 };
 
 // The registry. Q8_0: 32 int8 values + one f16 scale (34 bytes, llama.cpp-compatible block);
-// Q4_0: 32 4-bit values + one f16 scale (18 bytes). Layouts: docs/program-format.md.
+// Q4_0: 32 4-bit values + one f16 scale (18 bytes); their geometry is core/quant.h's, the one definition
+// the exporter and the kernels use. Layouts: docs/program-format.md.
 constexpr std::array<Entry, 9> kEntries{{
     {DType::kF32, {"f32", 1, 4, true}},
     {DType::kF16, {"f16", 1, 2, true}},
@@ -22,8 +25,8 @@ constexpr std::array<Entry, 9> kEntries{{
     {DType::kI64, {"i64", 1, 8, false}},
     {DType::kU8, {"u8", 1, 1, false}},
     {DType::kI8, {"i8", 1, 1, false}},
-    {DType::kQ8_0, {"q8_0", 32, 34, false}},
-    {DType::kQ4_0, {"q4_0", 32, 18, false}},
+    {DType::kQ8_0, {"q8_0", quant::kQBlock, quant::kQ8Bytes, false}},
+    {DType::kQ4_0, {"q4_0", quant::kQBlock, quant::kQ4Bytes, false}},
 }};
 
 }  // namespace

@@ -2,9 +2,9 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <map>
 
-#include "export/graph_builder.h"
+#include "export/model_spec.h"
+#include "export/plan_assembly.h"
 #include "hfstatic/export.h"
 
 namespace hfs {
@@ -54,22 +54,18 @@ void draw_progress(size_t index, size_t count, const std::string& name) {
 Status write_export_plan(ExportPlan plan, const std::string& out_path, bool progress) {
   ProgramWriter w;
   for (auto& [k, v] : plan.metadata) w.set_metadata(k, v);
-  // The writer may rename a constant whose name is taken by different content; follow its answer.
-  std::map<std::string, std::string> renamed;
+  // One name, one content: then the writer stores each name as given (equal content once) and the methods'
+  // constant names stay valid. Renaming instead could only guess which content a method meant.
+  HFS_TRY(check_constant_names(plan.constants));
   for (PlannedConstant& c : plan.constants) {
     auto name = c.source_file.empty()
                     ? w.add_constant_lazy(c.name, c.type, c.content_key, std::move(c.produce))
                     : w.add_constant_from_file(c.name, c.type, c.content_key, c.source_file, c.source_offset);
     if (!name) return name.error();
-    if (*name != c.name) renamed[c.name] = *name;
+    if (*name != c.name)
+      return make_error(ErrorCode::kInternal, "export: constant '" + c.name + "' was stored as '" + *name + "'");
   }
-  for (MethodDef& m : plan.methods) {
-    if (!renamed.empty())
-      for (NodeDef& n : m.nodes)
-        for (std::string& in : n.inputs)
-          if (auto it = renamed.find(in); it != renamed.end()) in = it->second;
-    HFS_TRY(w.add_method(std::move(m)));
-  }
+  for (MethodDef& m : plan.methods) HFS_TRY(w.add_method(std::move(m)));
   if (progress && isatty(STDERR_FILENO)) w.set_progress(&draw_progress);
   return w.write(out_path);
 }

@@ -27,7 +27,7 @@ ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   HFS_TRY(ops::expect_layout(**w, 1, "weight", {{"N"}, {"K", k}}));
   const int64_t n = (*w)->shape[0];
   const bool quant_i8 = (*w)->dtype == DType::kI8;
-  if ((*w)->dtype == DType::kQ4_0 && k % ops::kQ4_0BlockElems != 0)
+  if ((*w)->dtype == DType::kQ4_0 && k % quant::kQBlock != 0)
     return ops::shape_error(1, "weight", "[N, K] with K a multiple of 32 (q4_0 blocks)", **w);
   if (const TensorType* b = ops::operand(in, 2)) {
     HFS_TRY(ops::expect_dtype(*b, 2, "bias", ops::kF32Only));

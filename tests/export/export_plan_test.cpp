@@ -9,7 +9,6 @@
 #include <sys/wait.h>
 
 #include "export/convert.h"
-#include "export/graph_builder.h"
 #include "hfstatic/export.h"
 #include "hfstatic/metadata_keys.h"
 #include "hfstatic/program.h"

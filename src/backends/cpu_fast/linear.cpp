@@ -15,8 +15,8 @@
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/huge_slab.h"
 #include "backends/cpu_fast/linear_kernels.h"
-#include "backends/cpu_fast/quantize.h"
 #include "backends/cpu_fast/thread_pool.h"
+#include "backends/cpu_fast/weight_formats.h"
 
 namespace hfs::cpu_fast {
 

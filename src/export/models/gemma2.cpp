@@ -1,6 +1,6 @@
 // gemma2: four norms per layer with (1 + w), sqrt(hidden) embedding scale, attention and final logit
 // soft-capping, query_pre_attn_scalar scaling, gelu_tanh MLP; even layers slide unless layer_types says.
-#include "export/graph_builder.h"
+#include "export/model_spec.h"
 
 namespace hfs {
 namespace {

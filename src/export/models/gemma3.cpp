@@ -1,7 +1,7 @@
 // gemma3 text decoder (model_type gemma3_text, or the text part of a multimodal gemma3 via text_config):
 // gemma2's layer plus q/k norms; layer i slides iff (i + 1) % sliding_window_pattern != 0 (or layer_types);
 // sliding layers use rope_local_base_freq, global ones rope_theta with optional linear rope_scaling.
-#include "export/graph_builder.h"
+#include "export/model_spec.h"
 
 namespace hfs {
 namespace {

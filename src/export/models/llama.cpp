@@ -1,5 +1,5 @@
 // llama: the reference decoder. rope_scaling may be null, default, linear or llama3; all layers global.
-#include "export/graph_builder.h"
+#include "export/model_spec.h"
 
 namespace hfs {
 namespace {

@@ -1,5 +1,5 @@
 // mistral: llama layout; every layer slides when sliding_window is set (null → all global).
-#include "export/graph_builder.h"
+#include "export/model_spec.h"
 
 namespace hfs {
 namespace {

@@ -3,7 +3,7 @@
 // (longrope/su are not supported).
 #include <cmath>
 
-#include "export/graph_builder.h"
+#include "export/model_spec.h"
 
 namespace hfs {
 namespace {

@@ -1,10 +1,10 @@
 // qwen2: llama with q/k/v biases; layer i slides iff use_sliding_window && i >= max_window_layers
 // (or as layer_types says).
-#include "export/graph_builder.h"
+#include "export/model_spec.h"
 
 namespace hfs {
 
-// Declared in graph_builder.h: qwen3 uses the same rule.
+// Declared in model_spec.h: qwen3 uses the same rule.
 Status qwen_sliding_layers(const HfConfig& cfg, ModelSpec* s) {
   const int64_t n = static_cast<int64_t>(s->layers.size());
   auto from_types = layer_kinds_from_config(cfg, n);

@@ -1,6 +1,6 @@
 // qwen3: llama with per-head q_norm/k_norm (rms_norm over head_dim before RoPE), optional attention bias,
 // qwen2's sliding rule.
-#include "export/graph_builder.h"
+#include "export/model_spec.h"
 
 namespace hfs {
 

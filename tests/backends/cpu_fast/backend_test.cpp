@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "backends/cpu_fast/half.h"
-#include "backends/cpu_fast/quantize.h"
 #include "backends/cpu_fast/step_profile.h"
+#include "backends/cpu_fast/weight_formats.h"
 
 namespace hfs::cpu_fast {
 namespace {

@@ -13,8 +13,8 @@
 #include "backends/cpu_fast/elementwise.h"
 #include "isa_fixture.h"
 #include "backends/cpu_fast/half.h"
-#include "backends/cpu_fast/quantize.h"
 #include "backends/cpu_fast/thread_pool.h"
+#include "backends/cpu_fast/weight_formats.h"
 
 namespace hfs::cpu_fast {
 namespace {

@@ -1,4 +1,4 @@
-#include "backends/cpu_fast/quantize.h"
+#include "core/quant.h"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
-#include "backends/cpu_fast/half.h"
+#include "core/half.h"
 
-namespace hfs::cpu_fast {
+namespace hfs::quant {
 namespace {
 
 std::vector<float> gaussian(size_t n, uint32_t seed) {
@@ -20,7 +20,7 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
   return v;
 }
 
-TEST(CpuFastQuantize, HalfAndBfloatRoundTrip) {
+TEST(QuantFormats, HalfAndBfloatRoundTrip) {
   EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
   EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
   EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
@@ -32,7 +32,7 @@ TEST(CpuFastQuantize, HalfAndBfloatRoundTrip) {
   EXPECT_FLOAT_EQ(bf16_to_f32(0xc040), -3.0f);
 }
 
-TEST(CpuFastQuantize, Q4_0MatchesHandComputedBlock) {
+TEST(QuantFormats, Q4_0MatchesHandComputedBlock) {
   // Largest magnitude is -4 (negative): d = -4 / -8 = 0.5, so q = x/0.5 + 8.
   std::vector<float> x(32, 0.0f);
   x[0] = -4.0f;   // q = 0
@@ -56,7 +56,7 @@ TEST(CpuFastQuantize, Q4_0MatchesHandComputedBlock) {
   EXPECT_FLOAT_EQ(back[2], 0.0f);
 }
 
-TEST(CpuFastQuantize, Q8_0AndI8MatchHandComputed) {
+TEST(QuantFormats, Q8_0AndI8MatchHandComputed) {
   std::vector<float> x(32, 0.0f);
   x[0] = 2.54f;   // d = 0.02, q = 127
   x[1] = -1.0f;   // q = -50
@@ -79,7 +79,7 @@ TEST(CpuFastQuantize, Q8_0AndI8MatchHandComputed) {
   EXPECT_EQ(wq[4], 0);
 }
 
-TEST(CpuFastQuantize, ErrorReportPerFormat) {
+TEST(QuantFormats, ErrorReportPerFormat) {
   auto w = gaussian(64 * 256, 1);
   struct Case {
     DType f;
@@ -96,7 +96,7 @@ TEST(CpuFastQuantize, ErrorReportPerFormat) {
   EXPECT_DOUBLE_EQ(relative_rms_error(w.data(), w.data(), 10), 0.0);
 }
 
-TEST(CpuFastQuantize, RejectsBadShapesAndFormats) {
+TEST(QuantFormats, RejectsBadShapesAndFormats) {
   std::vector<float> w(40, 1.0f);
   std::vector<uint8_t> q(64);
   auto st = quantize_q4_0(w.data(), 1, 40, q.data());
@@ -111,4 +111,4 @@ TEST(CpuFastQuantize, RejectsBadShapesAndFormats) {
 }
 
 }  // namespace
-}  // namespace hfs::cpu_fast
+}  // namespace hfs::quant

@@ -1,6 +1,6 @@
-// cpu_fast/quantize.h — f32 → weight-format quantizers, their inverses, and an error report.
-//
-// The exporter calls these to write weights; the kernels read exactly these layouts.
+// core/quant.h — the weight formats, defined once: block geometry, f32 → format quantizers, their inverses
+// and an error report. The exporter writes weights with these, the reference ops (ops/weight_decode.h)
+// decode them, and the cpu_fast kernels read exactly these layouts (backends/cpu_fast/weight_formats.h).
 //   f16 / bf16  : IEEE half / bfloat16, round to nearest even.
 //   i8 per-channel: weight [N,K] int8 + f32 scale [N]; symmetric, scale = max|w_n|/127,
 //                 q = round(w / scale) in [-127, 127]; w ≈ q * scale[n].
@@ -10,9 +10,9 @@
 //   q8_0        : llama.cpp Q8_0, blocks of 32 along K, 34 bytes each: f16 d = max|w|/127, 32 int8.
 //
 //   std::vector<float> w(N * K);  ...
-//   std::vector<uint8_t> q(hfs::cpu_fast::q4_0_bytes(N, K));
-//   HFS_TRY(hfs::cpu_fast::quantize_q4_0(w.data(), N, K, q.data()));
-//   auto rep = hfs::cpu_fast::quantization_error(hfs::DType::kQ4_0, w.data(), N, K);  // rep->rel_rms ≈ 0.1
+//   std::vector<uint8_t> q(hfs::quant::q4_0_bytes(N, K));
+//   HFS_TRY(hfs::quant::quantize_q4_0(w.data(), N, K, q.data()));
+//   auto rep = hfs::quant::quantization_error(hfs::DType::kQ4_0, w.data(), N, K);  // rep->rel_rms ≈ 0.1
 #pragma once
 
 #include <cstddef>
@@ -21,11 +21,19 @@
 #include "hfstatic/dtype.h"
 #include "hfstatic/error.h"
 
-namespace hfs::cpu_fast {
+namespace hfs::quant {
 
-inline constexpr int64_t kQBlock = 32;      // elements per q4_0 / q8_0 block
-inline constexpr int64_t kQ4Bytes = 18;     // bytes per q4_0 block
-inline constexpr int64_t kQ8Bytes = 34;     // bytes per q8_0 block
+inline constexpr int64_t kQBlock = 32;                          // elements per q4_0 / q8_0 block
+inline constexpr int64_t kQScaleBytes = sizeof(uint16_t);       // the f16 scale d that opens each block
+inline constexpr int64_t kQ4Bytes = kQScaleBytes + kQBlock / 2;  // bytes per q4_0 block: d, two nibbles a byte
+inline constexpr int64_t kQ8Bytes = kQScaleBytes + kQBlock;      // bytes per q8_0 block: d, one int8 a value
+
+// Files are interchangeable with llama.cpp's block_q4_0 / block_q8_0 only with exactly this geometry, and
+// the kernels' packers and the decoders assume it (the scale first, then the payload, no padding).
+static_assert(kQBlock == 32, "llama.cpp QK4_0 / QK8_0");
+static_assert(kQBlock % 2 == 0, "q4_0 stores two elements per byte");
+static_assert(kQ4Bytes == 18, "sizeof(block_q4_0): f16 d + 16 bytes of nibbles");
+static_assert(kQ8Bytes == 34, "sizeof(block_q8_0): f16 d + 32 int8");
 
 inline int64_t q4_0_bytes(int64_t rows, int64_t k) { return rows * (k / kQBlock) * kQ4Bytes; }
 inline int64_t q8_0_bytes(int64_t rows, int64_t k) { return rows * (k / kQBlock) * kQ8Bytes; }
@@ -56,4 +64,4 @@ struct QuantReport {
 // compares. kUnsupported for other dtypes; kInvalidArgument for a k the format cannot hold.
 [[nodiscard]] Result<QuantReport> quantization_error(DType format, const float* w, int64_t rows, int64_t k);
 
-}  // namespace hfs::cpu_fast
+}  // namespace hfs::quant

@@ -1,10 +1,10 @@
-// Shared exporter blocks: the architecture-neutral model description (ModelSpec) that each
-// src/export/models/<arch>.cpp fills from its config, the config helpers they share (common dimensions,
-// RoPE inv_freq with scaling, layer kinds), and the one graph builder that turns a ModelSpec into the
-// hf_static v1 methods.
+// The architecture-neutral model description (ModelSpec) that each src/export/models/<arch>.cpp fills from
+// its config, the architecture registry, and the config helpers the architectures share (common
+// dimensions, RoPE inv_freq with scaling, layer kinds, standard tensor naming). plan_assembly.h turns a
+// ModelSpec into the hf_static v1 program.
 //
 //   namespace { const bool kReg = hfs::register_arch("llama", &build_llama); }   // in models/llama.cpp
-//   auto spec = hfs::arch_builder("llama")(cfg, ckpt);                            // Result<ModelSpec>
+//   auto spec = hfs::find_arch("llama")(cfg, ckpt);                               // Result<ModelSpec>
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "export/hf_config.h"
-#include "hfstatic/export.h"
 #include "hfstatic/graph.h"
 #include "hfstatic/safetensors.h"
 
@@ -126,18 +125,5 @@ WeightRef weight_ref(const std::string& prefix, const std::string& name, Shape s
 
 // "silu" / "swish" → "silu"; "gelu_pytorch_tanh" / "gelu_tanh" / "gelu" (gemma's) → "gelu_tanh"; else unsupported.
 [[nodiscard]] Result<std::string> activation_from_config(const HfConfig& cfg, std::string_view key, const std::string& value);
-
-// Default prefill chunk C (clamped to the context). 128 for every size: on the SmolLM2-135M and
-// Qwen2.5-0.5B shapes 512-token prefills ran 4–10 % faster than with 64 on 1 thread and 6–19 % on 2,
-// prompts of 100–300 tokens gained as well, and 256 was no faster (docs/cpu-fast-backend.md, "Prefill
-// chunk"; 64 had been 1.1–1.5× faster than 32 on the Xeon). Shorter prompts run through the C/16, C/4,
-// C/2 variants and the runner's tail plan.
-inline constexpr int64_t kDefaultPrefillChunk = 128;
-
-// --- plan assembly -----------------------------------------------------------------------------------
-// Validates every weight against the checkpoint (presence, shape, float dtype), picks C and the context,
-// builds constants, metadata and both methods.
-[[nodiscard]] Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg,
-                                               std::shared_ptr<const Checkpoint> ckpt, const ExportOptions& options);
 
 }  // namespace hfs

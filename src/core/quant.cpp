@@ -1,4 +1,4 @@
-#include "backends/cpu_fast/quantize.h"
+#include "core/quant.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,10 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu_fast/half.h"
+#include "core/half.h"
 
-namespace hfs::cpu_fast {
+namespace hfs::quant {
 namespace {
+
+// q4_0 packs element j and element j + 16 of a block into byte j.
+constexpr int kHalfBlock = static_cast<int>(kQBlock / 2);
 
 Status check_blocks(const char* format, int64_t k) {
   if (k <= 0 || k % kQBlock != 0)
@@ -70,12 +73,12 @@ Status quantize_q4_0(const float* w, int64_t rows, int64_t k, uint8_t* dst) {
     const float d = max / -8;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     uint16_t dh = f32_to_f16(d);
-    std::memcpy(blk, &dh, 2);
-    for (int j = 0; j < 16; ++j) {
-      const float x0 = x[j] * id, x1 = x[16 + j] * id;
+    std::memcpy(blk, &dh, kQScaleBytes);
+    for (int j = 0; j < kHalfBlock; ++j) {
+      const float x0 = x[j] * id, x1 = x[kHalfBlock + j] * id;
       const uint8_t xi0 = static_cast<uint8_t>(std::min<int8_t>(15, static_cast<int8_t>(x0 + 8.5f)));
       const uint8_t xi1 = static_cast<uint8_t>(std::min<int8_t>(15, static_cast<int8_t>(x1 + 8.5f)));
-      blk[2 + j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
+      blk[kQScaleBytes + j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
     }
   }
   return Ok{};
@@ -93,8 +96,8 @@ Status quantize_q8_0(const float* w, int64_t rows, int64_t k, uint8_t* dst) {
     const float d = amax / 127.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     uint16_t dh = f32_to_f16(d);
-    std::memcpy(blk, &dh, 2);
-    for (int j = 0; j < kQBlock; ++j) blk[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(x[j] * id)));
+    std::memcpy(blk, &dh, kQScaleBytes);
+    for (int j = 0; j < kQBlock; ++j) blk[kQScaleBytes + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(x[j] * id)));
   }
   return Ok{};
 }
@@ -104,11 +107,11 @@ void dequantize_q4_0(const uint8_t* src, int64_t rows, int64_t k, float* w) {
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* blk = src + i * kQ4Bytes;
     uint16_t dh;
-    std::memcpy(&dh, blk, 2);
+    std::memcpy(&dh, blk, kQScaleBytes);
     const float d = f16_to_f32(dh);
-    for (int j = 0; j < 16; ++j) {
-      w[i * kQBlock + j] = static_cast<float>((blk[2 + j] & 15) - 8) * d;
-      w[i * kQBlock + j + 16] = static_cast<float>((blk[2 + j] >> 4) - 8) * d;
+    for (int j = 0; j < kHalfBlock; ++j) {
+      w[i * kQBlock + j] = static_cast<float>((blk[kQScaleBytes + j] & 15) - 8) * d;
+      w[i * kQBlock + j + kHalfBlock] = static_cast<float>((blk[kQScaleBytes + j] >> 4) - 8) * d;
     }
   }
 }
@@ -118,9 +121,9 @@ void dequantize_q8_0(const uint8_t* src, int64_t rows, int64_t k, float* w) {
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* blk = src + i * kQ8Bytes;
     uint16_t dh;
-    std::memcpy(&dh, blk, 2);
+    std::memcpy(&dh, blk, kQScaleBytes);
     const float d = f16_to_f32(dh);
-    for (int j = 0; j < kQBlock; ++j) w[i * kQBlock + j] = static_cast<float>(static_cast<int8_t>(blk[2 + j])) * d;
+    for (int j = 0; j < kQBlock; ++j) w[i * kQBlock + j] = static_cast<float>(static_cast<int8_t>(blk[kQScaleBytes + j])) * d;
   }
 }
 
@@ -186,4 +189,4 @@ Result<QuantReport> quantization_error(DType format, const float* w, int64_t row
   return rep;
 }
 
-}  // namespace hfs::cpu_fast
+}  // namespace hfs::quant
