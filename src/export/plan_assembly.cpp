@@ -159,7 +159,7 @@ Status add_tokenizer_constants(const HfConfig& cfg, int64_t vocab, std::vector<P
   for (const EmbeddedFile& f : *files) {
     if (f.bytes->empty()) continue;  // a zero-length constant carries nothing
     constants->push_back(bytes_constant(std::string(keys::kFilePrefix) + f.file_name,
-                                        {DType::kU8, {static_cast<int64_t>(f.bytes->size())}}, "file:" + f.file_name, f.bytes));
+                                        {DType::kU8, {static_cast<int64_t>(f.bytes->size())}}, std::string(keys::kFilePrefix) + f.file_name, f.bytes));
   }
   return Ok{};
 }

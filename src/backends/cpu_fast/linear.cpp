@@ -154,7 +154,7 @@ Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int6
   w.n_padded = round_up(n, detail::kTileRows);
   w.k_padded = round_up(k, 64);
   const int64_t tiles = w.n_padded / detail::kTileRows;
-  const int64_t blocks = w.k_padded / 32;  // per row, padding included
+  const int64_t blocks = w.k_padded / kQBlock;  // per row, padding included
   try {
     // Not zeroed: the loops below write every byte, padding included.
     constexpr auto kNone = AlignedArray<uint8_t>::Init::kNone;
@@ -176,20 +176,20 @@ Result<PackedWeight> pack_weight(DType format, const void* data, int64_t n, int6
   auto value = [&](int64_t row, int64_t col) -> int {
     if (row >= n || col >= k) return 0;
     if (format == DType::kI8) return static_cast<int8_t>(src[row * k + col]);
-    if (format == DType::kQ8_0) return static_cast<int8_t>(src[(row * nb + col / 32) * kQ8Bytes + 2 + col % 32]);
-    const uint8_t byte = src[(row * nb + col / 32) * kQ4Bytes + 2 + col % 16];
-    return ((col % 32) < 16 ? (byte & 15) : (byte >> 4)) - 8;
+    if (format == DType::kQ8_0) return static_cast<int8_t>(src[(row * nb + col / kQBlock) * kQ8Bytes + kQScaleBytes + col % kQBlock]);
+    const uint8_t byte = src[(row * nb + col / kQBlock) * kQ4Bytes + kQScaleBytes + col % (kQBlock / 2)];
+    return ((col % kQBlock) < kQBlock / 2 ? (byte & 15) : (byte >> 4)) - 8;
   };
   auto block_scale = [&](int64_t row, int64_t blk) -> uint16_t {
     uint16_t d = 0;
-    if (row < n && blk < nb) std::memcpy(&d, src + (row * nb + blk) * (format == DType::kQ8_0 ? kQ8Bytes : kQ4Bytes), 2);
+    if (row < n && blk < nb) std::memcpy(&d, src + (row * nb + blk) * (format == DType::kQ8_0 ? kQ8Bytes : kQ4Bytes), kQScaleBytes);
     return d;
   };
   const int64_t steps = detail::steps_per_block(format);
   const int64_t tb = detail::tile_bytes(w);
-  const int64_t full_blocks = k / 32;
-  const int64_t block_bytes = format == DType::kI8 ? 32 : format == DType::kQ8_0 ? kQ8Bytes : kQ4Bytes;
-  const int64_t qs_offset = format == DType::kI8 ? 0 : 2;
+  const int64_t full_blocks = k / kQBlock;
+  const int64_t block_bytes = format == DType::kI8 ? kQBlock : format == DType::kQ8_0 ? kQ8Bytes : kQ4Bytes;
+  const int64_t qs_offset = format == DType::kI8 ? 0 : kQScaleBytes;
   const uint32_t flip = format == DType::kQ4_0 ? 0u : 0x80808080u;
   // The AVX-512 packer gathers with 32-bit offsets of up to 15 source rows.
   const bool vector_pack = active_isa() >= Isa::kAvx512 && 15 * static_cast<uint64_t>(src_row_bytes) + 64 < (uint64_t{1} << 31);
@@ -319,8 +319,8 @@ LinearScratch::LinearScratch(int64_t k_padded, int64_t max_rows) {
   acts.rows = max_rows;
   const auto n = static_cast<size_t>(k_padded * max_rows);
   acts.xq = AlignedArray<int8_t>(n);
-  acts.block_scale = AlignedArray<float>(n / 32);
-  acts.block_bias = AlignedArray<int32_t>(n / 32);
+  acts.block_scale = AlignedArray<float>(n / kQBlock);
+  acts.block_bias = AlignedArray<int32_t>(n / kQBlock);
 }
 
 size_t LinearScratch::bytes() const {

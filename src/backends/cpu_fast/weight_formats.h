@@ -9,6 +9,7 @@ namespace hfs::cpu_fast {
 using quant::kQ4Bytes;
 using quant::kQ8Bytes;
 using quant::kQBlock;
+using quant::kQScaleBytes;
 using quant::q4_0_bytes;
 using quant::q8_0_bytes;
 
