@@ -5,10 +5,11 @@
 // renamed over <path> only after a successful fsync, so a crash never leaves a half-written program.
 //
 //   hfs::ProgramWriter w;
-//   w.set_metadata("hf_static.version", hfs::Value(1));
+//   w.set_metadata(std::string(hfs::keys::kGeneralName), hfs::Value("tiny"));
 //   auto name = w.add_constant("w", {hfs::DType::kF32, {4, 4}}, bytes);   // Result<std::string>
-//   w.add_method(method_def);
+//   HFS_TRY(w.add_method(method_def));
 //   hfs::Status st = w.write("out.hfs");
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <cstdint>
