@@ -2,7 +2,7 @@
 //
 // Weights are cycled through enough copies (≥ 256 MB) that every GEMV streams from DRAM, as in a real
 // decode step, not from L3. GB/s = bytes of weights (+ scales) read per GEMV / best-of time.
-// Built with the rest (bench/kernel_bench.cmake; skipped with a warning where OpenBLAS is missing):
+// Built with -DHFS_BUILD_BENCH=ON (bench/bench.cmake; needs OpenBLAS: scripts/install-deps --bench):
 //   build/kernel_bench            # all formats, 1 and 2 threads, weights from DRAM
 //   build/kernel_bench hot        # same, weights cache-resident (kernel compute ceiling)
 //   build/kernel_bench extra      # prefill GEMM vs OpenBLAS, live-slot attention, busy-core decode

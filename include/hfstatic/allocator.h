@@ -10,6 +10,7 @@
 //   auto shm = hfs::shared_memory_allocator();
 //   auto sb = shm->allocate(1 << 20);
 //   int fd = sb->fd();   // another process can mmap(fd) and see the same bytes
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 //
 // A caller can also hand the runner its own allocator for every I/O buffer (IOManagerOptions::io_allocator,
 // Python `Runner(io_allocator=...)`): implement Allocator, return zero-filled memory aligned to

@@ -8,6 +8,7 @@
 //   opts.backends = {"cpu_fast"};                 // priority order; "cpu_ref" takes the rest
 //   opts.settings["cpu_fast"].set("threads", hfs::Value(2));
 //   auto part = hfs::Partitioner::from_options(opts);
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <cstdint>

@@ -4,11 +4,12 @@
 //   hfs::Result<hfs::ChatTemplate> t = hfs::ChatTemplate::from_tokenizer_config(config_json_text);
 //   if (!t) return t.error();
 //   hfs::ChatContext ctx;
-//   ctx.messages = {{"system", "Be brief."}, {"user", "Hi!"}};
+//   ctx.messages = {{"system", "Be brief.", {}}, {"user", "Hi!", {}}};   // role, content, extra fields
 //   ctx.add_generation_prompt = true;
 //   ctx.bos_token = "<|begin_of_text|>";
 //   ctx.eos_token = "<|eot_id|>";
 //   hfs::Result<std::string> prompt = t->render(ctx);   // feed to the tokenizer without adding specials
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 //
 // The interpreter implements the Jinja subset that HF chat templates use (see docs/chat-templates.md):
 // text/expression/statement tags with whitespace control, comments, if/elif/else, for (tuple targets,

@@ -7,6 +7,7 @@
 //
 //   const hfs::DTypeInfo& info = hfs::dtype_info(hfs::DType::kF16);   // {"f16", 1, 2, true}
 //   auto d = hfs::dtype_from_name("bf16");                            // Result<DType>
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <cstddef>

@@ -5,7 +5,8 @@
 //
 //   hfs::Result<std::shared_ptr<const hfs::Program>> p = hfs::Program::load("model.hfs");
 //   if (!p) { std::fprintf(stderr, "%s\n", p.error().to_string().c_str()); return 1; }
-//   use(*p.value());
+//   std::printf("%zu methods\n", p.value()->methods().size());
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 //
 // Messages name the file/offset/tensor/key/method and say expected vs got, e.g.
 //   "format: model.hfs: tensor 'w_q_0': byte range [4096, 8192) exceeds file size 6000".

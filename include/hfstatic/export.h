@@ -11,6 +11,7 @@
 //   opt.weights = hfs::WeightsMode::kF16;    // linear/embedding weights; norms stay f32
 //   hfs::Status st = hfs::export_checkpoint("/models/Llama-3.2-1B", "llama.hfs", opt);
 //   if (!st) std::fprintf(stderr, "%s\n", st.error().to_string().c_str());
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 //
 // Everything is validated before the output file is touched: config values (ranges, and against the
 // tensors' shapes), every tensor's presence/dtype/shape, unique tensor names, the tokenizer files (loaded

@@ -4,10 +4,12 @@
 // them. Values are named: a method input, a constant (program-wide tensor table), or a node output.
 // Every value is defined exactly once; nodes appear in a valid execution order.
 //
-//   hfs::MethodDef m{"decode"};
-//   m.inputs.push_back({"x", {hfs::DType::kF32, {1, 4}}, hfs::IORole::kInput});
+//   hfs::MethodDef m;
+//   m.name = "decode";
+//   m.inputs.push_back({"x", {hfs::DType::kF32, {1, 4}}, hfs::IORole::kInput, ""});
 //   m.nodes.push_back({"silu", {"x"}, {"y"}, {}});
-//   m.outputs.push_back({"y", {hfs::DType::kF32, {1, 4}}, hfs::IORole::kOutput});
+//   m.outputs.push_back({"y", {hfs::DType::kF32, {1, 4}}, hfs::IORole::kOutput, ""});
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <string>

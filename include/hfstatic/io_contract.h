@@ -8,10 +8,11 @@
 //
 // IO managers register themselves from their own implementation file:
 //
-//   const bool kReg = hfs::register_io_manager("hf_static", &make_hf_static_io);
+//   const bool kReg = hfs::register_io_manager("my_contract", &MyContractIO::make);  // src/llm/hf_static_io.cpp
 //
 //   auto io = hfs::create_io_manager(program, opts);     // picks by the program's io.contract
 //   if (!io) puts(io.error().to_string().c_str());       // unknown contract → lists the known ones
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <cstdint>

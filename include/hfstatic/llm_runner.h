@@ -6,10 +6,12 @@
 // and keeps timing statistics. It never knows the backend or the architecture.
 //
 //   auto r = hfs::Runner::load("model.hfs");
-//   if (!r) return fail(r.error());
+//   if (!r) return r.error();
 //   hfs::GenerationConfig g; g.max_new_tokens = 64;
-//   auto out = (*r)->generate({1}, g, [](int32_t tok) { printf("%d ", tok); return true; });
+//   std::vector<int32_t> prompt = {1};          // token ids: Tokenizer::encode(text), or your own
+//   auto out = (*r)->generate(prompt, g, [](int32_t tok) { std::printf("%d ", tok); return true; });
 //   // continuation: the next generate() continues at (*r)->position(); (*r)->reset() starts over.
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <atomic>

@@ -5,6 +5,7 @@
 // docs/io-contract-v1.md; this header only names them.
 //
 //   prog->meta(hfs::keys::kContract)->as_string() == hfs::keys::kContractHfStatic
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <cstddef>

@@ -7,8 +7,10 @@
 //   auto prog = hfs::Program::load("model.hfs");
 //   hfs::MethodOptions mo;                       // backends: {"cpu_fast"} for the fast CPU backend
 //   auto m = hfs::Method::load(*prog, "decode", mo);
-//   std::vector<hfs::TensorView> in = ..., out = ...;   // caller buffers, program order
+//   float x[4] = {1, 2, 3, 4}, y[4];             // graph.h's decode(x f32[1,4]) -> y f32[1,4]
+//   std::vector<hfs::TensorView> in = {{x, hfs::DType::kF32, {1, 4}}}, out = {{y, hfs::DType::kF32, {1, 4}}};
 //   hfs::Status st = (*m)->execute(in, out);     // state outputs come back as the inputs' buffers
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <memory>

@@ -4,9 +4,11 @@
 //
 //   namespace {
 //   const bool kRegistered = hfs::register_op({
-//       .name = "silu", .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
+//       .name = "silu", .min_inputs = 1, .max_inputs = 1, .num_outputs = 1, .attrs = {},
 //       .infer = &infer_unary_f32, .reference = &silu_kernel});
 //   }
+//   (compiled and run, under another op name, by tests/api/usage_examples_test.cpp: keep the two in
+//   step; src/ops/silu.cpp is the real one)
 //
 // Verification uses `infer` (never the kernel); backends look up `reference` for the portable path.
 //

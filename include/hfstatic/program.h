@@ -5,9 +5,10 @@
 // constants as zero-copy views. A Program is immutable and may be shared by many runners and threads.
 //
 //   auto prog = hfs::Program::load("model.hfs");
-//   if (!prog) return report(prog.error());
+//   if (!prog) return prog.error();
 //   const hfs::MethodDef* decode = (*prog)->method("decode");
-//   hfs::TensorView w = *(*prog)->constant("layers.0.q_proj.weight");
+//   hfs::TensorView w = *(*prog)->constant("layers.0.self_attn.q_proj.weight");
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <cstdint>

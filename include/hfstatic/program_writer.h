@@ -6,10 +6,11 @@
 // a symbolic link at <path> is replaced, not written through (see check_destination).
 //
 //   hfs::ProgramWriter w;
-//   w.set_metadata("hf_static.version", hfs::Value(1));
+//   w.set_metadata(std::string(hfs::keys::kGeneralName), hfs::Value("tiny"));
 //   auto name = w.add_constant("w", {hfs::DType::kF32, {4, 4}}, bytes);   // Result<std::string>
-//   w.add_method(method_def);
+//   HFS_TRY(w.add_method(method_def));
 //   hfs::Status st = w.write("out.hfs");
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <cstdint>

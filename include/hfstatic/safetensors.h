@@ -11,6 +11,7 @@
 //   if (!ck) return ck.error();
 //   const hfs::SafetensorInfo* t = (*ck)->find("model.embed_tokens.weight");   // nullptr when absent
 //   hfs::Result<std::span<const std::byte>> bytes = (*ck)->data("model.embed_tokens.weight");
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 //
 // Errors: kBadCheckpoint for anything malformed (message names the file and tensor), kMissingTensor for
 // a name that is not in the checkpoint, kIo for open/mmap failures.

@@ -8,6 +8,7 @@
 //   hfs::SamplingConfig sc; sc.temperature = 0.8f; sc.top_p = 0.95f; sc.seed = 42;
 //   hfs::Sampler s(sc, vocab_size);
 //   int32_t next = s.sample(logits, recent_tokens);
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 //   float buf[6];
 //   hfs::TensorView v(buf, hfs::DType::kF32, {2, 3});   // [2, 3] f32
 //   float* p = v.data<float>();
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <array>

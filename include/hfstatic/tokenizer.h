@@ -7,14 +7,16 @@
 //
 //   auto tok = hfs::Tokenizer::from_dir("models/Qwen3-0.6B");
 //   if (!tok) { std::fprintf(stderr, "%s\n", tok.error().to_string().c_str()); return 1; }
-//   hfs::Result<std::vector<int32_t>> ids = tok->encode("Hello world");      // + special tokens, as HF does
-//   hfs::Result<std::string> text = tok->decode(*ids, /*skip_special=*/true);
+//   hfs::Result<std::vector<int32_t>> ids = (*tok)->encode("Hello world");   // + special tokens, as HF does
+//   hfs::Result<std::string> text = (*tok)->decode(*ids, /*skip_special=*/true);
 //
-//   hfs::StreamDecoder stream(*tok);                       // generation: one id at a time
-//   for (int32_t id : generated) {
+//   hfs::StreamDecoder stream(**tok);                      // generation: one id at a time
+//   if (!stream.prime(*ids)) return 1;                     // the prompt's text counts as already shown
+//   for (int32_t id : generated) {                         // e.g. from Runner::generate's callback
 //     hfs::Result<std::string> piece = stream.feed(id);    // only complete UTF-8, "" while a char is split
 //     if (piece) std::fputs(piece->c_str(), stdout);
 //   }
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 //
 // Supported: model BPE (merges as "a b" strings or [a, b] pairs, byte_fallback, ignore_merges, fuse_unk,
 // unk_token, continuing_subword_prefix, end_of_word_suffix); normalizers NFC, NFKC, NFD, NFKD, Prepend,

@@ -5,6 +5,7 @@
 //   int64_t n = v.get("n_layers")->as_int();
 //   std::string s = v.to_json();                  // {"n_layers":5}
 //   hfs::Result<hfs::Value> back = hfs::Value::parse_json(s);
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 #pragma once
 
 #include <cstdint>

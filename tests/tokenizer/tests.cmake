@@ -17,7 +17,3 @@ add_test(NAME tokenizer_golden_stories260K
          COMMAND tokenizer_golden ${HFS_SHARED_DIR}/models/stories260K/tokenizer.json ${HFS_TOK_GOLDEN_DIR}/stories260K.jsonl
                  ${HFS_TOK_CORPUS})
 set_tests_properties(tokenizer_golden_stories260K PROPERTIES TIMEOUT 120)
-
-# The tokenizer benchmark program (bench/tokenizer_bench/run drives it; not a test).
-add_executable(tokenizer_bench ${CMAKE_SOURCE_DIR}/bench/tokenizer_bench/main.cpp)
-target_link_libraries(tokenizer_bench PRIVATE hfstatic nlohmann_json::nlohmann_json)
