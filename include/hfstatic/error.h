@@ -8,6 +8,8 @@
 //   std::printf("%zu methods\n", p.value()->methods().size());
 //   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 //
+// Inside a fallible function, HFS_TRY and HFS_ASSIGN_OR_RETURN (end of file) propagate errors instead.
+//
 // Messages name the file/offset/tensor/key/method and say expected vs got, e.g.
 //   "format: model.hfs: tensor 'w_q_0': byte range [4096, 8192) exceeds file size 6000".
 #pragma once
@@ -138,3 +140,27 @@ inline Error make_error(ErrorCode code, std::string message) { return Error(code
     auto hfs_try_status_ = (expr);                    \
     if (!hfs_try_status_.ok()) return hfs_try_status_.error(); \
   } while (0)
+
+// Declares `decl` from the value of a Result, or returns its error from the enclosing function
+// (the `?` C++ lacks; a function cannot return from its caller, hence macros):
+//
+//   HFS_ASSIGN_OR_RETURN(auto program, Program::load(path));          // program: shared_ptr<const Program>
+//   HFS_ASSIGN_OR_RETURN_CTX(auto doc, parse_json(text), "config.json");  // error: "config.json: <message>"
+//
+// The value is moved out of the Result into `decl` (any declaration: `auto x`, `const auto& x`, `T x`).
+// Each expands to several statements in the current scope: use it as a statement inside braces, at most
+// once per line. The context, a string_view-convertible expression, is evaluated only on failure.
+// `decl` must not contain a top-level comma; `expr` may (HFS_ASSIGN_OR_RETURN_CTX: wrap it in parentheses).
+#define HFS_ASSIGN_OR_RETURN(decl, ...)                                                            \
+  auto HFS_CONCAT_(hfs_result_, __LINE__) = (__VA_ARGS__);                                         \
+  if (!HFS_CONCAT_(hfs_result_, __LINE__).ok()) return HFS_CONCAT_(hfs_result_, __LINE__).error(); \
+  decl = std::move(HFS_CONCAT_(hfs_result_, __LINE__)).value()
+#define HFS_ASSIGN_OR_RETURN_CTX(decl, expr, context)                        \
+  auto HFS_CONCAT_(hfs_result_, __LINE__) = (expr);                          \
+  if (!HFS_CONCAT_(hfs_result_, __LINE__).ok())                              \
+    return HFS_CONCAT_(hfs_result_, __LINE__).error().with_context(context); \
+  decl = std::move(HFS_CONCAT_(hfs_result_, __LINE__)).value()
+
+// Token pasting after expansion, so __LINE__ becomes a number: hfs_result_42.
+#define HFS_CONCAT_(a, b) HFS_CONCAT_IMPL_(a, b)
+#define HFS_CONCAT_IMPL_(a, b) a##b

@@ -155,13 +155,11 @@ struct PyStream {
                         "stream: the runner was used by another call since this stream started; start a new one");
     }
     if (text) {
-      auto s = stepper->step_text();
-      if (!s) return s.error();
-      piece = std::move(*s);
+      HFS_ASSIGN_OR_RETURN(auto s, stepper->step_text());
+      piece = std::move(s);
     } else {
-      auto t = stepper->step_token();
-      if (!t) return t.error();
-      token = *t;
+      HFS_ASSIGN_OR_RETURN(auto t, stepper->step_token());
+      token = t;
     }
     // Generation holds the last returned token unfed; the runner commits it if the stream is abandoned.
     const auto& toks = stepper->tokens();
@@ -216,14 +214,13 @@ Prepared prepare(PyRunner& r, const py::object& prompt, const GenerateArgs& args
 Status start_locked(PyStream& stream, const Prepared& p, const GenerateArgs& args) {
   PyRunner& r = *stream.runner;
   std::vector<int32_t> feed = r.with_pending(p.ids);
-  auto gen = r.runner->start(feed, args.config);
-  if (!gen) return gen.error();
+  HFS_ASSIGN_OR_RETURN(auto gen, r.runner->start(feed, args.config));
   ++r.epoch;
   r.pending.reset();
   r.note(p.ids);
   stream.epoch = r.epoch;
   stream.text = p.text;
-  stream.stepper = std::make_unique<Stepper>(std::move(*gen), p.text ? p.tokenizer : nullptr,
+  stream.stepper = std::make_unique<Stepper>(std::move(gen), p.text ? p.tokenizer : nullptr,
                                              r.runner->info().eos_token_ids, args.config, args.stop_strings,
                                              r.context);
   return Ok{};
@@ -352,11 +349,10 @@ Result<std::span<const float>> decode_step_locked(PyRunner& r, int32_t token) {
     r.pending.reset();
     ++r.epoch;
   }
-  auto l = r.runner->decode_step(token);
-  if (!l) return l.error();
+  HFS_ASSIGN_OR_RETURN(auto l, r.runner->decode_step(token));
   ++r.epoch;
   r.note(std::span<const int32_t>(&token, 1));
-  return *l;
+  return l;
 }
 
 }  // namespace

@@ -75,9 +75,8 @@ Result<std::optional<std::string>> Stepper::step_text() {
     }
     if (!*tok) {
       done_ = true;
-      auto rest = decoder_->flush();
-      if (!rest) return rest.error();
-      pending_ += *rest;
+      HFS_ASSIGN_OR_RETURN(auto rest, decoder_->flush());
+      pending_ += rest;
     } else if (is_stop_token(**tok)) {
       continue;  // not rendered; the next step reports the end
     } else {

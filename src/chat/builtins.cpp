@@ -237,22 +237,19 @@ Result<JValue> filter_tojson(const JValue& v, const CallArgs& args) {
   }
   bool sort_keys = false;
   if (const JValue* sk = args.get(99, "sort_keys")) sort_keys = sk->truthy();
-  auto s = to_json(v, indent, sort_keys);
-  if (!s) return s.error();
-  return JValue::string(std::move(s.value()));
+  HFS_ASSIGN_OR_RETURN(auto s, to_json(v, indent, sort_keys));
+  return JValue::string(std::move(s));
 }
 
 Result<JValue> filter_select(std::string_view name, const JValue& v, const CallArgs& args, const BuiltinEnv&) {
   bool by_attr = name == "selectattr" || name == "rejectattr";
   bool keep_if = name == "select" || name == "selectattr";
-  auto items = iterable_items(name, v);
-  if (!items) return items.error();
+  HFS_ASSIGN_OR_RETURN(auto items, iterable_items(name, v));
   size_t first_test_arg = 0;
   std::string attr;
   if (by_attr) {
-    auto a = as_str_arg(name, args.get(0, "attribute"));
-    if (!a) return a.error();
-    attr = std::move(a.value());
+    HFS_ASSIGN_OR_RETURN(auto a, as_str_arg(name, args.get(0, "attribute")));
+    attr = std::move(a);
     first_test_arg = 1;
   }
   std::string test;
@@ -266,15 +263,14 @@ Result<JValue> filter_select(std::string_view name, const JValue& v, const CallA
                                 args.positional.end());
   }
   JArray out;
-  for (const JValue& item : items.value()) {
+  for (const JValue& item : items) {
     JValue subject = by_attr ? lookup_path(item, attr) : item;
     bool pass;
     if (test.empty()) {
       pass = subject.truthy();
     } else {
-      auto r = apply_test(test, subject, test_args);
-      if (!r) return r.error();
-      pass = r.value();
+      HFS_ASSIGN_OR_RETURN(auto r, apply_test(test, subject, test_args));
+      pass = r;
     }
     if (pass == keep_if) out.push_back(item);
   }
@@ -282,13 +278,12 @@ Result<JValue> filter_select(std::string_view name, const JValue& v, const CallA
 }
 
 Result<JValue> filter_map(const JValue& v, const CallArgs& args, const BuiltinEnv& env) {
-  auto items = iterable_items("map", v);
-  if (!items) return items.error();
+  HFS_ASSIGN_OR_RETURN(auto items, iterable_items("map", v));
   JArray out;
   if (const JValue* attr = args.get(99, "attribute")) {
     if (!attr->is_string()) return bad_type("map(attribute)", "a string", *attr);
     const JValue* dflt = args.get(99, "default");
-    for (const JValue& item : items.value()) {
+    for (const JValue& item : items) {
       JValue r = lookup_path(item, attr->as_string());
       out.push_back(r.is_undefined() && dflt ? *dflt : r);
     }
@@ -301,23 +296,21 @@ Result<JValue> filter_map(const JValue& v, const CallArgs& args, const BuiltinEn
   CallArgs rest;
   rest.positional.assign(args.positional.begin() + 1, args.positional.end());
   rest.keyword = args.keyword;
-  for (const JValue& item : items.value()) {
-    auto r = apply_filter(f, item, rest, env);
-    if (!r) return r.error();
-    out.push_back(std::move(r.value()));
+  for (const JValue& item : items) {
+    HFS_ASSIGN_OR_RETURN(auto r, apply_filter(f, item, rest, env));
+    out.push_back(std::move(r));
   }
   return JValue::array(std::move(out));
 }
 
 Result<JValue> filter_sort(const JValue& v, const CallArgs& args) {
-  auto items = iterable_items("sort", v);
-  if (!items) return items.error();
+  HFS_ASSIGN_OR_RETURN(auto items, iterable_items("sort", v));
   bool reverse = false, case_sensitive = false;
   if (const JValue* r = args.get(0, "reverse")) reverse = r->truthy();
   if (const JValue* c = args.get(1, "case_sensitive")) case_sensitive = c->truthy();
   std::string attr;
   if (const JValue* a = args.get(2, "attribute"); a && a->is_string()) attr = a->as_string();
-  JArray sorted = items.value();
+  JArray sorted = items;
   std::vector<JValue> keys;
   for (const JValue& it : sorted) {
     JValue k = attr.empty() ? it : lookup_path(it, attr);
@@ -450,13 +443,10 @@ Result<JValue> py_slice(const JValue& base, const JValue* start, const JValue* s
     return v->as_int();
   };
   bool has_start, has_stop, has_step;
-  auto s0 = get(start, has_start);
-  if (!s0) return s0.error();
-  auto s1 = get(stop, has_stop);
-  if (!s1) return s1.error();
-  auto s2 = get(step, has_step);
-  if (!s2) return s2.error();
-  int64_t st = has_step ? s2.value() : 1;
+  HFS_ASSIGN_OR_RETURN(auto s0, get(start, has_start));
+  HFS_ASSIGN_OR_RETURN(auto s1, get(stop, has_stop));
+  HFS_ASSIGN_OR_RETURN(auto s2, get(step, has_step));
+  int64_t st = has_step ? s2 : 1;
   if (st == 0) return type_error("slice", "step cannot be zero");
   std::vector<CodePoint> cps;
   int64_t n;
@@ -475,8 +465,8 @@ Result<JValue> py_slice(const JValue& base, const JValue* start, const JValue* s
     if (st > 0) return std::clamp<int64_t>(v, 0, n);
     return std::clamp<int64_t>(v, -1, n - 1);
   };
-  int64_t b = clamp(s0.value(), has_start, st > 0 ? 0 : n - 1);
-  int64_t e = clamp(s1.value(), has_stop, st > 0 ? n : -1);
+  int64_t b = clamp(s0, has_start, st > 0 ? 0 : n - 1);
+  int64_t e = clamp(s1, has_stop, st > 0 ? n : -1);
   std::vector<int64_t> idx;
   if (st > 0)
     for (int64_t i = b; i < e; i += st) idx.push_back(i);
@@ -563,38 +553,35 @@ Result<bool> apply_test(std::string_view name, const JValue& v, const CallArgs& 
     if (!v.is_int() && !v.is_bool()) return bad_type("test '" + std::string(name) + "'", "an integer", v);
     if (name == "odd") return v.as_int() % 2 != 0;
     if (name == "even") return v.as_int() % 2 == 0;
-    auto d = arg();
-    if (!d) return d.error();
-    if (!d->is_int() || d->as_int() == 0) return type_error("divisibleby", "needs a non-zero integer");
-    return v.as_int() % d->as_int() == 0;
+    HFS_ASSIGN_OR_RETURN(auto d, arg());
+    if (!d.is_int() || d.as_int() == 0) return type_error("divisibleby", "needs a non-zero integer");
+    return v.as_int() % d.as_int() == 0;
   }
-  auto other = arg();
-  if (!other) return other.error();
-  if (name == "equalto" || name == "eq" || name == "==") return v.equals(*other);
-  if (name == "ne" || name == "!=") return !v.equals(*other);
+  HFS_ASSIGN_OR_RETURN(auto other, arg());
+  if (name == "equalto" || name == "eq" || name == "==") return v.equals(other);
+  if (name == "ne" || name == "!=") return !v.equals(other);
   if (name == "sameas") {
-    if (v.kind() != other->kind()) return false;
-    return v.equals(*other);
+    if (v.kind() != other.kind()) return false;
+    return v.equals(other);
   }
   if (name == "in") {
-    if (other->is_string()) {
+    if (other.is_string()) {
       if (!v.is_string()) return bad_type("test 'in'", "a string", v);
-      return other->as_string().find(v.as_string()) != std::string::npos;
+      return other.as_string().find(v.as_string()) != std::string::npos;
     }
-    if (other->is_array()) {
-      for (const JValue& e : other->as_array())
+    if (other.is_array()) {
+      for (const JValue& e : other.as_array())
         if (e.equals(v)) return true;
       return false;
     }
-    if (other->is_object()) return v.is_string() && other->as_object().find(v.as_string()) != nullptr;
-    return bad_type("test 'in'", "a container", *other);
+    if (other.is_object()) return v.is_string() && other.as_object().find(v.as_string()) != nullptr;
+    return bad_type("test 'in'", "a container", other);
   }
-  auto c = py_compare(v, *other);
-  if (!c) return c.error();
-  if (name == "lt" || name == "<") return c.value() < 0;
-  if (name == "gt" || name == ">") return c.value() > 0;
-  if (name == "le" || name == "<=") return c.value() <= 0;
-  if (name == "ge" || name == ">=") return c.value() >= 0;
+  HFS_ASSIGN_OR_RETURN(auto c, py_compare(v, other));
+  if (name == "lt" || name == "<") return c < 0;
+  if (name == "gt" || name == ">") return c > 0;
+  if (name == "le" || name == "<=") return c <= 0;
+  if (name == "ge" || name == ">=") return c >= 0;
   return make_error(ErrorCode::kUnsupported, "unknown test '" + std::string(name) + "'");
 }
 
@@ -619,9 +606,8 @@ Result<JValue> apply_filter(std::string_view name, const JValue& v, const CallAr
     return bad_type("length", "a string, list or dict", v);
   }
   if (name == "wordcount") {
-    auto parts = py_split(v.str(), nullptr, -1);
-    if (!parts) return parts.error();
-    return JValue::integer(static_cast<int64_t>(parts->as_array().size()));
+    HFS_ASSIGN_OR_RETURN(auto parts, py_split(v.str(), nullptr, -1));
+    return JValue::integer(static_cast<int64_t>(parts.as_array().size()));
   }
   if (name == "tojson") return filter_tojson(v, args);
   if (name == "items" || name == "dictsort") {
@@ -644,31 +630,27 @@ Result<JValue> apply_filter(std::string_view name, const JValue& v, const CallAr
     return dflt ? *dflt : JValue::string("");
   }
   if (name == "first" || name == "last") {
-    auto items = iterable_items(name, v);
-    if (!items) return items.error();
-    if (items->empty()) return JValue();
-    return name == "first" ? items->front() : items->back();
+    HFS_ASSIGN_OR_RETURN(auto items, iterable_items(name, v));
+    if (items.empty()) return JValue();
+    return name == "first" ? items.front() : items.back();
   }
   if (name == "reverse") {
     if (v.is_string()) {
       JValue minus_one = JValue::integer(-1);
       return py_slice(v, nullptr, nullptr, &minus_one);
     }
-    auto items = iterable_items(name, v);
-    if (!items) return items.error();
-    JArray out(items->rbegin(), items->rend());
+    HFS_ASSIGN_OR_RETURN(auto items, iterable_items(name, v));
+    JArray out(items.rbegin(), items.rend());
     return JValue::array(std::move(out));
   }
   if (name == "list") {
-    auto items = iterable_items(name, v);
-    if (!items) return items.error();
-    return JValue::array(std::move(items.value()));
+    HFS_ASSIGN_OR_RETURN(auto items, iterable_items(name, v));
+    return JValue::array(std::move(items));
   }
   if (name == "unique") {
-    auto items = iterable_items(name, v);
-    if (!items) return items.error();
+    HFS_ASSIGN_OR_RETURN(auto items, iterable_items(name, v));
     JArray out;
-    for (const JValue& e : items.value()) {
+    for (const JValue& e : items) {
       bool seen = false;
       for (const JValue& o : out) seen = seen || o.equals(e);
       if (!seen) out.push_back(e);
@@ -680,33 +662,29 @@ Result<JValue> apply_filter(std::string_view name, const JValue& v, const CallAr
     if (const JValue* d = args.get(0, "d")) sep = d->str();
     std::string attr;
     if (const JValue* a = args.get(1, "attribute"); a && a->is_string()) attr = a->as_string();
-    auto items = iterable_items(name, v);
-    if (!items) return items.error();
+    HFS_ASSIGN_OR_RETURN(auto items, iterable_items(name, v));
     std::string out;
-    for (size_t i = 0; i < items->size(); ++i) {
+    for (size_t i = 0; i < items.size(); ++i) {
       if (i) out += sep;
-      out += (attr.empty() ? (*items)[i] : lookup_path((*items)[i], attr)).str();
+      out += (attr.empty() ? items[i] : lookup_path(items[i], attr)).str();
       HFS_TRY(check_size("join", out.size(), env));
     }
     return JValue::string(std::move(out));
   }
   if (name == "replace") {
-    auto from = as_str_arg("replace", args.get(0, "old"));
-    if (!from) return from.error();
-    auto to = as_str_arg("replace", args.get(1, "new"));
-    if (!to) return to.error();
-    auto count = as_int_arg("replace", args.get(2, "count"), -1);
-    if (!count) return count.error();
+    HFS_ASSIGN_OR_RETURN(auto from, as_str_arg("replace", args.get(0, "old")));
+    HFS_ASSIGN_OR_RETURN(auto to, as_str_arg("replace", args.get(1, "new")));
+    HFS_ASSIGN_OR_RETURN(auto count, as_int_arg("replace", args.get(2, "count"), -1));
     std::string s = v.str();
-    if (!from->empty() && !to->empty()) {
+    if (!from.empty() && !to.empty()) {
       // bound before building: every hit may grow the string
       size_t hits = 0;
-      for (size_t p = s.find(*from); p != std::string::npos; p = s.find(*from, p + from->size())) ++hits;
-      if (to->size() > from->size()) HFS_TRY(check_size("replace", s.size() + hits * (to->size() - from->size()), env));
-    } else if (from->empty()) {
-      HFS_TRY(check_size("replace", s.size() + (s.size() + 1) * to->size(), env));
+      for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + from.size())) ++hits;
+      if (to.size() > from.size()) HFS_TRY(check_size("replace", s.size() + hits * (to.size() - from.size()), env));
+    } else if (from.empty()) {
+      HFS_TRY(check_size("replace", s.size() + (s.size() + 1) * to.size(), env));
     }
-    return JValue::string(py_replace(s, *from, *to, count.value()));
+    return JValue::string(py_replace(s, from, to, count));
   }
   if (name == "int") return to_number(v, true, args.get(0, "default"));
   if (name == "float") return to_number(v, false, args.get(0, "default"));
@@ -721,24 +699,22 @@ Result<JValue> apply_filter(std::string_view name, const JValue& v, const CallAr
   }
   if (name == "round") {
     if (!v.is_number()) return bad_type("round", "a number", v);
-    auto prec = as_int_arg("round", args.get(0, "precision"), 0);
-    if (!prec) return prec.error();
+    HFS_ASSIGN_OR_RETURN(auto prec, as_int_arg("round", args.get(0, "precision"), 0));
     std::string method = "common";
     if (const JValue* m = args.get(1, "method"); m && m->is_string()) method = m->as_string();
-    double scale = std::pow(10.0, static_cast<double>(std::clamp<int64_t>(prec.value(), -300, 300)));
+    double scale = std::pow(10.0, static_cast<double>(std::clamp<int64_t>(prec, -300, 300)));
     double x = v.as_float() * scale;
     x = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::round(x);
     return JValue::floating(x / scale);
   }
   if (name == "sum" || name == "min" || name == "max") {
-    auto items = iterable_items(name, v);
-    if (!items) return items.error();
+    HFS_ASSIGN_OR_RETURN(auto items, iterable_items(name, v));
     std::string attr;
     if (const JValue* a = args.get(99, "attribute"); a && a->is_string()) attr = a->as_string();
     if (name == "sum") {
       JValue acc = JValue::integer(0);
       if (const JValue* s = args.get(99, "start")) acc = *s;
-      for (const JValue& e : items.value()) {
+      for (const JValue& e : items) {
         JValue x = attr.empty() ? e : lookup_path(e, attr);
         if (!x.is_number() || !acc.is_number()) return bad_type("sum", "numbers", x);
         acc = (x.is_float() || acc.is_float()) ? JValue::floating(acc.as_float() + x.as_float())
@@ -746,12 +722,12 @@ Result<JValue> apply_filter(std::string_view name, const JValue& v, const CallAr
       }
       return acc;
     }
-    if (items->empty()) return JValue();
-    JValue best = items->front();
-    for (const JValue& e : items.value()) {
-      auto c = py_compare(attr.empty() ? e : lookup_path(e, attr), attr.empty() ? best : lookup_path(best, attr));
-      if (!c) return c.error();
-      if ((name == "min" && c.value() < 0) || (name == "max" && c.value() > 0)) best = e;
+    if (items.empty()) return JValue();
+    JValue best = items.front();
+    for (const JValue& e : items) {
+      HFS_ASSIGN_OR_RETURN(
+          auto c, py_compare(attr.empty() ? e : lookup_path(e, attr), attr.empty() ? best : lookup_path(best, attr)));
+      if ((name == "min" && c < 0) || (name == "max" && c > 0)) best = e;
     }
     return best;
   }
@@ -761,15 +737,13 @@ Result<JValue> apply_filter(std::string_view name, const JValue& v, const CallAr
   if (name == "sort") return filter_sort(v, args);
   if (name == "indent") return filter_indent(v, args);
   if (name == "batch") {
-    auto items = iterable_items(name, v);
-    if (!items) return items.error();
-    auto n = as_int_arg("batch", args.get(0, "linecount"), 1);
-    if (!n) return n.error();
-    if (n.value() <= 0) return type_error("batch", "linecount must be positive");
+    HFS_ASSIGN_OR_RETURN(auto items, iterable_items(name, v));
+    HFS_ASSIGN_OR_RETURN(auto n, as_int_arg("batch", args.get(0, "linecount"), 1));
+    if (n <= 0) return type_error("batch", "linecount must be positive");
     JArray out, cur;
-    for (const JValue& e : items.value()) {
+    for (const JValue& e : items) {
       cur.push_back(e);
-      if (static_cast<int64_t>(cur.size()) == n.value()) {
+      if (static_cast<int64_t>(cur.size()) == n) {
         out.push_back(JValue::array(std::move(cur)));
         cur.clear();
       }
@@ -815,9 +789,8 @@ JValue get_method(const JValue& base, const std::string& name, const BuiltinEnv&
     }
     if (name == "split") {
       return fn([s](const CallArgs& a) -> Result<JValue> {
-        auto maxsplit = as_int_arg("split", a.get(1, "maxsplit"), -1);
-        if (!maxsplit) return maxsplit.error();
-        return py_split(s, a.get(0, "sep"), maxsplit.value());
+        HFS_ASSIGN_OR_RETURN(auto maxsplit, as_int_arg("split", a.get(1, "maxsplit"), -1));
+        return py_split(s, a.get(0, "sep"), maxsplit);
       });
     }
     if (name == "upper") return fn([s](const CallArgs&) -> Result<JValue> { return JValue::string(ascii_upper(s)); });
@@ -837,13 +810,12 @@ JValue get_method(const JValue& base, const std::string& name, const BuiltinEnv&
       return fn([s, env](const CallArgs& a) -> Result<JValue> {
         const JValue* items = a.get(0, "iterable");
         if (!items) return type_error("join", "missing argument");
-        auto list = iterable_items("join", *items);
-        if (!list) return list.error();
+        HFS_ASSIGN_OR_RETURN(auto list, iterable_items("join", *items));
         std::string out;
-        for (size_t i = 0; i < list->size(); ++i) {
-          if (!(*list)[i].is_string()) return bad_type("str.join", "strings", (*list)[i]);
+        for (size_t i = 0; i < list.size(); ++i) {
+          if (!list[i].is_string()) return bad_type("str.join", "strings", list[i]);
           if (i) out += s;
-          out += (*list)[i].as_string();
+          out += list[i].as_string();
           HFS_TRY(check_size("join", out.size(), env));
         }
         return JValue::string(std::move(out));
@@ -852,15 +824,14 @@ JValue get_method(const JValue& base, const std::string& name, const BuiltinEnv&
     if (name == "count" || name == "find") {
       bool count = name == "count";
       return fn([s, count](const CallArgs& a) -> Result<JValue> {
-        auto sub = as_str_arg(count ? "count" : "find", a.get(0, "sub"));
-        if (!sub) return sub.error();
+        HFS_ASSIGN_OR_RETURN(auto sub, as_str_arg(count ? "count" : "find", a.get(0, "sub")));
         if (!count) {
-          size_t p = s.find(sub.value());
+          size_t p = s.find(sub);
           return JValue::integer(p == std::string::npos ? -1 : static_cast<int64_t>(utf8_length(s.substr(0, p))));
         }
-        if (sub->empty()) return JValue::integer(static_cast<int64_t>(utf8_length(s) + 1));
+        if (sub.empty()) return JValue::integer(static_cast<int64_t>(utf8_length(s) + 1));
         int64_t n = 0;
-        for (size_t p = s.find(sub.value()); p != std::string::npos; p = s.find(sub.value(), p + sub->size())) ++n;
+        for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
         return JValue::integer(n);
       });
     }

@@ -6,20 +6,18 @@
 namespace hfs {
 
 Result<ChatTemplate> ChatTemplate::parse(std::string_view source) {
-  auto program = chat::parse_program(source);
-  if (!program) return program.error();
+  HFS_ASSIGN_OR_RETURN(auto program, chat::parse_program(source));
   ChatTemplate t;
   t.source_ = std::string(source);
-  t.program_ = std::move(program.value());
+  t.program_ = std::move(program);
   return t;
 }
 
 Result<ChatTemplate> ChatTemplate::from_tokenizer_config(std::string_view json_text, std::string_view name) {
-  auto doc = Value::parse_json(json_text);
-  if (!doc) return doc.error().with_context("tokenizer_config.json");
-  if (!doc->is_object())
+  HFS_ASSIGN_OR_RETURN_CTX(auto doc, Value::parse_json(json_text), "tokenizer_config.json");
+  if (!doc.is_object())
     return make_error(ErrorCode::kInvalidArgument, "tokenizer_config.json: expected a JSON object at the top level");
-  const Value* tpl = doc->get("chat_template");
+  const Value* tpl = doc.get("chat_template");
   if (!tpl || tpl->is_null())
     return make_error(ErrorCode::kNotFound, "tokenizer_config.json: no 'chat_template' key (the model has no chat template)");
   if (tpl->is_string()) return parse(tpl->as_string());
@@ -34,8 +32,7 @@ Result<ChatTemplate> ChatTemplate::from_tokenizer_config(std::string_view json_t
       return make_error(ErrorCode::kInvalidArgument,
                         "tokenizer_config.json: 'chat_template' list entries need string 'name' and 'template'");
     if (n->as_string() == name) {
-      auto parsed = parse(t->as_string());
-      if (!parsed) return parsed.error().with_context("chat_template '" + n->as_string() + "'");
+      HFS_ASSIGN_OR_RETURN_CTX(auto parsed, parse(t->as_string()), "chat_template '" + n->as_string() + "'");
       return parsed;
     }
     names += (names.empty() ? "" : ", ") + n->as_string();

@@ -112,8 +112,7 @@ class Evaluator {
     for (const auto& [k, v] : variables.entries) root.vars.set(k, v);
     root_ = &root;
     std::string out;
-    auto flow = exec_body(program.body, root, out);
-    if (!flow) return flow.error();
+    HFS_TRY(exec_body(program.body, root, out));
     return out;
   }
 
@@ -217,17 +216,15 @@ class Evaluator {
       switch (s.kind) {
         case StmtKind::kText: HFS_TRY(append(out, s.text, s.line, s.col)); break;
         case StmtKind::kOutput: {
-          auto v = eval(*s.expr, frame);
-          if (!v) return v.error();
-          HFS_TRY(append(out, v->str(), s.line, s.col));
+          HFS_ASSIGN_OR_RETURN(auto v, eval(*s.expr, frame));
+          HFS_TRY(append(out, v.str(), s.line, s.col));
           break;
         }
         case StmtKind::kIf: {
           const Body* chosen = nullptr;
           for (size_t i = 0; i < s.conds.size(); ++i) {
-            auto c = eval(*s.conds[i], frame);
-            if (!c) return c.error();
-            if (c->truthy()) {
+            HFS_ASSIGN_OR_RETURN(auto c, eval(*s.conds[i], frame));
+            if (c.truthy()) {
               chosen = &s.bodies[i];
               break;
             }
@@ -241,8 +238,7 @@ class Evaluator {
           break;
         }
         case StmtKind::kFor: {
-          auto f = exec_for(s, frame, out);
-          if (!f) return f.error();
+          HFS_TRY(exec_for(s, frame, out));
           break;
         }
         case StmtKind::kSet: HFS_TRY(exec_set(s, frame)); break;
@@ -254,13 +250,11 @@ class Evaluator {
             std::string text;
             Frame inner;
             inner.parent = site;
-            auto f = exec_body(*caller_body, inner, text);
-            if (!f) return f.error();
+            HFS_TRY(exec_body(*caller_body, inner, text));
             return JValue::string(std::move(text));
           });
-          auto v = eval_call(*s.expr, frame, &caller);
-          if (!v) return v.error();
-          HFS_TRY(append(out, v->str(), s.line, s.col));
+          HFS_ASSIGN_OR_RETURN(auto v, eval_call(*s.expr, frame, &caller));
+          HFS_TRY(append(out, v.str(), s.line, s.col));
           break;
         }
         case StmtKind::kBreak: return Flow::kBreak;
@@ -284,10 +278,9 @@ class Evaluator {
   }
 
   Result<Flow> exec_for(const Stmt& s, Frame& frame, std::string& out) {
-    auto iter = eval(*s.expr, frame);
-    if (!iter) return iter.error();
+    HFS_ASSIGN_OR_RETURN(auto iter, eval(*s.expr, frame));
     JArray items;
-    const JValue& it = iter.value();
+    const JValue& it = iter;
     if (it.is_array()) {
       items = it.as_array();
     } else if (it.is_object()) {
@@ -307,9 +300,8 @@ class Evaluator {
         Frame f;
         f.parent = &frame;
         HFS_TRY(bind_targets(s, f, item));
-        auto c = eval(*s.cond, f);
-        if (!c) return c.error();
-        if (c->truthy()) kept.push_back(item);
+        HFS_ASSIGN_OR_RETURN(auto c, eval(*s.cond, f));
+        if (c.truthy()) kept.push_back(item);
       }
       items = std::move(kept);
     }
@@ -353,13 +345,11 @@ class Evaluator {
     JValue value;
     if (!s.bodies.empty()) {
       std::string text;
-      auto f = exec_body(s.bodies[0], frame, text);
-      if (!f) return f.error();
+      HFS_TRY(exec_body(s.bodies[0], frame, text));
       value = JValue::string(std::move(text));
     } else {
-      auto v = eval(*s.expr, frame);
-      if (!v) return v.error();
-      value = std::move(v.value());
+      HFS_ASSIGN_OR_RETURN(auto v, eval(*s.expr, frame));
+      value = std::move(v);
     }
     if (!s.text.empty()) {
       const JValue* target = frame.lookup(s.targets[0]);
@@ -404,16 +394,14 @@ class Evaluator {
       if (given) {
         f.vars.set(p.name, *given);
       } else if (p.default_value) {
-        auto d = eval(*p.default_value, f);
-        if (!d) return d.error();
-        f.vars.set(p.name, std::move(d.value()));
+        HFS_ASSIGN_OR_RETURN(auto d, eval(*p.default_value, f));
+        f.vars.set(p.name, std::move(d));
       } else {
         f.vars.set(p.name, JValue());
       }
     }
     std::string text;
-    auto flow = exec_body(def.bodies[0], f, text);
-    if (!flow) return flow.error();
+    HFS_TRY(exec_body(def.bodies[0], f, text));
     return JValue::string(std::move(text));
   }
 
@@ -463,14 +451,12 @@ class Evaluator {
 
   Status eval_args(const Expr& e, Frame& frame, CallArgs& args) {
     for (size_t i = 1; i < e.items.size(); ++i) {
-      auto v = eval(*e.items[i], frame);
-      if (!v) return v.error();
-      args.positional.push_back(std::move(v.value()));
+      HFS_ASSIGN_OR_RETURN(auto v, eval(*e.items[i], frame));
+      args.positional.push_back(std::move(v));
     }
     for (const auto& [k, ke] : e.kwargs) {
-      auto v = eval(*ke, frame);
-      if (!v) return v.error();
-      args.keyword.emplace_back(k, std::move(v.value()));
+      HFS_ASSIGN_OR_RETURN(auto v, eval(*ke, frame));
+      args.keyword.emplace_back(k, std::move(v));
     }
     return Ok{};
   }

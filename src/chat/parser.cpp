@@ -21,9 +21,8 @@ class Parser {
   Result<std::shared_ptr<const Program>> run() {
     auto prog = std::make_shared<Program>();
     std::string stop;
-    auto body = parse_body({}, "", 0, 0);
-    if (!body) return body.error();
-    prog->body = std::move(body.value());
+    HFS_ASSIGN_OR_RETURN(auto body, parse_body({}, "", 0, 0));
+    prog->body = std::move(body);
     return std::shared_ptr<const Program>(std::move(prog));
   }
 
@@ -114,9 +113,8 @@ class Parser {
         ++pos_;
         auto s = node<Stmt>(t);
         s->kind = StmtKind::kOutput;
-        auto e = parse_expr(true);
-        if (!e) return e.error();
-        s->expr = std::move(e.value());
+        HFS_ASSIGN_OR_RETURN(auto e, parse_expr(true));
+        s->expr = std::move(e);
         if (cur().kind != TokKind::kCloseExpr) return expected("'}}'");
         ++pos_;
         body.push_back(std::move(s));
@@ -129,9 +127,8 @@ class Parser {
           return body;
         }
         ++pos_;
-        auto s = parse_statement();
-        if (!s) return s.error();
-        body.push_back(std::move(s.value()));
+        HFS_ASSIGN_OR_RETURN(auto s, parse_statement());
+        body.push_back(std::move(s));
         continue;
       }
       return error_at(t, "unexpected " + describe(t) + " outside a tag");
@@ -170,28 +167,24 @@ class Parser {
     ++pos_;
     auto s = node<Stmt>(kw);
     s->kind = StmtKind::kIf;
-    auto cond = parse_expr(true);
-    if (!cond) return cond.error();
-    s->conds.push_back(std::move(cond.value()));
+    HFS_ASSIGN_OR_RETURN(auto cond, parse_expr(true));
+    s->conds.push_back(std::move(cond));
     HFS_TRY(expect_close_stmt("if"));
     for (;;) {
-      auto body = parse_body({"elif", "else", "endif"}, "if", kw.line, kw.col);
-      if (!body) return body.error();
-      s->bodies.push_back(std::move(body.value()));
+      HFS_ASSIGN_OR_RETURN(auto body, parse_body({"elif", "else", "endif"}, "if", kw.line, kw.col));
+      s->bodies.push_back(std::move(body));
       std::string which = cur().text;
       ++pos_;
       if (which == "elif") {
-        auto c = parse_expr(true);
-        if (!c) return c.error();
-        s->conds.push_back(std::move(c.value()));
+        HFS_ASSIGN_OR_RETURN(auto c, parse_expr(true));
+        s->conds.push_back(std::move(c));
         HFS_TRY(expect_close_stmt("elif"));
         continue;
       }
       if (which == "else") {
         HFS_TRY(expect_close_stmt("else"));
-        auto eb = parse_body({"endif"}, "if", kw.line, kw.col);
-        if (!eb) return eb.error();
-        s->bodies.push_back(std::move(eb.value()));
+        HFS_ASSIGN_OR_RETURN(auto eb, parse_body({"endif"}, "if", kw.line, kw.col));
+        s->bodies.push_back(std::move(eb));
         ++pos_;
       }
       HFS_TRY(expect_close_stmt("endif"));
@@ -203,9 +196,8 @@ class Parser {
     bool paren = at_op("(");
     if (paren) ++pos_;
     for (;;) {
-      auto n = expect_name("a variable name in '" + std::string(stmt) + "'");
-      if (!n) return n.error();
-      out.push_back(std::move(n.value()));
+      HFS_ASSIGN_OR_RETURN(auto n, expect_name("a variable name in '" + std::string(stmt) + "'"));
+      out.push_back(std::move(n));
       if (!at_op(",")) break;
       ++pos_;
     }
@@ -221,28 +213,24 @@ class Parser {
     HFS_TRY(parse_targets(s->targets, "for"));
     if (!at_name("in")) return expected("'in' in 'for'");
     ++pos_;
-    auto iter = parse_expr(false);
-    if (!iter) return iter.error();
-    s->expr = std::move(iter.value());
+    HFS_ASSIGN_OR_RETURN(auto iter, parse_expr(false));
+    s->expr = std::move(iter);
     if (at_name("if")) {
       ++pos_;
-      auto c = parse_expr(false);
-      if (!c) return c.error();
-      s->cond = std::move(c.value());
+      HFS_ASSIGN_OR_RETURN(auto c, parse_expr(false));
+      s->cond = std::move(c);
     }
     if (at_name("recursive"))
       return make_error(ErrorCode::kUnsupported,
                         "chat template: " + where(cur().line, cur().col) + ": recursive for-loops are not supported");
     HFS_TRY(expect_close_stmt("for"));
-    auto body = parse_body({"else", "endfor"}, "for", kw.line, kw.col);
-    if (!body) return body.error();
-    s->bodies.push_back(std::move(body.value()));
+    HFS_ASSIGN_OR_RETURN(auto body, parse_body({"else", "endfor"}, "for", kw.line, kw.col));
+    s->bodies.push_back(std::move(body));
     if (cur().text == "else") {
       ++pos_;
       HFS_TRY(expect_close_stmt("else"));
-      auto eb = parse_body({"endfor"}, "for", kw.line, kw.col);
-      if (!eb) return eb.error();
-      s->bodies.push_back(std::move(eb.value()));
+      HFS_ASSIGN_OR_RETURN(auto eb, parse_body({"endfor"}, "for", kw.line, kw.col));
+      s->bodies.push_back(std::move(eb));
     }
     ++pos_;
     HFS_TRY(expect_close_stmt("endfor"));
@@ -254,38 +242,33 @@ class Parser {
     ++pos_;
     auto s = node<Stmt>(kw);
     s->kind = StmtKind::kSet;
-    auto first = expect_name("a variable name after 'set'");
-    if (!first) return first.error();
-    s->targets.push_back(std::move(first.value()));
+    HFS_ASSIGN_OR_RETURN(auto first, expect_name("a variable name after 'set'"));
+    s->targets.push_back(std::move(first));
     if (at_op(".")) {
       ++pos_;
-      auto attr = expect_name("an attribute name in 'set'");
-      if (!attr) return attr.error();
-      s->text = std::move(attr.value());
+      HFS_ASSIGN_OR_RETURN(auto attr, expect_name("an attribute name in 'set'"));
+      s->text = std::move(attr);
     } else {
       while (at_op(",")) {
         ++pos_;
-        auto n = expect_name("a variable name in 'set'");
-        if (!n) return n.error();
-        s->targets.push_back(std::move(n.value()));
+        HFS_ASSIGN_OR_RETURN(auto n, expect_name("a variable name in 'set'"));
+        s->targets.push_back(std::move(n));
       }
     }
     if (at_op("=")) {
       ++pos_;
-      auto e = parse_expr(true);
-      if (!e) return e.error();
+      HFS_ASSIGN_OR_RETURN(auto e, parse_expr(true));
       if (at_op(",")) {  // {% set a = 1, 2 %} assigns a tuple
         auto tup = expr_node(ExprKind::kTuple, kw);
-        tup->items.push_back(std::move(e.value()));
+        tup->items.push_back(std::move(e));
         while (at_op(",")) {
           ++pos_;
-          auto more = parse_expr(true);
-          if (!more) return more.error();
-          tup->items.push_back(std::move(more.value()));
+          HFS_ASSIGN_OR_RETURN(auto more, parse_expr(true));
+          tup->items.push_back(std::move(more));
         }
         s->expr = std::move(tup);
       } else {
-        s->expr = std::move(e.value());
+        s->expr = std::move(e);
       }
       HFS_TRY(expect_close_stmt("set"));
       return StmtPtr(std::move(s));
@@ -293,9 +276,8 @@ class Parser {
     if (cur().kind != TokKind::kCloseStmt) return expected("'=' or '%}' in 'set'");
     if (s->targets.size() != 1 || !s->text.empty()) return error_at(kw, "a block 'set' takes exactly one plain name");
     ++pos_;
-    auto body = parse_body({"endset"}, "set", kw.line, kw.col);
-    if (!body) return body.error();
-    s->bodies.push_back(std::move(body.value()));
+    HFS_ASSIGN_OR_RETURN(auto body, parse_body({"endset"}, "set", kw.line, kw.col));
+    s->bodies.push_back(std::move(body));
     ++pos_;
     HFS_TRY(expect_close_stmt("endset"));
     return StmtPtr(std::move(s));
@@ -306,20 +288,17 @@ class Parser {
     ++pos_;
     auto s = node<Stmt>(kw);
     s->kind = StmtKind::kMacro;
-    auto name = expect_name("a macro name");
-    if (!name) return name.error();
-    s->text = std::move(name.value());
+    HFS_ASSIGN_OR_RETURN(auto name, expect_name("a macro name"));
+    s->text = std::move(name);
     HFS_TRY(expect_op("("));
     while (!at_op(")")) {
       MacroParam p;
-      auto pn = expect_name("a parameter name in macro '" + s->text + "'");
-      if (!pn) return pn.error();
-      p.name = std::move(pn.value());
+      HFS_ASSIGN_OR_RETURN(auto pn, expect_name("a parameter name in macro '" + s->text + "'"));
+      p.name = std::move(pn);
       if (at_op("=")) {
         ++pos_;
-        auto d = parse_expr(true);
-        if (!d) return d.error();
-        p.default_value = std::move(d.value());
+        HFS_ASSIGN_OR_RETURN(auto d, parse_expr(true));
+        p.default_value = std::move(d);
       }
       s->params.push_back(std::move(p));
       if (!at_op(",")) break;
@@ -327,9 +306,8 @@ class Parser {
     }
     HFS_TRY(expect_op(")"));
     HFS_TRY(expect_close_stmt("macro"));
-    auto body = parse_body({"endmacro"}, "macro", kw.line, kw.col);
-    if (!body) return body.error();
-    s->bodies.push_back(std::move(body.value()));
+    HFS_ASSIGN_OR_RETURN(auto body, parse_body({"endmacro"}, "macro", kw.line, kw.col));
+    s->bodies.push_back(std::move(body));
     ++pos_;
     if (cur().kind == TokKind::kName) ++pos_;  // {% endmacro name %}
     HFS_TRY(expect_close_stmt("endmacro"));
@@ -344,14 +322,12 @@ class Parser {
                         "chat template: " + where(kw.line, kw.col) + ": call blocks with caller parameters are not supported");
     auto s = node<Stmt>(kw);
     s->kind = StmtKind::kCallBlock;
-    auto e = parse_expr(true);
-    if (!e) return e.error();
-    if (e.value()->kind != ExprKind::kCall) return error_at(kw, "'{% call %}' needs a macro call, e.g. {% call m(x) %}");
-    s->expr = std::move(e.value());
+    HFS_ASSIGN_OR_RETURN(auto e, parse_expr(true));
+    if (e->kind != ExprKind::kCall) return error_at(kw, "'{% call %}' needs a macro call, e.g. {% call m(x) %}");
+    s->expr = std::move(e);
     HFS_TRY(expect_close_stmt("call"));
-    auto body = parse_body({"endcall"}, "call", kw.line, kw.col);
-    if (!body) return body.error();
-    s->bodies.push_back(std::move(body.value()));
+    HFS_ASSIGN_OR_RETURN(auto body, parse_body({"endcall"}, "call", kw.line, kw.col));
+    s->bodies.push_back(std::move(body));
     ++pos_;
     HFS_TRY(expect_close_stmt("endcall"));
     return StmtPtr(std::move(s));
@@ -506,13 +482,12 @@ class Parser {
     for (;;) {
       if (at_op("|")) {
         const Token bar = t_[pos_++];
-        auto name = expect_name("a filter name after '|'");
-        if (!name) return name.error();
-        if (!is_known_filter(name.value()))
+        HFS_ASSIGN_OR_RETURN(auto name, expect_name("a filter name after '|'"));
+        if (!is_known_filter(name))
           return make_error(ErrorCode::kUnsupported, "chat template: " + where(bar.line, bar.col) + ": filter '" +
-                                                         name.value() + "' is not supported by this Jinja subset");
+                                                         name + "' is not supported by this Jinja subset");
         auto f = expr_node(ExprKind::kFilter, bar);
-        f->name = std::move(name.value());
+        f->name = std::move(name);
         f->items.push_back(std::move(e));
         if (at_op("(")) HFS_TRY(parse_call_args(*f));
         e = std::move(f);
@@ -523,12 +498,11 @@ class Parser {
           t->negated = true;
           ++pos_;
         }
-        auto name = expect_name("a test name after 'is'");
-        if (!name) return name.error();
-        if (!is_known_test(name.value()))
+        HFS_ASSIGN_OR_RETURN(auto name, expect_name("a test name after 'is'"));
+        if (!is_known_test(name))
           return make_error(ErrorCode::kUnsupported, "chat template: " + where(is.line, is.col) + ": test '" +
-                                                         name.value() + "' is not supported by this Jinja subset");
-        t->name = std::move(name.value());
+                                                         name + "' is not supported by this Jinja subset");
+        t->name = std::move(name);
         t->items.push_back(std::move(e));
         if (at_op("(")) {
           HFS_TRY(parse_call_args(*t));
@@ -568,14 +542,12 @@ class Parser {
       if (cur().kind == TokKind::kName && is_op(peek(), "=")) {
         std::string key = cur().text;
         pos_ += 2;
-        auto v = parse_expr(true);
-        if (!v) return v.error();
-        e.kwargs.emplace_back(std::move(key), std::move(v.value()));
+        HFS_ASSIGN_OR_RETURN(auto v, parse_expr(true));
+        e.kwargs.emplace_back(std::move(key), std::move(v));
       } else {
         if (!e.kwargs.empty()) return error_at(cur(), "positional argument after a keyword argument");
-        auto v = parse_expr(true);
-        if (!v) return v.error();
-        e.items.push_back(std::move(v.value()));
+        HFS_ASSIGN_OR_RETURN(auto v, parse_expr(true));
+        e.items.push_back(std::move(v));
       }
       if (!at_op(",")) break;
       ++pos_;
@@ -755,9 +727,8 @@ class Parser {
 }  // namespace
 
 Result<std::shared_ptr<const Program>> parse_program(std::string_view source) {
-  auto toks = tokenize(source);
-  if (!toks) return toks.error();
-  Parser p(std::move(toks.value()));
+  HFS_ASSIGN_OR_RETURN(auto toks, tokenize(source));
+  Parser p(std::move(toks));
   return p.run();
 }
 

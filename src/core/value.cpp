@@ -47,18 +47,16 @@ Result<Value> from_nlohmann(const nlohmann::json& j, int depth) {
       Value::Array a;
       a.reserve(j.size());
       for (const auto& e : j) {
-        auto r = from_nlohmann(e, depth + 1);
-        if (!r) return r.error();
-        a.push_back(std::move(r.value()));
+        HFS_ASSIGN_OR_RETURN(auto r, from_nlohmann(e, depth + 1));
+        a.push_back(std::move(r));
       }
       return Value(std::move(a));
     }
     case nlohmann::json::value_t::object: {
       Value::Object o;
       for (const auto& [k, e] : j.items()) {
-        auto r = from_nlohmann(e, depth + 1);
-        if (!r) return r.error();
-        o.emplace(k, std::move(r.value()));
+        HFS_ASSIGN_OR_RETURN(auto r, from_nlohmann(e, depth + 1));
+        o.emplace(k, std::move(r));
       }
       return Value(std::move(o));
     }

@@ -79,10 +79,6 @@ class Reader {
   const Program& p_;
 };
 
-#define HFS_READ(var, expr) \
-  auto var##_r = (expr);    \
-  if (!var##_r) return var##_r.error();
-
 std::string signature_string(const IOSpec& s) {
   std::string out = "'" + s.name + "' " + s.type.to_string() + " " + std::string(io_role_name(s.role));
   if (!s.alias_of.empty()) out += " alias_of '" + s.alias_of + "'";
@@ -115,9 +111,9 @@ Status compare_signature(const Program& p, const std::string& method, const char
 Result<Spec> read_spec(const Program& program) {
   Reader r(program);
   Spec s;
-  HFS_READ(contract, r.string(keys::kContract));
-  if (*contract_r != keys::kContractHfStatic)
-    return r.bad(keys::kContract, "\"hf_static\"", "\"" + *contract_r + "\"");
+  HFS_ASSIGN_OR_RETURN(auto contract, r.string(keys::kContract));
+  if (contract != keys::kContractHfStatic)
+    return r.bad(keys::kContract, "\"hf_static\"", "\"" + contract + "\"");
   {
     auto v = r.get(keys::kContractVersion);
     if (!v) return v.error();
@@ -128,14 +124,14 @@ Result<Spec> read_spec(const Program& program) {
                                                      std::to_string(kSupportedVersion) + ")");
     s.version = (*v)->as_int();
   }
-  HFS_READ(pm, r.string(keys::kPrefillMethod));
-  HFS_READ(dm, r.string(keys::kDecodeMethod));
-  s.prefill_method = *pm_r;
-  s.decode_method = *dm_r;
-  HFS_READ(ctx, r.integer(keys::kContextLength, 1, kMaxContext));
-  s.context_length = *ctx_r;
-  HFS_READ(pt, r.integer(keys::kPrefillTokens, 1, s.context_length));
-  s.prefill_tokens = *pt_r;
+  HFS_ASSIGN_OR_RETURN(auto pm, r.string(keys::kPrefillMethod));
+  HFS_ASSIGN_OR_RETURN(auto dm, r.string(keys::kDecodeMethod));
+  s.prefill_method = pm;
+  s.decode_method = dm;
+  HFS_ASSIGN_OR_RETURN(auto ctx, r.integer(keys::kContextLength, 1, kMaxContext));
+  s.context_length = ctx;
+  HFS_ASSIGN_OR_RETURN(auto pt, r.integer(keys::kPrefillTokens, 1, s.context_length));
+  s.prefill_tokens = pt;
   // Optional smaller prefill methods: both lists or neither, equally long, tokens strictly ascending.
   const bool has_vm = r.has(keys::kPrefillVariantMethods), has_vt = r.has(keys::kPrefillVariantTokens);
   if (has_vm != has_vt) {
@@ -145,57 +141,56 @@ Result<Spec> read_spec(const Program& program) {
                                                        std::string(absent) + "', which is missing");
   }
   if (has_vm) {
-    HFS_READ(vm, r.string_list(keys::kPrefillVariantMethods));
-    HFS_READ(vt, r.int_list(keys::kPrefillVariantTokens, 1, s.prefill_tokens - 1));
-    if (vm_r->size() > keys::kMaxPrefillVariants)
+    HFS_ASSIGN_OR_RETURN(auto vm, r.string_list(keys::kPrefillVariantMethods));
+    HFS_ASSIGN_OR_RETURN(auto vt, r.int_list(keys::kPrefillVariantTokens, 1, s.prefill_tokens - 1));
+    if (vm.size() > keys::kMaxPrefillVariants)
       return r.bad(keys::kPrefillVariantMethods, "at most " + std::to_string(keys::kMaxPrefillVariants) + " methods",
-                   std::to_string(vm_r->size()));
-    if (vm_r->size() != vt_r->size())
-      return r.bad(keys::kPrefillVariantTokens, std::to_string(vm_r->size()) + " step sizes (one per method in '" +
+                   std::to_string(vm.size()));
+    if (vm.size() != vt.size())
+      return r.bad(keys::kPrefillVariantTokens, std::to_string(vm.size()) + " step sizes (one per method in '" +
                                                     std::string(keys::kPrefillVariantMethods) + "')",
-                   std::to_string(vt_r->size()));
-    for (size_t i = 0; i < vm_r->size(); ++i) {
-      if (i > 0 && (*vt_r)[i] <= (*vt_r)[i - 1])
+                   std::to_string(vt.size()));
+    for (size_t i = 0; i < vm.size(); ++i) {
+      if (i > 0 && vt[i] <= vt[i - 1])
         return r.bad(keys::kPrefillVariantTokens, "strictly ascending step sizes",
                      program.meta(keys::kPrefillVariantTokens)->to_json());
-      s.prefill_variants.push_back({(*vm_r)[i], (*vt_r)[i]});
+      s.prefill_variants.push_back({vm[i], vt[i]});
     }
   }
-  HFS_READ(dt, r.integer(keys::kDecodeTokens, 1, 1));
-  s.decode_tokens = *dt_r;
-  HFS_READ(nl, r.integer(keys::kNumLayers, 1, kMaxLayers));
-  s.n_layers = *nl_r;
-  HFS_READ(kvh, r.integer(keys::kNumKvHeads, 1, kMaxHeads));
-  s.n_kv_heads = *kvh_r;
-  HFS_READ(hd, r.integer(keys::kHeadDim, 1, kMaxHeadDim));
-  s.head_dim = *hd_r;
-  HFS_READ(sw, r.integer(keys::kSlidingWindow, 0, kMaxContext));
-  s.sliding_window = *sw_r;
-  HFS_READ(vs, r.integer(keys::kVocabSize, 1, kMaxVocab));
-  s.vocab_size = *vs_r;
-  HFS_READ(bos, r.integer(keys::kBosTokenId, -1, s.vocab_size - 1));
-  s.bos_token_id = *bos_r;
-  HFS_READ(pad, r.integer(keys::kPadTokenId, 0, s.vocab_size - 1));
-  s.pad_token_id = *pad_r;
-  HFS_READ(eos, r.int_list(keys::kEosTokenIds, 0, s.vocab_size - 1));
-  s.eos_token_ids = *eos_r;
-  HFS_READ(cd, r.string(keys::kCacheDType, {"f32", "f16"}));
-  s.cache_dtype = *cd_r == "f16" ? DType::kF16 : DType::kF32;
-  HFS_READ(layout, r.string(keys::kCacheLayout, {keys::kLayoutBHSD}));
-  HFS_READ(lm, r.string(keys::kLogitsMode, {keys::kLogitsLast, keys::kLogitsAll}));
-  s.logits_all = *lm_r == keys::kLogitsAll;
+  HFS_ASSIGN_OR_RETURN(auto dt, r.integer(keys::kDecodeTokens, 1, 1));
+  s.decode_tokens = dt;
+  HFS_ASSIGN_OR_RETURN(auto nl, r.integer(keys::kNumLayers, 1, kMaxLayers));
+  s.n_layers = nl;
+  HFS_ASSIGN_OR_RETURN(auto kvh, r.integer(keys::kNumKvHeads, 1, kMaxHeads));
+  s.n_kv_heads = kvh;
+  HFS_ASSIGN_OR_RETURN(auto hd, r.integer(keys::kHeadDim, 1, kMaxHeadDim));
+  s.head_dim = hd;
+  HFS_ASSIGN_OR_RETURN(auto sw, r.integer(keys::kSlidingWindow, 0, kMaxContext));
+  s.sliding_window = sw;
+  HFS_ASSIGN_OR_RETURN(auto vs, r.integer(keys::kVocabSize, 1, kMaxVocab));
+  s.vocab_size = vs;
+  HFS_ASSIGN_OR_RETURN(auto bos, r.integer(keys::kBosTokenId, -1, s.vocab_size - 1));
+  s.bos_token_id = bos;
+  HFS_ASSIGN_OR_RETURN(auto pad, r.integer(keys::kPadTokenId, 0, s.vocab_size - 1));
+  s.pad_token_id = pad;
+  HFS_ASSIGN_OR_RETURN(auto eos, r.int_list(keys::kEosTokenIds, 0, s.vocab_size - 1));
+  s.eos_token_ids = eos;
+  HFS_ASSIGN_OR_RETURN(auto cd, r.string(keys::kCacheDType, {"f32", "f16"}));
+  s.cache_dtype = cd == "f16" ? DType::kF16 : DType::kF32;
+  HFS_TRY(r.string(keys::kCacheLayout, {keys::kLayoutBHSD}));
+  HFS_ASSIGN_OR_RETURN(auto lm, r.string(keys::kLogitsMode, {keys::kLogitsLast, keys::kLogitsAll}));
+  s.logits_all = lm == keys::kLogitsAll;
 
   // Per-layer kinds and cache lengths.
-  HFS_READ(kinds_v, r.get(keys::kLayerKinds));
-  const Value* kinds = *kinds_v_r;
+  HFS_ASSIGN_OR_RETURN(const Value* kinds, r.get(keys::kLayerKinds));
   if (!kinds->is_array() || static_cast<int64_t>(kinds->size()) != s.n_layers)
     return r.bad(keys::kLayerKinds, "an array of " + std::to_string(s.n_layers) + " strings (one per layer)",
                  kinds->to_json());
-  HFS_READ(lens, r.int_list(keys::kLayerCacheLengths, 1, s.context_length));
-  if (static_cast<int64_t>(lens_r->size()) != s.n_layers)
+  HFS_ASSIGN_OR_RETURN(auto lens, r.int_list(keys::kLayerCacheLengths, 1, s.context_length));
+  if (static_cast<int64_t>(lens.size()) != s.n_layers)
     return r.bad(keys::kLayerCacheLengths, std::to_string(s.n_layers) + " lengths (one per layer)",
-                 std::to_string(lens_r->size()) + " lengths");
-  s.layer_cache_lengths = *lens_r;
+                 std::to_string(lens.size()) + " lengths");
+  s.layer_cache_lengths = lens;
   int global_group = -1, sliding_group = -1;
   bool any_sliding = false;
   for (const Value& k : kinds->as_array()) any_sliding |= k.as_string() == keys::kLayerSliding;

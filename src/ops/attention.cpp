@@ -22,28 +22,24 @@ ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   const double softcap = attr_float(attrs, "softcap", 0.0);
   if (!(softcap >= 0.0) || !std::isfinite(softcap))
     return ops::attr_error("softcap", "expected a finite number >= 0 (0 = off), got " + std::to_string(softcap));
-  auto q = ops::required(in, 0, "q");
-  if (!q) return q.error();
-  auto k = ops::required(in, 1, "k_cache");
-  if (!k) return k.error();
-  auto v = ops::required(in, 2, "v_cache");
-  if (!v) return v.error();
-  auto mask = ops::required(in, 3, "mask");
-  if (!mask) return mask.error();
-  HFS_TRY(ops::expect_dtype(**q, 0, "q", ops::kF32Only));
-  HFS_TRY(ops::expect_layout(**q, 0, "q", {{"1"}, {"T"}, {"Hq"}, {"D"}}));
-  const int64_t t = (*q)->shape[1], hq = (*q)->shape[2], d = (*q)->shape[3];
-  HFS_TRY(ops::expect_dtype(**k, 1, "k_cache", kCacheTypes));
-  HFS_TRY(ops::expect_layout(**k, 1, "k_cache", {{"1"}, {"Hkv"}, {"S"}, {"D", d}}));
-  const int64_t hkv = (*k)->shape[1], s = (*k)->shape[2];
+  HFS_ASSIGN_OR_RETURN(auto q, ops::required(in, 0, "q"));
+  HFS_ASSIGN_OR_RETURN(auto k, ops::required(in, 1, "k_cache"));
+  HFS_ASSIGN_OR_RETURN(auto v, ops::required(in, 2, "v_cache"));
+  HFS_ASSIGN_OR_RETURN(auto mask, ops::required(in, 3, "mask"));
+  HFS_TRY(ops::expect_dtype(*q, 0, "q", ops::kF32Only));
+  HFS_TRY(ops::expect_layout(*q, 0, "q", {{"1"}, {"T"}, {"Hq"}, {"D"}}));
+  const int64_t t = q->shape[1], hq = q->shape[2], d = q->shape[3];
+  HFS_TRY(ops::expect_dtype(*k, 1, "k_cache", kCacheTypes));
+  HFS_TRY(ops::expect_layout(*k, 1, "k_cache", {{"1"}, {"Hkv"}, {"S"}, {"D", d}}));
+  const int64_t hkv = k->shape[1], s = k->shape[2];
   if (hkv == 0 || hq % hkv != 0)
-    return ops::shape_error(1, "k_cache", "[1, Hkv, S, D] with Hkv dividing Hq = " + std::to_string(hq), **k);
-  const DType kv_types[] = {(*k)->dtype};
-  HFS_TRY(ops::expect_dtype(**v, 2, "v_cache", kv_types));
-  HFS_TRY(ops::expect_layout(**v, 2, "v_cache", {{"1"}, {"Hkv", hkv}, {"S", s}, {"D", d}}));
-  HFS_TRY(ops::expect_dtype(**mask, 3, "mask", ops::kF32Only));
-  HFS_TRY(ops::expect_layout(**mask, 3, "mask", {{"1"}, {"1"}, {"T", t}, {"S", s}}));
-  return std::vector<TensorType>{**q};
+    return ops::shape_error(1, "k_cache", "[1, Hkv, S, D] with Hkv dividing Hq = " + std::to_string(hq), *k);
+  const DType kv_types[] = {k->dtype};
+  HFS_TRY(ops::expect_dtype(*v, 2, "v_cache", kv_types));
+  HFS_TRY(ops::expect_layout(*v, 2, "v_cache", {{"1"}, {"Hkv", hkv}, {"S", s}, {"D", d}}));
+  HFS_TRY(ops::expect_dtype(*mask, 3, "mask", ops::kF32Only));
+  HFS_TRY(ops::expect_layout(*mask, 3, "mask", {{"1"}, {"1"}, {"T", t}, {"S", s}}));
+  return std::vector<TensorType>{*q};
 }
 
 Status kernel(const KernelArgs& a) {

@@ -12,27 +12,26 @@ constexpr DType kTableTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::
 
 ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   HFS_TRY(ops::check_op_attrs("embedding", attrs));
-  auto table = ops::required(in, 0, "table");
-  if (!table) return table.error();
-  auto ids = ops::required(in, 1, "ids");
-  if (!ids) return ids.error();
-  HFS_TRY(ops::expect_dtype(**table, 0, "table", kTableTypes));
-  HFS_TRY(ops::expect_layout(**table, 0, "table", {{"V"}, {"H"}}));
-  HFS_TRY(ops::expect_dtype(**ids, 1, "ids", ops::kI32Only));
-  HFS_TRY(ops::expect_layout(**ids, 1, "ids", {{"1"}, {"T"}}));
-  const bool quant_i8 = (*table)->dtype == DType::kI8;
+  HFS_ASSIGN_OR_RETURN(auto table, ops::required(in, 0, "table"));
+  HFS_ASSIGN_OR_RETURN(auto ids, ops::required(in, 1, "ids"));
+  HFS_TRY(ops::expect_dtype(*table, 0, "table", kTableTypes));
+  HFS_TRY(ops::expect_layout(*table, 0, "table", {{"V"}, {"H"}}));
+  HFS_TRY(ops::expect_dtype(*ids, 1, "ids", ops::kI32Only));
+  HFS_TRY(ops::expect_layout(*ids, 1, "ids", {{"1"}, {"T"}}));
+  const bool quant_i8 = table->dtype == DType::kI8;
   const TensorType* s = ops::operand(in, 2);
   if (quant_i8 && !s)
     return make_error(ErrorCode::kInvalidArgument,
                       ops::operand_label(2, "scale") + ": required for an i8 table (per-row scale [V] f32)");
   if (!quant_i8 && s)
-    return make_error(ErrorCode::kInvalidArgument,
-                      ops::operand_label(2, "scale") + ": only allowed with an i8 table, got table " + (*table)->to_string());
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        ops::operand_label(2, "scale") + ": only allowed with an i8 table, got table " + table->to_string());
   if (s) {
     HFS_TRY(ops::expect_dtype(*s, 2, "scale", ops::kF32Only));
-    HFS_TRY(ops::expect_layout(*s, 2, "scale", {{"V", (*table)->shape[0]}}));
+    HFS_TRY(ops::expect_layout(*s, 2, "scale", {{"V", table->shape[0]}}));
   }
-  return std::vector<TensorType>{{DType::kF32, Shape{1, (*ids)->shape[1], (*table)->shape[1]}}};
+  return std::vector<TensorType>{{DType::kF32, Shape{1, ids->shape[1], table->shape[1]}}};
 }
 
 Status kernel(const KernelArgs& a) {

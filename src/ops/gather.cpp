@@ -10,17 +10,14 @@ namespace {
 
 ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   HFS_TRY(ops::check_op_attrs("gather", attrs));
-  auto x = ops::required(in, 0, "x");
-  if (!x) return x.error();
-  auto index = ops::required(in, 1, "index");
-  if (!index) return index.error();
-  HFS_TRY(ops::expect_plain_dtype(**x, 0, "x"));
-  HFS_TRY(ops::expect_dtype(**index, 1, "index", ops::kI32Only));
-  HFS_TRY(ops::expect_layout(**index, 1, "index", {{"n"}}));
-  auto axis = ops::normalize_axis(attr_int(attrs, "axis"), (*x)->shape.rank());
-  if (!axis) return axis.error();
-  TensorType out = **x;
-  out.shape[*axis] = (*index)->shape[0];
+  HFS_ASSIGN_OR_RETURN(auto x, ops::required(in, 0, "x"));
+  HFS_ASSIGN_OR_RETURN(auto index, ops::required(in, 1, "index"));
+  HFS_TRY(ops::expect_plain_dtype(*x, 0, "x"));
+  HFS_TRY(ops::expect_dtype(*index, 1, "index", ops::kI32Only));
+  HFS_TRY(ops::expect_layout(*index, 1, "index", {{"n"}}));
+  HFS_ASSIGN_OR_RETURN(auto axis, ops::normalize_axis(attr_int(attrs, "axis"), x->shape.rank()));
+  TensorType out = *x;
+  out.shape[axis] = index->shape[0];
   return std::vector<TensorType>{out};
 }
 

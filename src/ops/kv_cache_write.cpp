@@ -14,21 +14,18 @@ constexpr DType kCacheTypes[] = {DType::kF32, DType::kF16};
 
 ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   HFS_TRY(ops::check_op_attrs("kv_cache_write", attrs));
-  auto cache = ops::required(in, 0, "cache");
-  if (!cache) return cache.error();
-  auto rows = ops::required(in, 1, "rows");
-  if (!rows) return rows.error();
-  auto slots = ops::required(in, 2, "slots");
-  if (!slots) return slots.error();
-  HFS_TRY(ops::expect_dtype(**cache, 0, "cache", kCacheTypes));
-  HFS_TRY(ops::expect_layout(**cache, 0, "cache", {{"1"}, {"Hkv"}, {"S"}, {"D"}}));
-  const int64_t hkv = (*cache)->shape[1], d = (*cache)->shape[3];
-  HFS_TRY(ops::expect_dtype(**rows, 1, "rows", ops::kF32Only));
-  HFS_TRY(ops::expect_layout(**rows, 1, "rows", {{"1"}, {"T"}, {"Hkv", hkv}, {"D", d}}));
-  const int64_t t = (*rows)->shape[1];
-  HFS_TRY(ops::expect_dtype(**slots, 2, "slots", ops::kI32Only));
-  HFS_TRY(ops::expect_layout(**slots, 2, "slots", {{"T", t}}));
-  return std::vector<TensorType>{**cache};
+  HFS_ASSIGN_OR_RETURN(auto cache, ops::required(in, 0, "cache"));
+  HFS_ASSIGN_OR_RETURN(auto rows, ops::required(in, 1, "rows"));
+  HFS_ASSIGN_OR_RETURN(auto slots, ops::required(in, 2, "slots"));
+  HFS_TRY(ops::expect_dtype(*cache, 0, "cache", kCacheTypes));
+  HFS_TRY(ops::expect_layout(*cache, 0, "cache", {{"1"}, {"Hkv"}, {"S"}, {"D"}}));
+  const int64_t hkv = cache->shape[1], d = cache->shape[3];
+  HFS_TRY(ops::expect_dtype(*rows, 1, "rows", ops::kF32Only));
+  HFS_TRY(ops::expect_layout(*rows, 1, "rows", {{"1"}, {"T"}, {"Hkv", hkv}, {"D", d}}));
+  const int64_t t = rows->shape[1];
+  HFS_TRY(ops::expect_dtype(*slots, 2, "slots", ops::kI32Only));
+  HFS_TRY(ops::expect_layout(*slots, 2, "slots", {{"T", t}}));
+  return std::vector<TensorType>{*cache};
 }
 
 Status kernel(const KernelArgs& a) {

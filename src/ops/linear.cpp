@@ -15,20 +15,18 @@ constexpr DType kWeightTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType:
 
 ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   HFS_TRY(ops::check_op_attrs("linear", attrs));
-  auto x = ops::required(in, 0, "x");
-  if (!x) return x.error();
-  auto w = ops::required(in, 1, "weight");
-  if (!w) return w.error();
-  HFS_TRY(ops::expect_dtype(**x, 0, "x", ops::kF32Only));
-  HFS_TRY(ops::expect_layout(**x, 0, "x", {{"..."}, {"K"}}));
-  const int rank = (*x)->shape.rank();
-  const int64_t k = (*x)->shape[rank - 1];
-  HFS_TRY(ops::expect_dtype(**w, 1, "weight", kWeightTypes));
-  HFS_TRY(ops::expect_layout(**w, 1, "weight", {{"N"}, {"K", k}}));
-  const int64_t n = (*w)->shape[0];
-  const bool quant_i8 = (*w)->dtype == DType::kI8;
-  if ((*w)->dtype == DType::kQ4_0 && k % quant::kQBlock != 0)
-    return ops::shape_error(1, "weight", "[N, K] with K a multiple of 32 (q4_0 blocks)", **w);
+  HFS_ASSIGN_OR_RETURN(auto x, ops::required(in, 0, "x"));
+  HFS_ASSIGN_OR_RETURN(auto w, ops::required(in, 1, "weight"));
+  HFS_TRY(ops::expect_dtype(*x, 0, "x", ops::kF32Only));
+  HFS_TRY(ops::expect_layout(*x, 0, "x", {{"..."}, {"K"}}));
+  const int rank = x->shape.rank();
+  const int64_t k = x->shape[rank - 1];
+  HFS_TRY(ops::expect_dtype(*w, 1, "weight", kWeightTypes));
+  HFS_TRY(ops::expect_layout(*w, 1, "weight", {{"N"}, {"K", k}}));
+  const int64_t n = w->shape[0];
+  const bool quant_i8 = w->dtype == DType::kI8;
+  if (w->dtype == DType::kQ4_0 && k % quant::kQBlock != 0)
+    return ops::shape_error(1, "weight", "[N, K] with K a multiple of 32 (q4_0 blocks)", *w);
   if (const TensorType* b = ops::operand(in, 2)) {
     HFS_TRY(ops::expect_dtype(*b, 2, "bias", ops::kF32Only));
     HFS_TRY(ops::expect_layout(*b, 2, "bias", {{"N", n}}));
@@ -39,12 +37,12 @@ ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
                       ops::operand_label(3, "scale") + ": required for an i8 weight (per-output-channel scale [N] f32)");
   if (!quant_i8 && s)
     return make_error(ErrorCode::kInvalidArgument, ops::operand_label(3, "scale") + ": only allowed with an i8 weight, got weight " +
-                                                       (*w)->to_string());
+                                                       w->to_string());
   if (s) {
     HFS_TRY(ops::expect_dtype(*s, 3, "scale", ops::kF32Only));
     HFS_TRY(ops::expect_layout(*s, 3, "scale", {{"N", n}}));
   }
-  TensorType out = **x;
+  TensorType out = *x;
   out.shape[rank - 1] = n;
   return std::vector<TensorType>{out};
 }

@@ -199,23 +199,20 @@ Status binary_f32(const KernelArgs& a, Fn fn) {
 
 // Rule of the elementwise unary ops: x f32 of any shape -> same.
 inline Inferred infer_unary_f32(Operands in) {
-  auto x = required(in, 0, "x");
-  if (!x) return x.error();
-  HFS_TRY(expect_dtype(**x, 0, "x", kF32Only));
-  return std::vector<TensorType>{**x};
+  HFS_ASSIGN_OR_RETURN(auto x, required(in, 0, "x"));
+  HFS_TRY(expect_dtype(*x, 0, "x", kF32Only));
+  return std::vector<TensorType>{*x};
 }
 
 // Rule of the elementwise binary ops: a, b f32 of the same shape -> same.
 inline Inferred infer_binary_f32(Operands in) {
-  auto a = required(in, 0, "a");
-  if (!a) return a.error();
-  auto b = required(in, 1, "b");
-  if (!b) return b.error();
-  HFS_TRY(expect_dtype(**a, 0, "a", kF32Only));
-  HFS_TRY(expect_dtype(**b, 1, "b", kF32Only));
-  if ((*b)->shape != (*a)->shape)
-    return shape_error(1, "b", "the shape of operand 0 (a) " + (*a)->shape.to_string(), **b);
-  return std::vector<TensorType>{**a};
+  HFS_ASSIGN_OR_RETURN(auto a, required(in, 0, "a"));
+  HFS_ASSIGN_OR_RETURN(auto b, required(in, 1, "b"));
+  HFS_TRY(expect_dtype(*a, 0, "a", kF32Only));
+  HFS_TRY(expect_dtype(*b, 1, "b", kF32Only));
+  if (b->shape != a->shape)
+    return shape_error(1, "b", "the shape of operand 0 (a) " + a->shape.to_string(), *b);
+  return std::vector<TensorType>{*a};
 }
 
 }  // namespace hfs::ops

@@ -11,19 +11,17 @@ namespace {
 
 ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   HFS_TRY(ops::check_op_attrs("rms_norm", attrs));
-  auto x = ops::required(in, 0, "x");
-  if (!x) return x.error();
-  auto w = ops::required(in, 1, "weight");
-  if (!w) return w.error();
-  HFS_TRY(ops::expect_dtype(**x, 0, "x", ops::kF32Only));
-  HFS_TRY(ops::expect_layout(**x, 0, "x", {{"..."}, {"D"}}));
-  const int64_t d = (*x)->shape[(*x)->shape.rank() - 1];
-  HFS_TRY(ops::expect_dtype(**w, 1, "weight", ops::kF32Only));
-  HFS_TRY(ops::expect_layout(**w, 1, "weight", {{"D", d}}));
+  HFS_ASSIGN_OR_RETURN(auto x, ops::required(in, 0, "x"));
+  HFS_ASSIGN_OR_RETURN(auto w, ops::required(in, 1, "weight"));
+  HFS_TRY(ops::expect_dtype(*x, 0, "x", ops::kF32Only));
+  HFS_TRY(ops::expect_layout(*x, 0, "x", {{"..."}, {"D"}}));
+  const int64_t d = x->shape[x->shape.rank() - 1];
+  HFS_TRY(ops::expect_dtype(*w, 1, "weight", ops::kF32Only));
+  HFS_TRY(ops::expect_layout(*w, 1, "weight", {{"D", d}}));
   const double eps = attr_float(attrs, "eps");
   if (!(eps >= 0.0) || !std::isfinite(eps))
     return ops::attr_error("eps", "expected a finite number >= 0, got " + std::to_string(eps));
-  return std::vector<TensorType>{**x};
+  return std::vector<TensorType>{*x};
 }
 
 Status kernel(const KernelArgs& a) {

@@ -16,23 +16,20 @@ namespace {
 ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   HFS_TRY(ops::check_op_attrs("rope", attrs));
   HFS_TRY(ops::expect_finite_attr(attrs, "attention_scaling", 1.0));
-  auto x = ops::required(in, 0, "x");
-  if (!x) return x.error();
-  auto pos = ops::required(in, 1, "positions");
-  if (!pos) return pos.error();
-  auto inv = ops::required(in, 2, "inv_freq");
-  if (!inv) return inv.error();
-  HFS_TRY(ops::expect_dtype(**x, 0, "x", ops::kF32Only));
-  HFS_TRY(ops::expect_layout(**x, 0, "x", {{"1"}, {"T"}, {"H"}, {"D"}}));
-  const int64_t t = (*x)->shape[1], d = (*x)->shape[3];
-  HFS_TRY(ops::expect_dtype(**pos, 1, "positions", ops::kI32Only));
-  HFS_TRY(ops::expect_layout(**pos, 1, "positions", {{"1"}, {"T", t}}));
-  HFS_TRY(ops::expect_dtype(**inv, 2, "inv_freq", ops::kF32Only));
-  HFS_TRY(ops::expect_layout(**inv, 2, "inv_freq", {{"R/2"}}));
-  if (2 * (*inv)->shape[0] > d)
+  HFS_ASSIGN_OR_RETURN(auto x, ops::required(in, 0, "x"));
+  HFS_ASSIGN_OR_RETURN(auto pos, ops::required(in, 1, "positions"));
+  HFS_ASSIGN_OR_RETURN(auto inv, ops::required(in, 2, "inv_freq"));
+  HFS_TRY(ops::expect_dtype(*x, 0, "x", ops::kF32Only));
+  HFS_TRY(ops::expect_layout(*x, 0, "x", {{"1"}, {"T"}, {"H"}, {"D"}}));
+  const int64_t t = x->shape[1], d = x->shape[3];
+  HFS_TRY(ops::expect_dtype(*pos, 1, "positions", ops::kI32Only));
+  HFS_TRY(ops::expect_layout(*pos, 1, "positions", {{"1"}, {"T", t}}));
+  HFS_TRY(ops::expect_dtype(*inv, 2, "inv_freq", ops::kF32Only));
+  HFS_TRY(ops::expect_layout(*inv, 2, "inv_freq", {{"R/2"}}));
+  if (2 * inv->shape[0] > d)
     return ops::shape_error(2, "inv_freq", "[R/2] with R <= D = " + std::to_string(d) + " (head dim of operand 0)",
-                            **inv);
-  return std::vector<TensorType>{**x};
+                            *inv);
+  return std::vector<TensorType>{*x};
 }
 
 Status kernel(const KernelArgs& a) {

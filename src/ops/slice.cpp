@@ -10,19 +10,17 @@ namespace {
 
 ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   HFS_TRY(ops::check_op_attrs("slice", attrs));
-  auto x = ops::required(in, 0, "x");
-  if (!x) return x.error();
-  HFS_TRY(ops::expect_plain_dtype(**x, 0, "x"));
-  auto axis = ops::normalize_axis(attr_int(attrs, "axis"), (*x)->shape.rank());
-  if (!axis) return axis.error();
+  HFS_ASSIGN_OR_RETURN(auto x, ops::required(in, 0, "x"));
+  HFS_TRY(ops::expect_plain_dtype(*x, 0, "x"));
+  HFS_ASSIGN_OR_RETURN(auto axis, ops::normalize_axis(attr_int(attrs, "axis"), x->shape.rank()));
   const int64_t start = attr_int(attrs, "start"), end = attr_int(attrs, "end");
-  const int64_t dim = (*x)->shape[*axis];
+  const int64_t dim = x->shape[axis];
   if (start < 0 || start > end || end > dim)
     return ops::attr_error("start/end", "expected 0 <= start <= end <= " + std::to_string(dim) + " (dim " +
-                                            std::to_string(*axis) + " of operand 0 (x) " + (*x)->to_string() +
+                                            std::to_string(axis) + " of operand 0 (x) " + x->to_string() +
                                             "), got start = " + std::to_string(start) + ", end = " + std::to_string(end));
-  TensorType out = **x;
-  out.shape[*axis] = end - start;
+  TensorType out = *x;
+  out.shape[axis] = end - start;
   return std::vector<TensorType>{out};
 }
 

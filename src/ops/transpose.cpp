@@ -10,11 +10,10 @@ namespace {
 
 ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   HFS_TRY(ops::check_op_attrs("transpose", attrs));
-  auto x = ops::required(in, 0, "x");
-  if (!x) return x.error();
-  HFS_TRY(ops::expect_plain_dtype(**x, 0, "x"));
+  HFS_ASSIGN_OR_RETURN(auto x, ops::required(in, 0, "x"));
+  HFS_TRY(ops::expect_plain_dtype(*x, 0, "x"));
   const std::vector<int64_t> perm = attr_ints(attrs, "perm");
-  const int rank = (*x)->shape.rank();
+  const int rank = x->shape.rank();
   std::array<bool, kMaxRank> seen{};
   bool ok = static_cast<int>(perm.size()) == rank;
   for (size_t i = 0; ok && i < perm.size(); ++i) {
@@ -23,9 +22,9 @@ ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   }
   if (!ok)
     return ops::attr_error("perm", "expected a permutation of 0.." + std::to_string(rank - 1) + " for operand 0 (x) " +
-                                       (*x)->to_string() + ", got " + Value::int_array(perm).to_json());
-  TensorType out = **x;
-  for (int i = 0; i < rank; ++i) out.shape[i] = (*x)->shape[static_cast<int>(perm[static_cast<size_t>(i)])];
+                                       x->to_string() + ", got " + Value::int_array(perm).to_json());
+  TensorType out = *x;
+  for (int i = 0; i < rank; ++i) out.shape[i] = x->shape[static_cast<int>(perm[static_cast<size_t>(i)])];
   return std::vector<TensorType>{out};
 }
 

@@ -37,10 +37,10 @@ class OwningStore : public ConstantStore {
       return make_error(ErrorCode::kTensorSizeMismatch, "constant store: constant '" + name + "' of type " +
                                                             type.to_string() + ": expected " + std::to_string(want) +
                                                             " bytes, got " + std::to_string(bytes.size()));
-    Result<Buffer> buf = heap_allocator()->allocate(bytes.size());
-    if (!buf) return buf.error().with_context("constant store: constant '" + name + "'");
-    if (!bytes.empty()) std::memcpy(buf->data(), bytes.data(), bytes.size());
-    OwnedConstant c{std::move(buf.value()), {}};
+    HFS_ASSIGN_OR_RETURN_CTX(Buffer buf, heap_allocator()->allocate(bytes.size()),
+                             "constant store: constant '" + name + "'");
+    if (!bytes.empty()) std::memcpy(buf.data(), bytes.data(), bytes.size());
+    OwnedConstant c{std::move(buf), {}};
     c.view = TensorView(c.buffer.data(), type.dtype, type.shape);
     owned_.emplace(name, std::move(c));
     return Ok{};

@@ -34,13 +34,13 @@ Result<TypeMap> infer_value_types(std::span<const IOSpec> inputs, std::span<cons
     }
     if (!schema->infer)
       return make_error(ErrorCode::kInternal, std::string(where) + ": " + node_label(i, n) + ": op has no shape rule");
-    Result<std::vector<TensorType>> out = schema->infer(operands, n.attrs);
-    if (!out) return out.error().with_context(std::string(where) + ": " + node_label(i, n));
-    if (out->size() != n.outputs.size())
+    HFS_ASSIGN_OR_RETURN_CTX(std::vector<TensorType> out, schema->infer(operands, n.attrs),
+                             std::string(where) + ": " + node_label(i, n));
+    if (out.size() != n.outputs.size())
       return make_error(ErrorCode::kShapeMismatch, std::string(where) + ": " + node_label(i, n) + ": expected " +
-                                                       std::to_string(out->size()) + " outputs, got " +
+                                                       std::to_string(out.size()) + " outputs, got " +
                                                        std::to_string(n.outputs.size()));
-    for (size_t k = 0; k < out->size(); ++k) types[n.outputs[k]] = (*out)[k];
+    for (size_t k = 0; k < out.size(); ++k) types[n.outputs[k]] = out[k];
   }
   return types;
 }

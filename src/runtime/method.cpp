@@ -137,9 +137,9 @@ Result<std::unique_ptr<Method>> Method::load(std::shared_ptr<const Program> prog
     return make_error(ErrorCode::kMissingMethod, program->path() + ": no method '" + name +
                                                      "' (available: " + (names.empty() ? "none" : names) + ")");
   }
-  Result<std::unique_ptr<Method>> m = create(*def, program_constants(program), options);
-  if (!m) return m.error().with_context(program->path());
-  (*m)->impl_->program = std::move(program);
+  HFS_ASSIGN_OR_RETURN_CTX(std::unique_ptr<Method> m, create(*def, program_constants(program), options),
+                           program->path());
+  m->impl_->program = std::move(program);
   return m;
 }
 
@@ -147,8 +147,7 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
                                                const MethodOptions& options) {
   const std::string where = "method '" + def.name + "'";
   if (!constants) return make_error(ErrorCode::kInvalidArgument, where + ": no constant store");
-  Result<Partitioner> partitioner = Partitioner::from_options(options.backends);
-  if (!partitioner) return partitioner.error().with_context(where);
+  HFS_ASSIGN_OR_RETURN_CTX(Partitioner partitioner, Partitioner::from_options(options.backends), where);
   HFS_TRY(verify_method(def, referenced_constants(def, *constants)));
 
   // Lowering: caller passes, then each backend's passes in priority order.
@@ -167,7 +166,7 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
     HFS_TRY(run_pass(p, "caller"));
     rewritten = true;
   }
-  for (const auto& b : partitioner->backends())
+  for (const auto& b : partitioner.backends())
     for (const Pass& p : b->passes()) {
       HFS_TRY(run_pass(p, "backend '" + std::string(b->name()) + "'"));
       rewritten = true;
@@ -177,11 +176,8 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
     if (!st) return st.error().with_context(where + ": after lowering passes");
   }
 
-  Result<std::vector<Partition>> parts = partitioner->partition(def, *constants);
-  if (!parts) return parts.error();
-  Result<detail::TypeMap> types_r = detail::infer_value_types(def.inputs, def.nodes, *constants, where);
-  if (!types_r) return types_r.error();
-  detail::TypeMap& types = *types_r;
+  HFS_ASSIGN_OR_RETURN(std::vector<Partition> parts, partitioner.partition(def, *constants));
+  HFS_ASSIGN_OR_RETURN(detail::TypeMap types, detail::infer_value_types(def.inputs, def.nodes, *constants, where));
   auto aliases = detail::alias_info(def.nodes);
   auto alias = [&](const std::string& v) {
     auto it = aliases.find(v);
@@ -193,10 +189,10 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
   for (size_t i = 0; i < def.inputs.size(); ++i) input_index.emplace(def.inputs[i].name, i);
 
   // Node → partition, value → producing partition / last consuming partition.
-  const size_t num_parts = parts->size();
+  const size_t num_parts = parts.size();
   std::vector<size_t> part_of(def.nodes.size());
   for (size_t p = 0; p < num_parts; ++p)
-    for (size_t i : (*parts)[p].nodes) part_of[i] = p;
+    for (size_t i : parts[p].nodes) part_of[i] = p;
   std::map<std::string, size_t, std::less<>> produced_in;
   for (size_t i = 0; i < def.nodes.size(); ++i)
     for (const std::string& o : def.nodes[i].outputs) produced_in[o] = part_of[i];
@@ -249,7 +245,7 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
     Subgraph& sg = subgraphs[p];
     sg.constants = constants.get();
     std::set<std::string, std::less<>> seen;
-    for (size_t i : (*parts)[p].nodes) {
+    for (size_t i : parts[p].nodes) {
       sg.nodes.push_back(def.nodes[i]);
       for (const std::string& in : def.nodes[i].inputs) {
         if (in.empty()) continue;
@@ -264,7 +260,7 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
   }
   for (size_t p = 0; p < num_parts; ++p) {
     Subgraph& sg = subgraphs[p];
-    for (size_t i : (*parts)[p].nodes)
+    for (size_t i : parts[p].nodes)
       for (const std::string& o : def.nodes[i].outputs) {
         auto lu = last_use.find(o);
         if ((lu == last_use.end() || lu->second == p) && !method_outputs.count(o)) continue;
@@ -332,15 +328,14 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
   for (CopyOut& c : impl->copies) c.src = storage_of(def.outputs[c.output].name);
 
   // Compilation.
-  const auto& backends = partitioner->backends();
+  const auto& backends = partitioner.backends();
   for (size_t p = 0; p < num_parts; ++p) {
-    const std::shared_ptr<Backend>& be = backends[(*parts)[p].backend];
+    const std::shared_ptr<Backend>& be = backends[parts[p].backend];
     const std::string label = where + ": partition " + std::to_string(p) + " (backend '" + std::string(be->name()) + "')";
-    Result<std::unique_ptr<Delegate>> d = be->compile(subgraphs[p]);
-    if (!d) return d.error().with_context(label);
-    if (!*d) return make_error(ErrorCode::kInternal, label + ": compile returned no delegate");
+    HFS_ASSIGN_OR_RETURN_CTX(std::unique_ptr<Delegate> d, be->compile(subgraphs[p]), label);
+    if (!d) return make_error(ErrorCode::kInternal, label + ": compile returned no delegate");
     PartitionRun run;
-    run.delegate = std::move(d.value());
+    run.delegate = std::move(d);
     run.backend = std::string(be->name());
     for (const IOSpec& in : subgraphs[p].inputs) run.inputs.push_back(Bound{storage_of(in.name), in.type});
     std::vector<int> order = run.delegate->output_order();
@@ -362,7 +357,7 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
       const IOSpec& out = subgraphs[p].outputs[static_cast<size_t>(k)];
       run.outputs.push_back(Bound{storage_of(out.name), out.type});
     }
-    for (size_t i : (*parts)[p].nodes) run.updates_state = run.updates_state || writes_state[i] != 0;
+    for (size_t i : parts[p].nodes) run.updates_state = run.updates_state || writes_state[i] != 0;
     // A value depends on the partition that produced it and, for a view, on the one that produced its bytes.
     auto from_p = [&](const std::string& v) {
       for (const std::string& name : {v, alias(v).root}) {
@@ -386,9 +381,9 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
   impl->backends = backends;
   impl->needed.assign(num_parts, 1);
   if (impl->plan.arena_bytes) {
-    Result<Buffer> arena = backends.front()->allocator()->allocate(impl->plan.arena_bytes);
-    if (!arena) return arena.error().with_context(where + ": arena");
-    impl->arena = std::move(arena.value());
+    HFS_ASSIGN_OR_RETURN_CTX(Buffer arena, backends.front()->allocator()->allocate(impl->plan.arena_bytes),
+                             where + ": arena");
+    impl->arena = std::move(arena);
   }
   impl->constants = std::move(constants);
   impl->def = std::move(def);

@@ -78,10 +78,10 @@ Result<Partitioner> Partitioner::from_options(const BackendOptions& options) {
       return make_error(ErrorCode::kNotFound,
                         "backend '" + name + "' is not registered (registered: " + registered_list() + ")");
     auto it = options.settings.find(name);
-    Result<std::unique_ptr<Backend>> b = factory(it == options.settings.end() ? Value() : it->second);
-    if (!b) return b.error().with_context("backend '" + name + "'");
-    if (!*b) return make_error(ErrorCode::kInternal, "backend '" + name + "': factory returned no backend");
-    backends.push_back(std::shared_ptr<Backend>(std::move(b.value())));
+    HFS_ASSIGN_OR_RETURN_CTX(std::unique_ptr<Backend> b, factory(it == options.settings.end() ? Value() : it->second),
+                             "backend '" + name + "'");
+    if (!b) return make_error(ErrorCode::kInternal, "backend '" + name + "': factory returned no backend");
+    backends.push_back(std::shared_ptr<Backend>(std::move(b)));
   }
   return Partitioner(std::move(backends));
 }
@@ -89,14 +89,13 @@ Result<Partitioner> Partitioner::from_options(const BackendOptions& options) {
 Result<std::vector<Partition>> Partitioner::partition(const MethodDef& method, const ConstantStore& constants) const {
   const std::string where = "method '" + method.name + "'";
   if (backends_.empty()) return make_error(ErrorCode::kInvalidArgument, where + ": partitioner has no backends");
-  Result<detail::TypeMap> types = detail::infer_value_types(method.inputs, method.nodes, constants, where);
-  if (!types) return types.error();
+  HFS_ASSIGN_OR_RETURN(detail::TypeMap types, detail::infer_value_types(method.inputs, method.nodes, constants, where));
   const size_t n = method.nodes.size();
 
   // Claims, in priority order.
   std::vector<size_t> owner(n);
   for (size_t i = 0; i < n; ++i) {
-    std::vector<const TensorType*> ops = detail::operand_types(method.nodes[i], *types);
+    std::vector<const TensorType*> ops = detail::operand_types(method.nodes[i], types);
     size_t b = 0;
     while (b < backends_.size() && !backends_[b]->supports(method.nodes[i], ops)) ++b;
     if (b == backends_.size()) {

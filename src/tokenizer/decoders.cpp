@@ -199,44 +199,35 @@ Result<std::unique_ptr<Decoder>> make_decoder(const Json& node, const DecoderCon
   if (type == "ByteFallback") return std::unique_ptr<Decoder>(new ByteFallback());
   if (type == "Fuse") return std::unique_ptr<Decoder>(new Fuse());
   if (type == "Metaspace") {
-    auto repl = get_string(node, "replacement", where, "\xE2\x96\x81");
-    if (!repl) return repl.error();
-    return std::unique_ptr<Decoder>(new Metaspace(*repl));
+    HFS_ASSIGN_OR_RETURN(auto repl, get_string(node, "replacement", where, "\xE2\x96\x81"));
+    return std::unique_ptr<Decoder>(new Metaspace(repl));
   }
   if (type == "Strip") {
-    auto content = get_string(node, "content", where, "");
-    if (!content) return content.error();
-    auto start = get_count(node, "start", where);
-    if (!start) return start.error();
-    auto stop = get_count(node, "stop", where);
-    if (!stop) return stop.error();
-    return std::unique_ptr<Decoder>(new Strip(*content, *start, *stop));
+    HFS_ASSIGN_OR_RETURN(auto content, get_string(node, "content", where, ""));
+    HFS_ASSIGN_OR_RETURN(auto start, get_count(node, "start", where));
+    HFS_ASSIGN_OR_RETURN(auto stop, get_count(node, "stop", where));
+    return std::unique_ptr<Decoder>(new Strip(content, start, stop));
   }
   if (type == "Replace") {
-    auto content = get_string(node, "content", where, "");
-    if (!content) return content.error();
+    HFS_ASSIGN_OR_RETURN(auto content, get_string(node, "content", where, ""));
     const Json& pat = node.contains("pattern") ? node["pattern"] : Json();
     if (pat.is_object() && pat.contains("String") && pat["String"].is_string())
-      return std::unique_ptr<Decoder>(new Replace(pat["String"].get<std::string>(), nullptr, *content));
-    auto pcre = pattern_to_pcre(pat, where);
-    if (!pcre) return pcre.error();
-    auto re = Regex::compile(*pcre, where);
-    if (!re) return re.error();
-    return std::unique_ptr<Decoder>(new Replace("", *re, *content));
+      return std::unique_ptr<Decoder>(new Replace(pat["String"].get<std::string>(), nullptr, content));
+    HFS_ASSIGN_OR_RETURN(auto pcre, pattern_to_pcre(pat, where));
+    HFS_ASSIGN_OR_RETURN(auto re, Regex::compile(pcre, where));
+    return std::unique_ptr<Decoder>(new Replace("", re, content));
   }
   if (type == "BPEDecoder") {
-    auto suffix = get_string(node, "suffix", where, "</w>");
-    if (!suffix) return suffix.error();
-    return std::unique_ptr<Decoder>(new BpeSuffix(*suffix));
+    HFS_ASSIGN_OR_RETURN(auto suffix, get_string(node, "suffix", where, "</w>"));
+    return std::unique_ptr<Decoder>(new BpeSuffix(suffix));
   }
   if (type == "Sequence") {
     if (!node.contains("decoders") || !node["decoders"].is_array())
       return config_error(where + ".decoders", "an array", node.value("decoders", Json()));
     std::vector<std::unique_ptr<Decoder>> steps;
     for (const auto& n : node["decoders"]) {
-      auto s = make_decoder(n, ctx);
-      if (!s) return s.error();
-      steps.push_back(std::move(*s));
+      HFS_ASSIGN_OR_RETURN(auto s, make_decoder(n, ctx));
+      steps.push_back(std::move(s));
     }
     return std::unique_ptr<Decoder>(new Sequence(std::move(steps)));
   }

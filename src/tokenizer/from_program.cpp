@@ -19,11 +19,9 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_program(const Program& 
                                                        view->type().to_string());
     return std::string(static_cast<const char*>(view->ptr), static_cast<size_t>(view->nbytes()));
   };
-  auto tj = bytes_of("tokenizer.json", true);
-  if (!tj) return tj.error();
-  auto cfg = bytes_of("tokenizer_config.json", false);
-  if (!cfg) return cfg.error();
-  return from_json(*tj, *cfg, program.path() + ":file:tokenizer.json");
+  HFS_ASSIGN_OR_RETURN(auto tj, bytes_of("tokenizer.json", true));
+  HFS_ASSIGN_OR_RETURN(auto cfg, bytes_of("tokenizer_config.json", false));
+  return from_json(tj, cfg, program.path() + ":file:tokenizer.json");
 }
 
 }  // namespace hfs

@@ -131,8 +131,7 @@ Result<std::string_view> JsonCursor::skip_value(std::string_view where) {
     if (pos_ >= doc_.size()) return error(where, "a value");
     char c = doc_[pos_];
     if (c == '"') {
-      auto s = string(scratch, where);
-      if (!s) return s.error();
+      HFS_TRY(string(scratch, where));
     } else if (c == '{' || c == '[') {
       ++depth;
       ++pos_;

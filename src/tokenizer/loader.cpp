@@ -43,18 +43,16 @@ Status load_vocab(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_s
   while (!done) {
     size_t n = 0;
     for (; n < kBatch && !done; ++n) {
-      auto key = c.string(scratch, "model.vocab key");
-      if (!key) return key.error();
+      HFS_ASSIGN_OR_RETURN(auto key, c.string(scratch, "model.vocab key"));
       HFS_TRY(c.expect(':', "model.vocab"));
-      auto id = c.integer("model.vocab value");
-      if (!id) return id.error().with_context("model.vocab['" + std::string(*key) + "']");
-      if (*id < 0 || *id >= max_id)
-        return c.error("model.vocab['" + std::string(*key) + "']",
+      HFS_ASSIGN_OR_RETURN_CTX(auto id, c.integer("model.vocab value"), "model.vocab['" + std::string(key) + "']");
+      if (id < 0 || id >= max_id)
+        return c.error("model.vocab['" + std::string(key) + "']",
                        "an id in [0, " + std::to_string(max_id) + ") (at most the file's size in bytes, or 2^20)");
       Pending& p = batch[n];
-      p.key.assign(*key);
+      p.key.assign(key);
       p.h = tok::SymbolTable::hash(p.key);
-      p.id = *id;
+      p.id = id;
       m.syms.prefetch_slot(p.h);
       if (!c.eat(',')) {
         HFS_TRY(c.expect('}', "model.vocab"));
@@ -95,24 +93,21 @@ Status load_merges(JsonCursor& c, tok::BpeModel& m) {
       constexpr std::string_view kWhere = "model.merges entry";
       std::string_view a, b;
       if (c.peek() == '"') {
-        auto s = c.string(sa, kWhere);
-        if (!s) return s.error().with_context(where());
-        size_t sp = s->find(' ');
+        HFS_ASSIGN_OR_RETURN_CTX(auto s, c.string(sa, kWhere), where());
+        size_t sp = s.find(' ');
         if (sp == std::string_view::npos)
-          return bad("tokenizer.json", where() + ": expected \"left right\", got '" + std::string(*s) + "'");
-        a = s->substr(0, sp);
-        b = s->substr(sp + 1);
+          return bad("tokenizer.json", where() + ": expected \"left right\", got '" + std::string(s) + "'");
+        a = s.substr(0, sp);
+        b = s.substr(sp + 1);
         b = b.substr(0, b.find(' '));  // like JS split(" ", 2): a third part is ignored
       } else {
         if (!c.eat('[')) return c.error(where(), "\"left right\" or [left, right]");
-        auto x = c.string(sa, kWhere);
-        if (!x) return x.error().with_context(where());
+        HFS_ASSIGN_OR_RETURN_CTX(auto x, c.string(sa, kWhere), where());
         if (!c.eat(',')) return c.error(where(), "',' in a [left, right] pair");
-        auto y = c.string(sb, kWhere);
-        if (!y) return y.error().with_context(where());
+        HFS_ASSIGN_OR_RETURN_CTX(auto y, c.string(sb, kWhere), where());
         if (!c.eat(']')) return c.error(where(), "']' closing a [left, right] pair");
-        a = *x;
-        b = *y;
+        a = x;
+        b = y;
       }
       Pending& p = batch[n];
       p.a.assign(a);
@@ -160,9 +155,8 @@ Status load_model(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_s
   HFS_TRY(c.expect('{', "model"));
   if (!c.eat('}')) {
     while (true) {
-      auto k = c.string(scratch, "model key");
-      if (!k) return k.error();
-      std::string key(*k);
+      HFS_ASSIGN_OR_RETURN(auto k, c.string(scratch, "model key"));
+      std::string key(k);
       HFS_TRY(c.expect(':', "model"));
       if (key == "vocab" && c.peek() == '{') {
         HFS_TRY(load_vocab(c, m, id_to_sym, max_token_id(doc_size)));
@@ -171,11 +165,9 @@ Status load_model(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_s
         HFS_TRY(load_merges(c, m));
         has_merges = true;
       } else {
-        auto raw = c.skip_value("model." + key);
-        if (!raw) return raw.error();
-        auto j = parse_small(*raw, name, "model." + key);
-        if (!j) return j.error();
-        fields[key] = std::move(*j);
+        HFS_ASSIGN_OR_RETURN(auto raw, c.skip_value("model." + key));
+        HFS_ASSIGN_OR_RETURN(auto j, parse_small(raw, name, "model." + key));
+        fields[key] = std::move(j);
       }
       if (c.eat(',')) continue;
       HFS_TRY(c.expect('}', "model"));
@@ -189,9 +181,8 @@ Status load_model(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_s
   if (!has_vocab) return bad(name, "model.vocab: expected an object {token: id}" + std::string(fields.contains("vocab") ? ", got " + fields["vocab"].dump().substr(0, 40) : " (missing)"));
   if (!has_merges) return bad(name, "model.merges: expected an array" + std::string(fields.contains("merges") ? ", got " + fields["merges"].dump().substr(0, 40) : " (missing)"));
   auto flag = [&](const char* key, bool& out) -> Status {
-    auto r = tok::get_bool(fields, key, "model", out);
-    if (!r) return r.error();
-    out = *r;
+    HFS_ASSIGN_OR_RETURN(auto r, tok::get_bool(fields, key, "model", out));
+    out = r;
     return Ok{};
   };
   HFS_TRY(flag("byte_fallback", m.opt.byte_fallback));
@@ -200,9 +191,8 @@ Status load_model(JsonCursor& c, tok::BpeModel& m, std::vector<int32_t>& id_to_s
   for (auto [key, dst] : {std::pair<const char*, std::string*>{"unk_token", &m.opt.unk_token},
                           {"continuing_subword_prefix", &m.opt.continuing_subword_prefix},
                           {"end_of_word_suffix", &m.opt.end_of_word_suffix}}) {
-    auto r = tok::get_string(fields, key, "model", "");
-    if (!r) return r.error();
-    *dst = *r;
+    HFS_ASSIGN_OR_RETURN(auto r, tok::get_string(fields, key, "model", ""));
+    *dst = r;
   }
   m.opt.has_unk = fields.contains("unk_token") && fields["unk_token"].is_string();
   if (fields.contains("dropout") && fields["dropout"].is_number() && fields["dropout"].get<double>() != 0.0)
@@ -227,18 +217,16 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
     HFS_TRY(c.expect('{', "top level"));
     if (!c.eat('}')) {
       while (true) {
-        auto k = c.string(scratch, "top-level key");
-        if (!k) return k.error();
-        std::string key(*k);
+        HFS_ASSIGN_OR_RETURN(auto k, c.string(scratch, "top-level key"));
+        std::string key(k);
         HFS_TRY(c.expect(':', "top level"));
         if (key == "model") {
           if (c.peek() != '{') return c.error("model", "an object");
           HFS_TRY(load_model(c, im->model, im->id_to_sym, name, tokenizer_json.size()));
           has_model = true;
         } else {
-          auto v = c.skip_value(key);
-          if (!v) return v.error();
-          raw[key] = *v;
+          HFS_ASSIGN_OR_RETURN(auto v, c.skip_value(key));
+          raw[key] = v;
         }
         if (c.eat(',')) continue;
         HFS_TRY(c.expect('}', "top level"));
@@ -258,12 +246,11 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
 
   // Added tokens: they override the vocabulary entry of their content.
   const int64_t max_id = max_token_id(tokenizer_json.size());
-  auto added_node = node("added_tokens");
-  if (!added_node) return added_node.error();
-  if (!added_node->is_null()) {
-    if (!added_node->is_array()) return tok::config_error("added_tokens", "an array", *added_node);
+  HFS_ASSIGN_OR_RETURN(auto added_node, node("added_tokens"));
+  if (!added_node.is_null()) {
+    if (!added_node.is_array()) return tok::config_error("added_tokens", "an array", added_node);
     size_t k = 0;
-    for (const Json& e : *added_node) {
+    for (const Json& e : added_node) {
       std::string where = "added_tokens[" + std::to_string(k++) + "]";
       if (!e.is_object() || !e.contains("content") || !e["content"].is_string() || !e.contains("id") ||
           !e["id"].is_number_integer() || e["id"].get<int64_t>() < 0 || e["id"].get<int64_t>() >= max_id)
@@ -285,16 +272,12 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
   }
 
   // Pipeline stages.
-  auto norm_node = node("normalizer");
-  if (!norm_node) return norm_node.error();
-  auto norm = tok::make_normalizer(*norm_node);
-  if (!norm) return norm.error().with_context(name);
-  im->normalizer = std::move(*norm);
-  auto pre_node = node("pre_tokenizer");
-  if (!pre_node) return pre_node.error();
-  auto pre = tok::make_pre_tokenizer(*pre_node);
-  if (!pre) return pre.error().with_context(name);
-  im->pre_tokenizer = std::move(*pre);
+  HFS_ASSIGN_OR_RETURN(auto norm_node, node("normalizer"));
+  HFS_ASSIGN_OR_RETURN_CTX(auto norm, tok::make_normalizer(norm_node), name);
+  im->normalizer = std::move(norm);
+  HFS_ASSIGN_OR_RETURN(auto pre_node, node("pre_tokenizer"));
+  HFS_ASSIGN_OR_RETURN_CTX(auto pre, tok::make_pre_tokenizer(pre_node), name);
+  im->pre_tokenizer = std::move(pre);
 
   std::vector<std::string> raw_words, norm_words;
   std::vector<int32_t> raw_idx, norm_idx;
@@ -307,10 +290,9 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
     im->id_to_sym[static_cast<size_t>(t.id)] = sym;
     im->added_lookup[t.content] = static_cast<int32_t>(i);
     if (t.normalized && im->normalizer) {
-      auto n = im->normalizer->normalize(t.content);
-      if (!n) return n.error().with_context(name);
-      im->added_lookup[*n] = static_cast<int32_t>(i);
-      norm_words.push_back(*n);
+      HFS_ASSIGN_OR_RETURN_CTX(auto n, im->normalizer->normalize(t.content), name);
+      im->added_lookup[n] = static_cast<int32_t>(i);
+      norm_words.push_back(n);
       norm_idx.push_back(static_cast<int32_t>(i));
     } else {
       raw_words.push_back(t.content);
@@ -341,17 +323,13 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
 
   const Tokenizer::Impl* self = im.get();
   tok::ResolveFn resolve = [self](std::string_view s) { return self->resolve(s); };
-  auto post_node = node("post_processor");
-  if (!post_node) return post_node.error();
-  auto post = tok::make_post_processor(*post_node, resolve);
-  if (!post) return post.error().with_context(name);
-  im->post_processor = std::move(*post);
-  auto dec_node = node("decoder");
-  if (!dec_node) return dec_node.error();
+  HFS_ASSIGN_OR_RETURN(auto post_node, node("post_processor"));
+  HFS_ASSIGN_OR_RETURN_CTX(auto post, tok::make_post_processor(post_node, resolve), name);
+  im->post_processor = std::move(post);
+  HFS_ASSIGN_OR_RETURN(auto dec_node, node("decoder"));
   tok::DecoderContext ctx{&im->added_contents_sorted};
-  auto dec = tok::make_decoder(*dec_node, ctx);
-  if (!dec) return dec.error().with_context(name);
-  im->decoder = std::move(*dec);
+  HFS_ASSIGN_OR_RETURN_CTX(auto dec, tok::make_decoder(dec_node, ctx), name);
+  im->decoder = std::move(dec);
 
   // tokenizer_config.json
   std::unordered_set<std::string> special;
@@ -367,17 +345,14 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_tokenizer_impl(std::string_view to
     HFS_TRY(cc.expect('{', "top level"));
     if (!cc.eat('}')) {
       while (true) {
-        auto k = cc.string(scratch, "key");
-        if (!k) return k.error();
-        std::string key(*k);
+        HFS_ASSIGN_OR_RETURN(auto k, cc.string(scratch, "key"));
+        std::string key(k);
         HFS_TRY(cc.expect(':', "top level"));
-        auto v = cc.skip_value(key);
-        if (!v) return v.error();
+        HFS_ASSIGN_OR_RETURN(auto v, cc.skip_value(key));
         if (key == "clean_up_tokenization_spaces" || key == "remove_space" || key == "do_lowercase_and_remove_accent" ||
             key == "additional_special_tokens" || key == "bos_token" || key == "eos_token") {
-          auto j = parse_small(*v, cname, key);
-          if (!j) return j.error();
-          cfg[key] = std::move(*j);
+          HFS_ASSIGN_OR_RETURN(auto j, parse_small(v, cname, key));
+          cfg[key] = std::move(j);
         }
         if (cc.eat(',')) continue;
         HFS_TRY(cc.expect('}', "top level"));

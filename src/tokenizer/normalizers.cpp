@@ -82,9 +82,8 @@ class Sequence final : public Normalizer {
   Result<std::string> normalize(std::string text) const override {
     for (const auto& s : steps_) {
       if (!s) continue;
-      auto r = s->normalize(std::move(text));
-      if (!r) return r.error();
-      text = std::move(*r);
+      HFS_ASSIGN_OR_RETURN(auto r, s->normalize(std::move(text)));
+      text = std::move(r);
     }
     return text;
   }
@@ -108,37 +107,30 @@ Result<std::unique_ptr<Normalizer>> make_normalizer(const Json& node) {
   if (type == "Lowercase") return std::unique_ptr<Normalizer>(new Lowercase());
   if (type == "StripAccents") return std::unique_ptr<Normalizer>(new StripAccents());
   if (type == "Prepend") {
-    auto p = get_string(node, "prepend", where, "", true);
-    if (!p) return p.error();
-    return std::unique_ptr<Normalizer>(new Prepend(*p));
+    HFS_ASSIGN_OR_RETURN(auto p, get_string(node, "prepend", where, "", true));
+    return std::unique_ptr<Normalizer>(new Prepend(p));
   }
   if (type == "Strip") {
-    auto l = get_bool(node, "strip_left", where, false);
-    if (!l) return l.error();
-    auto r = get_bool(node, "strip_right", where, false);
-    if (!r) return r.error();
-    return std::unique_ptr<Normalizer>(new Strip(*l, *r));
+    HFS_ASSIGN_OR_RETURN(auto l, get_bool(node, "strip_left", where, false));
+    HFS_ASSIGN_OR_RETURN(auto r, get_bool(node, "strip_right", where, false));
+    return std::unique_ptr<Normalizer>(new Strip(l, r));
   }
   if (type == "Replace") {
-    auto content = get_string(node, "content", where, "");
-    if (!content) return content.error();
+    HFS_ASSIGN_OR_RETURN(auto content, get_string(node, "content", where, ""));
     const Json& pat = node.contains("pattern") ? node["pattern"] : Json();
     if (pat.is_object() && pat.contains("String") && pat["String"].is_string())
-      return std::unique_ptr<Normalizer>(new Replace(pat["String"].get<std::string>(), nullptr, *content));
-    auto pcre = pattern_to_pcre(pat, where);
-    if (!pcre) return pcre.error();
-    auto re = Regex::compile(*pcre, where);
-    if (!re) return re.error();
-    return std::unique_ptr<Normalizer>(new Replace("", *re, *content));
+      return std::unique_ptr<Normalizer>(new Replace(pat["String"].get<std::string>(), nullptr, content));
+    HFS_ASSIGN_OR_RETURN(auto pcre, pattern_to_pcre(pat, where));
+    HFS_ASSIGN_OR_RETURN(auto re, Regex::compile(pcre, where));
+    return std::unique_ptr<Normalizer>(new Replace("", re, content));
   }
   if (type == "Sequence") {
     if (!node.contains("normalizers") || !node["normalizers"].is_array())
       return config_error(where + ".normalizers", "an array", node.value("normalizers", Json()));
     std::vector<std::unique_ptr<Normalizer>> steps;
     for (const auto& n : node["normalizers"]) {
-      auto s = make_normalizer(n);
-      if (!s) return s.error();
-      steps.push_back(std::move(*s));
+      HFS_ASSIGN_OR_RETURN(auto s, make_normalizer(n));
+      steps.push_back(std::move(s));
     }
     return std::unique_ptr<Normalizer>(new Sequence(std::move(steps)));
   }

@@ -89,9 +89,8 @@ Result<std::unique_ptr<PostProcessor>> make_post_processor(const Json& node, con
       return config_error("post_processor Sequence.processors", "an array", node.value("processors", Json()));
     std::vector<std::unique_ptr<PostProcessor>> steps;
     for (const auto& n : node["processors"]) {
-      auto s = make_post_processor(n, resolve);
-      if (!s) return s.error();
-      steps.push_back(std::move(*s));
+      HFS_ASSIGN_OR_RETURN(auto s, make_post_processor(n, resolve));
+      steps.push_back(std::move(s));
     }
     return std::unique_ptr<PostProcessor>(new Sequence(std::move(steps)));
   }

@@ -185,9 +185,8 @@ class Sequence final : public PreTokenizer {
 };
 
 Result<std::unique_ptr<PreTokenizer>> match_only(const std::string& pattern, const std::string& where) {
-  auto re = Regex::compile(pattern, where);
-  if (!re) return re.error();
-  return std::unique_ptr<PreTokenizer>(new MatchOnly(*re));
+  HFS_ASSIGN_OR_RETURN(auto re, Regex::compile(pattern, where));
+  return std::unique_ptr<PreTokenizer>(new MatchOnly(re));
 }
 
 }  // namespace
@@ -200,26 +199,22 @@ Result<std::unique_ptr<PreTokenizer>> make_pre_tokenizer(const Json& node) {
   std::string where = "pre_tokenizer " + type;
   const std::string ws = kJsSpaceClass;
   if (type == "ByteLevel") {
-    auto aps = get_bool(node, "add_prefix_space", where, false);
-    if (!aps) return aps.error();
-    auto use_regex = get_bool(node, "use_regex", where, true);
-    if (!use_regex) return use_regex.error();
+    HFS_ASSIGN_OR_RETURN(auto aps, get_bool(node, "add_prefix_space", where, false));
+    HFS_ASSIGN_OR_RETURN(auto use_regex, get_bool(node, "use_regex", where, true));
     std::shared_ptr<const Regex> re;
-    if (*use_regex) {
+    if (use_regex) {
       // GPT-2's pattern as transformers.js runs it (JS `\s`).
       std::string p = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" + ws + "\\p{L}\\p{N}]+|[" + ws + "]+(?![^" + ws +
                       "])|[" + ws + "]+";
-      auto r = Regex::compile(p, where);
-      if (!r) return r.error();
-      re = *r;
+      HFS_ASSIGN_OR_RETURN(auto r, Regex::compile(p, where));
+      re = r;
     }
-    return std::unique_ptr<PreTokenizer>(new ByteLevel(*aps, re));
+    return std::unique_ptr<PreTokenizer>(new ByteLevel(aps, re));
   }
   if (type == "Split") {
-    auto b = get_string(node, "behavior", where, "Isolated");
-    if (!b) return b.error();
+    HFS_ASSIGN_OR_RETURN(auto b, get_string(node, "behavior", where, "Isolated"));
     Behavior beh;
-    std::string bl = *b;
+    std::string bl = b;
     for (auto& c : bl) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (bl == "removed") beh = Behavior::kRemoved;
     else if (bl == "isolated") beh = Behavior::kIsolated;
@@ -229,45 +224,37 @@ Result<std::unique_ptr<PreTokenizer>> make_pre_tokenizer(const Json& node) {
     else
       return config_error(where + ".behavior",
                           "one of Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous", node["behavior"]);
-    auto inv = get_bool(node, "invert", where, false);
-    if (!inv) return inv.error();
+    HFS_ASSIGN_OR_RETURN(auto inv, get_bool(node, "invert", where, false));
     const Json& pat = node.contains("pattern") ? node["pattern"] : Json();
     std::shared_ptr<const Regex> re;
     bool empty_string = pat.is_object() && pat.contains("String") && pat["String"] == "";
     if (!empty_string) {
-      auto pcre = pattern_to_pcre(pat, where);
-      if (!pcre) return pcre.error();
-      auto r = Regex::compile(*pcre, where);
-      if (!r) return r.error();
-      re = *r;
+      HFS_ASSIGN_OR_RETURN(auto pcre, pattern_to_pcre(pat, where));
+      HFS_ASSIGN_OR_RETURN(auto r, Regex::compile(pcre, where));
+      re = r;
     }
-    return std::unique_ptr<PreTokenizer>(new Split(re, beh, *inv));
+    return std::unique_ptr<PreTokenizer>(new Split(re, beh, inv));
   }
   if (type == "Metaspace") {
-    auto repl = get_string(node, "replacement", where, "\xE2\x96\x81");
-    if (!repl) return repl.error();
-    if (repl->empty()) return config_error(where + ".replacement", "a non-empty string", node["replacement"]);
+    HFS_ASSIGN_OR_RETURN(auto repl, get_string(node, "replacement", where, "\xE2\x96\x81"));
+    if (repl.empty()) return config_error(where + ".replacement", "a non-empty string", node["replacement"]);
     Prepend scheme = Prepend::kAlways;
     if (node.contains("prepend_scheme") && !node["prepend_scheme"].is_null()) {
-      auto s = get_string(node, "prepend_scheme", where, "always");
-      if (!s) return s.error();
-      if (*s == "always") scheme = Prepend::kAlways;
-      else if (*s == "first") scheme = Prepend::kFirst;
-      else if (*s == "never") scheme = Prepend::kNever;
+      HFS_ASSIGN_OR_RETURN(auto s, get_string(node, "prepend_scheme", where, "always"));
+      if (s == "always") scheme = Prepend::kAlways;
+      else if (s == "first") scheme = Prepend::kFirst;
+      else if (s == "never") scheme = Prepend::kNever;
       else return config_error(where + ".prepend_scheme", "one of always, first, never", node["prepend_scheme"]);
     } else if (node.contains("add_prefix_space")) {  // older files
-      auto a = get_bool(node, "add_prefix_space", where, true);
-      if (!a) return a.error();
-      scheme = *a ? Prepend::kAlways : Prepend::kNever;
+      HFS_ASSIGN_OR_RETURN(auto a, get_bool(node, "add_prefix_space", where, true));
+      scheme = a ? Prepend::kAlways : Prepend::kNever;
     }
-    auto split = get_bool(node, "split", where, true);
-    if (!split) return split.error();
-    return std::unique_ptr<PreTokenizer>(new Metaspace(*repl, scheme, *split));
+    HFS_ASSIGN_OR_RETURN(auto split, get_bool(node, "split", where, true));
+    return std::unique_ptr<PreTokenizer>(new Metaspace(repl, scheme, split));
   }
   if (type == "Digits") {
-    auto ind = get_bool(node, "individual_digits", where, false);
-    if (!ind) return ind.error();
-    return match_only(*ind ? "[^0-9]+|[0-9]" : "[^0-9]+|[0-9]+", where);
+    HFS_ASSIGN_OR_RETURN(auto ind, get_bool(node, "individual_digits", where, false));
+    return match_only(ind ? "[^0-9]+|[0-9]" : "[^0-9]+|[0-9]+", where);
   }
   if (type == "Whitespace") return match_only("[A-Za-z0-9_]+|[^A-Za-z0-9_" + ws + "]+", where);
   if (type == "WhitespaceSplit") return match_only("[^" + ws + "]+", where);
@@ -276,9 +263,8 @@ Result<std::unique_ptr<PreTokenizer>> make_pre_tokenizer(const Json& node) {
       return config_error(where + ".pretokenizers", "an array", node.value("pretokenizers", Json()));
     std::vector<std::unique_ptr<PreTokenizer>> steps;
     for (const auto& n : node["pretokenizers"]) {
-      auto s = make_pre_tokenizer(n);
-      if (!s) return s.error();
-      steps.push_back(std::move(*s));
+      HFS_ASSIGN_OR_RETURN(auto s, make_pre_tokenizer(n));
+      steps.push_back(std::move(s));
     }
     return std::unique_ptr<PreTokenizer>(new Sequence(std::move(steps)));
   }

@@ -253,9 +253,8 @@ Result<std::string> translate_hf_regex(std::string_view p, std::string_view what
     switch (c) {
       case '[': {
         size_t end = 0;
-        auto cls = translate_class(p, i, fold, end, what);
-        if (!cls) return cls.error();
-        emit_atom(*cls);
+        HFS_ASSIGN_OR_RETURN(auto cls, translate_class(p, i, fold, end, what));
+        emit_atom(cls);
         i = end;
         continue;
       }

@@ -45,15 +45,14 @@ Status StreamDecoder::prime(std::span<const int32_t> context) {
   size_t take = std::min(context.size(), kPrimeWindow);
   for (;;) {
     auto window = context.subspan(context.size() - take);
-    auto text = decode_ids(im, window, skip_special_, /*clean_up=*/false);
-    if (!text) return text.error();
+    HFS_ASSIGN_OR_RETURN(auto text, decode_ids(im, window, skip_special_, /*clean_up=*/false));
     // Doubling keeps the total work linear in the context even when all of it decodes to nothing.
-    if (take < context.size() && (text->empty() || starts_with_replacement(*text))) {
+    if (take < context.size() && (text.empty() || starts_with_replacement(text))) {
       take = std::min(context.size(), take * 2);
       continue;
     }
     ids_.assign(window.begin(), window.end());
-    prefix_ = std::move(*text);
+    prefix_ = std::move(text);
     return Ok{};
   }
 }
@@ -71,9 +70,8 @@ Result<std::string> StreamDecoder::feed(int32_t id) {
   std::string piece = text->substr(prefix_.size());
   size_t new_prefix_index = ids_.size() - prefix_index_;
   ids_.erase(ids_.begin(), ids_.begin() + static_cast<long>(prefix_index_));
-  auto prefix = decode_ids(im, ids_, skip_special_, /*clean_up=*/false);
-  if (!prefix) return prefix.error();
-  prefix_ = std::move(*prefix);
+  HFS_ASSIGN_OR_RETURN(auto prefix, decode_ids(im, ids_, skip_special_, /*clean_up=*/false));
+  prefix_ = std::move(prefix);
   prefix_index_ = new_prefix_index;
   if (!im.clean_up_tokenization_spaces) return piece;
   pending_ = clean_up_tokenization(pending_ + piece);
@@ -87,9 +85,8 @@ Result<std::string> StreamDecoder::flush() {
   const Tokenizer::Impl& im = *tok_->impl_;
   std::string piece;
   if (!ids_.empty()) {
-    auto text = decode_ids(im, ids_, skip_special_, /*clean_up=*/false);
-    if (!text) return text.error();
-    if (text->size() > prefix_.size()) piece = text->substr(prefix_.size());
+    HFS_ASSIGN_OR_RETURN(auto text, decode_ids(im, ids_, skip_special_, /*clean_up=*/false));
+    if (text.size() > prefix_.size()) piece = text.substr(prefix_.size());
   }
   if (im.clean_up_tokenization_spaces) piece = clean_up_tokenization(pending_ + piece);
   reset();

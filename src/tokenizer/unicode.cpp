@@ -56,10 +56,9 @@ Result<std::string> unicode_normalize(std::string_view text, NormForm form) {
                                                        : unorm2_getNFKDInstance(&st);
   if (U_FAILURE(st))
     return make_error(ErrorCode::kTokenizer, std::string("tokenizer: ICU normalizer unavailable: ") + u_errorName(st));
-  auto u16 = to_utf16(text);
-  if (!u16) return u16.error();
-  const UChar* src = reinterpret_cast<const UChar*>(u16->data());
-  int32_t len = static_cast<int32_t>(u16->size());
+  HFS_ASSIGN_OR_RETURN(auto u16, to_utf16(text));
+  const UChar* src = reinterpret_cast<const UChar*>(u16.data());
+  int32_t len = static_cast<int32_t>(u16.size());
   if (unorm2_isNormalized(norm, src, len, &st) && U_SUCCESS(st)) return std::string(text);
   st = U_ZERO_ERROR;
   std::vector<UChar> out(static_cast<size_t>(len) * 3 + 16);
@@ -81,17 +80,16 @@ Result<std::string> unicode_lowercase(std::string_view text) {
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     return out;
   }
-  auto u16 = to_utf16(text);
-  if (!u16) return u16.error();
+  HFS_ASSIGN_OR_RETURN(auto u16, to_utf16(text));
   UErrorCode st = U_ZERO_ERROR;
-  int32_t len = static_cast<int32_t>(u16->size());
+  int32_t len = static_cast<int32_t>(u16.size());
   std::vector<UChar> out(static_cast<size_t>(len) * 2 + 16);
-  int32_t n = u_strToLower(out.data(), static_cast<int32_t>(out.size()), reinterpret_cast<const UChar*>(u16->data()),
+  int32_t n = u_strToLower(out.data(), static_cast<int32_t>(out.size()), reinterpret_cast<const UChar*>(u16.data()),
                            len, "", &st);
   if (st == U_BUFFER_OVERFLOW_ERROR) {
     out.resize(static_cast<size_t>(n));
     st = U_ZERO_ERROR;
-    n = u_strToLower(out.data(), n, reinterpret_cast<const UChar*>(u16->data()), len, "", &st);
+    n = u_strToLower(out.data(), n, reinterpret_cast<const UChar*>(u16.data()), len, "", &st);
   }
   if (U_FAILURE(st))
     return make_error(ErrorCode::kTokenizer, std::string("tokenizer: ICU lowercasing failed: ") + u_errorName(st));

@@ -41,11 +41,10 @@ class FaultBackend final : public Backend {
     return !node.outputs.empty() && node.outputs[0] == node_ && ref_->supports(node, types);
   }
   Result<std::unique_ptr<Delegate>> compile(const Subgraph& sg) override {
-    auto inner = ref_->compile(sg);
-    if (!inner) return inner.error();
+    HFS_ASSIGN_OR_RETURN(auto inner, ref_->compile(sg));
     const NodeDef& n = sg.nodes.front();  // the partitioner hands us exactly the claimed node
     return std::unique_ptr<Delegate>(
-        std::make_unique<FaultDelegate>(std::move(*inner), "node '" + n.outputs[0] + "' (" + n.op + ")", order_));
+        std::make_unique<FaultDelegate>(std::move(inner), "node '" + n.outputs[0] + "' (" + n.op + ")", order_));
   }
 
  private:
@@ -63,9 +62,8 @@ const bool kRegistered = register_backend(kFaultBackend, [](const Value& s) -> R
     order.emplace();
     for (const Value& e : o->as_array()) order->push_back(static_cast<int>(e.as_int()));
   }
-  auto part = Partitioner::from_options(BackendOptions{});
-  if (!part) return part.error();
-  return std::unique_ptr<Backend>(std::make_unique<FaultBackend>(node->as_string(), part->backends().back(), order));
+  HFS_ASSIGN_OR_RETURN(auto part, Partitioner::from_options(BackendOptions{}));
+  return std::unique_ptr<Backend>(std::make_unique<FaultBackend>(node->as_string(), part.backends().back(), order));
 });
 
 }  // namespace

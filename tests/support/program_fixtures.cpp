@@ -156,20 +156,16 @@ Status build_tiny_program(ProgramWriter& w) {
   std::vector<float> wv = tiny_weight();
   auto wbytes = std::as_bytes(std::span<const float>(wv));
   // Each method adds the weight it uses, as an exporter would; identical content is stored once.
-  auto w1 = w.add_constant("w", kF24, wbytes);
-  if (!w1) return w1.error();
-  HFS_TRY(w.add_method(tiny_prefill(*w1)));
-  auto w2 = w.add_constant("w", kF24, wbytes);
-  if (!w2) return w2.error();
-  HFS_TRY(w.add_method(tiny_decode(*w2)));
+  HFS_ASSIGN_OR_RETURN(auto w1, w.add_constant("w", kF24, wbytes));
+  HFS_TRY(w.add_method(tiny_prefill(w1)));
+  HFS_ASSIGN_OR_RETURN(auto w2, w.add_constant("w", kF24, wbytes));
+  HFS_TRY(w.add_method(tiny_decode(w2)));
 
   std::vector<std::byte> q(36);
   for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<std::byte>(i);
-  auto qn = w.add_constant("q", {DType::kQ4_0, {2, 32}}, q);
-  if (!qn) return qn.error();
+  HFS_TRY(w.add_constant("q", {DType::kQ4_0, {2, 32}}, q));
   const int8_t s[3] = {-1, 0, 1};
-  auto sn = w.add_constant("s", {DType::kI8, {3}}, std::as_bytes(std::span<const int8_t>(s)));
-  if (!sn) return sn.error();
+  HFS_TRY(w.add_constant("s", {DType::kI8, {3}}, std::as_bytes(std::span<const int8_t>(s))));
   return Ok{};
 }
 
@@ -221,10 +217,10 @@ Result<ProgramImage> split_program(const std::vector<std::byte>& file) {
   if (file.size() < 64) return make_error(ErrorCode::kTruncated, "shorter than a header");
   uint64_t moff = get_u64(file, 16), msize = get_u64(file, 24), doff = get_u64(file, 32), dsize = get_u64(file, 40);
   if (moff + msize > file.size() || doff + dsize > file.size()) return make_error(ErrorCode::kTruncated, "bad header");
-  auto json = Value::parse_json(std::string_view(reinterpret_cast<const char*>(file.data() + moff), msize));
-  if (!json) return json.error();
+  HFS_ASSIGN_OR_RETURN(auto json,
+                       Value::parse_json(std::string_view(reinterpret_cast<const char*>(file.data() + moff), msize)));
   ProgramImage img;
-  img.manifest = *json;
+  img.manifest = json;
   img.data.assign(file.begin() + static_cast<ptrdiff_t>(doff), file.begin() + static_cast<ptrdiff_t>(doff + dsize));
   return img;
 }

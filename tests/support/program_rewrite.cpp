@@ -12,11 +12,9 @@ Status rewrite_program(const Program& p, const std::string& out, const ProgramEd
   if (edit.metadata) edit.metadata(meta);
   for (auto& [k, v] : meta) w.set_metadata(k, v);
   for (const ConstantInfo& c : p.constants()) {
-    auto view = p.constant(c.name);
-    if (!view) return view.error();
-    auto name = w.add_constant(c.name, c.type,
-                               std::span<const std::byte>(static_cast<const std::byte*>(view->ptr), c.nbytes));
-    if (!name) return name.error();
+    HFS_ASSIGN_OR_RETURN(auto view, p.constant(c.name));
+    HFS_TRY(
+        w.add_constant(c.name, c.type, std::span<const std::byte>(static_cast<const std::byte*>(view.ptr), c.nbytes)));
   }
   for (const MethodDef& m : p.methods()) {
     MethodDef copy = m;
