@@ -7,7 +7,7 @@
 // constants named keys::kFilePrefix + file name, so the program runs on its own.
 //
 //   hfs::ExportOptions opt;
-//   opt.context = 2048;                      // capacity; at most max_position_embeddings
+//   opt.context = 512;                       // capacity in tokens; at most max_position_embeddings
 //   opt.weights = hfs::WeightsMode::kF16;    // linear/embedding weights; norms stay f32
 //   hfs::Status st = hfs::export_checkpoint("/models/Llama-3.2-1B", "llama.hfs", opt);
 //   if (!st) std::fprintf(stderr, "%s\n", st.error().to_string().c_str());

@@ -33,21 +33,20 @@
 #include "hfstatic/value.h"
 #include "support/checkpoint_writer.h"
 #include "support/program_fixtures.h"
+#include "support/fixtures.h"
 
 namespace {
 
-// The stories260K checkpoint (shared fixtures beside the repository), as tests/tools/conftest.py finds it.
+// The stories260K checkpoint from the fixture locator; "" when missing.
 std::string stories_dir() {
-  for (std::string d : {std::string(HFS_SOURCE_DIR) + "/shared/models/stories260K",
-                        std::string(HFS_SOURCE_DIR) + "/../shared/models/stories260K"})
-    if (std::ifstream(d + "/config.json")) return d;
-  return "";
+  const std::string d = hfs::test::stories_dir();
+  return hfs::test::fixture_exists(d + "/config.json") ? d : std::string();
 }
 
 // ---- export.h
 hfs::Status export_example(const std::string& checkpoint_dir, const std::string& out_path) {
   hfs::ExportOptions opt;
-  opt.context = 2048;                      // capacity; capped by max_position_embeddings
+  opt.context = 512;                       // capacity in tokens; at most max_position_embeddings
   opt.weights = hfs::WeightsMode::kF16;    // linear/embedding weights; norms stay f32
   hfs::Status st = hfs::export_checkpoint(checkpoint_dir, out_path, opt);
   if (!st) std::fprintf(stderr, "%s\n", st.error().to_string().c_str());
@@ -63,7 +62,7 @@ const std::string& stories_program() {
     std::string out = hfs::test::temp_path("usage_examples") + ".hfs";
     return export_example(dir, out) ? out : std::string();
   }();
-  if (path.empty()) ADD_FAILURE() << "stories260K missing beside the repository (../shared/models/stories260K)";
+  if (path.empty()) ADD_FAILURE() << hfs::test::missing(hfs::test::stories_dir()) << " (or its export failed)";
   return path;
 }
 
@@ -264,7 +263,7 @@ TEST(UsageExamples, ExportProgramAndMetadataKeys) {
   std::shared_ptr<const hfs::Program> prog = *loaded;
   // metadata_keys.h
   EXPECT_TRUE(prog->meta(hfs::keys::kContract)->as_string() == hfs::keys::kContractHfStatic);
-  EXPECT_EQ(prog->meta(hfs::keys::kContextLength)->as_int(), 512);  // 2048 capped by max_position_embeddings
+  EXPECT_EQ(prog->meta(hfs::keys::kContextLength)->as_int(), 512);
   EXPECT_EQ(prog->meta(hfs::keys::kGeneralWeights)->as_string(), "f16");
 
   hfs::TensorView q_proj;
@@ -402,7 +401,7 @@ TEST(UsageExamples, Tensor) {
 
 TEST(UsageExamples, Tokenizer) {
   const std::string dir = stories_dir();
-  ASSERT_FALSE(dir.empty()) << "stories260K missing beside the repository (../shared/models/stories260K)";
+  ASSERT_FALSE(dir.empty()) << hfs::test::missing(hfs::test::stories_dir());
   auto tok = hfs::Tokenizer::from_dir(dir);
   ASSERT_TRUE(tok);
   auto generated = (*tok)->encode("there was", /*add_special=*/false);

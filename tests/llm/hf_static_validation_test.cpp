@@ -213,7 +213,9 @@ void expect_rejected(const std::string& good_path, const Corruption& c) {
     for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) err.append(buf, n);
     EXPECT_EQ(WEXITSTATUS(pclose(f)), 1) << err;
   }
-  EXPECT_NE(err.find(io.error().message()), std::string::npos) << err;
+  // The CLI registers fewer contracts than this binary (tests add fakes), so the "known" list may differ.
+  const std::string want = io.error().message().substr(0, io.error().message().find(" (known: "));
+  EXPECT_NE(err.find(want), std::string::npos) << err;
 }
 
 class HfStaticValidation : public ::testing::TestWithParam<Corruption> {};

