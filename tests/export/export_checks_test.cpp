@@ -18,6 +18,7 @@
 #include "hfstatic/metadata_keys.h"
 #include "hfstatic/safetensors.h"
 #include "support/checkpoint_writer.h"
+#include "support/address_space.h"
 
 namespace hfs {
 namespace {
@@ -185,14 +186,7 @@ TEST_F(ExportChecks, AbsurdSizesFailFastWithoutAllocating) {
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    long pages = 0;
-    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-      if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
-      std::fclose(f);
-    }
-    const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) + (rlim_t{512} << 20);
-    const struct rlimit lim {cap, cap};
-    if (::setrlimit(RLIMIT_AS, &lim) != 0) ::_exit(3);
+    if (!test::cap_address_space_above_current(rlim_t{512} << 20)) ::_exit(3);
     int code = 10;
     try {  // an allocation beyond the cap throws; the child must not go on running the test suite
       for (const auto& [key, raw] : cases) {

@@ -17,6 +17,7 @@
 
 #include "hfstatic/program.h"
 #include "support/program_fixtures.h"
+#include "support/address_space.h"
 
 namespace hfs {
 namespace {
@@ -444,14 +445,7 @@ TEST(MaliciousFile, NeverAllocatesGigabytes) {
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    long pages = 0;
-    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-      if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
-      std::fclose(f);
-    }
-    rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) + (rlim_t{512} << 20);
-    struct rlimit lim {cap, cap};
-    if (::setrlimit(RLIMIT_AS, &lim) != 0) ::_exit(3);
+    if (!test::cap_address_space_above_current(rlim_t{512} << 20)) ::_exit(3);
     for (const auto& f : files) {
       auto p = Program::from_bytes(f);
       if (p) ::_exit(1);

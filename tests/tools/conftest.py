@@ -37,3 +37,16 @@ def stories_program(stories_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("programs") / "stories.hfs"
     cli("export", stories_dir, "-o", out, "--prefill-chunk", "16", "--context", "256", check=True)
     return out
+
+
+def export_with_chat_template(directory, template):
+    """stories260K with `template` as its chat template, exported (chunk 16, context 256) into `directory`."""
+    import json
+    for f in ["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "special_tokens_map.json"]:
+        (directory / f).write_bytes((STORIES / f).read_bytes())
+    cfg = json.loads((STORIES / "tokenizer_config.json").read_text())
+    cfg["chat_template"] = template
+    (directory / "tokenizer_config.json").write_text(json.dumps(cfg))
+    out = directory / "chat.hfs"
+    cli("export", directory, "-o", out, "--prefill-chunk", "16", "--context", "256", check=True)
+    return out

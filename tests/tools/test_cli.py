@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "reference"))
 CLI = os.environ.get("HFS_CLI", str(ROOT / "build" / "hfstatic"))
-from conftest import STORIES  # noqa: E402  (tests/fixtures.py: $HFS_SHARED_DIR)
+from conftest import STORIES, export_with_chat_template  # noqa: E402  (tests/fixtures.py: $HFS_SHARED_DIR)
 
 # A ChatML-style template using the stories tokenizer's special tokens.
 TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}{{ eos_token }}{% endfor %}"
@@ -35,14 +35,7 @@ def sh(*args, stdin=None, env=None):
 @pytest.fixture(scope="module")
 def chat_program(tmp_path_factory):
     d = tmp_path_factory.mktemp("chatmodel")
-    for f in ["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "special_tokens_map.json"]:
-        (d / f).write_bytes((STORIES / f).read_bytes())
-    cfg = json.loads((STORIES / "tokenizer_config.json").read_text())
-    cfg["chat_template"] = TEMPLATE
-    (d / "tokenizer_config.json").write_text(json.dumps(cfg))
-    out = d / "chat.hfs"
-    sh(CLI, "export", d, "-o", out, "--prefill-chunk", "16", "--context", "256")
-    return d, out
+    return d, export_with_chat_template(d, TEMPLATE)
 
 
 def test_chat_keeps_cache_across_turns(chat_program):

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLI, STORIES, cli
+from conftest import CLI, STORIES, cli, export_with_chat_template
 
 USAGE = 2  # exit status of a usage error (hfstatic --help)
 TIMEOUT = 60
@@ -240,15 +240,7 @@ TEMPLATE = ("{{ bos_token }}{% for m in messages %}{% if m['content'] == 'boom' 
 
 @pytest.fixture(scope="module")
 def chat_program(tmp_path_factory):
-    d = tmp_path_factory.mktemp("chatopts")
-    for f in ["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "special_tokens_map.json"]:
-        (d / f).write_bytes((STORIES / f).read_bytes())
-    cfg = json.loads((STORIES / "tokenizer_config.json").read_text())
-    cfg["chat_template"] = TEMPLATE
-    (d / "tokenizer_config.json").write_text(json.dumps(cfg))
-    out = d / "chat.hfs"
-    cli("export", d, "-o", out, "--prefill-chunk", "16", "--context", "256", check=True)
-    return out
+    return export_with_chat_template(tmp_path_factory.mktemp("chatopts"), TEMPLATE)
 
 
 def test_chat_reports_an_invalid_line_and_goes_on(chat_program):
