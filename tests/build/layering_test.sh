@@ -14,6 +14,6 @@ for layer in export runtime llm ops core; do
   if out=$(compile "$layer"); then
     echo "FAIL: the $layer layer can include a cpu_fast header"; exit 1
   fi
-  grep -q "No such file" <<<"$out" || { echo "FAIL: $layer: unexpected error: $out"; exit 1; }
+  grep -qiE "No such file|file not found" <<<"$out" || { echo "FAIL: $layer: unexpected error: $out"; exit 1; }
 done
 echo "layering: 6 passed, 0 failed"
