@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "support/fixtures.h"
+#include "../../tests/support/fixtures.h"  // relative: the fuzz build has no tests/ include path
 
 namespace hfs::fuzz {
 
