@@ -845,9 +845,12 @@ TEST(ExportCli, PrefillVariantsOption) {
 }
 
 TEST(ExportCli, ReportsErrors) {
-  const std::string cmd = std::string(HFS_CLI_PATH) + " export /nonexistent/dir -o /tmp/hfs_never.hfs 2>/dev/null";
+  const std::string dir = testing::temp_dir("cli_errors");
+  const std::string out = dir + "/never.hfs";
+  const std::string cmd = std::string(HFS_CLI_PATH) + " export " + dir + "/missing -o " + out + " 2>/dev/null";
   EXPECT_NE(std::system(cmd.c_str()), 0);
-  EXPECT_FALSE(std::filesystem::exists("/tmp/hfs_never.hfs"));
+  EXPECT_FALSE(std::filesystem::exists(out));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
