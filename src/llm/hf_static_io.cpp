@@ -43,6 +43,14 @@ class CheckedAllocator final : public Allocator {
   Allocator& inner_;
 };
 
+// The program's contract facts, checked against its method signatures: what both the factory and the
+// allocation-free validator (inspect) must establish, so the two can never disagree.
+Result<Spec> checked_spec(const Program& program) {
+  HFS_ASSIGN_OR_RETURN(Spec spec, hf_static::read_spec(program));
+  HFS_TRY(hf_static::validate_methods(program, spec));
+  return spec;
+}
+
 // One method with its own (non-cache) input buffers; caches are shared between methods.
 struct StepMethod {
   std::unique_ptr<Method> method;
@@ -62,10 +70,8 @@ struct StepMethod {
 class HfStaticIO final : public IOManager {
  public:
   static Result<std::unique_ptr<IOManager>> make(std::shared_ptr<const Program> program, const IOManagerOptions& opt) {
-    auto spec = hf_static::read_spec(*program);
-    if (!spec) return spec.error();
-    HFS_TRY(hf_static::validate_methods(*program, *spec));
-    std::unique_ptr<HfStaticIO> io(new HfStaticIO(std::move(program), std::move(*spec)));
+    HFS_ASSIGN_OR_RETURN(Spec spec, checked_spec(*program));
+    std::unique_ptr<HfStaticIO> io(new HfStaticIO(std::move(program), std::move(spec)));
     HFS_TRY(io->init(opt));
     return std::unique_ptr<IOManager>(std::move(io));
   }
@@ -302,9 +308,9 @@ class HfStaticIO final : public IOManager {
 };
 
 Status validate_hf_static(const Program& program) {
-  auto spec = hf_static::read_spec(program);
+  auto spec = checked_spec(program);
   if (!spec) return spec.error();
-  return hf_static::validate_methods(program, *spec);
+  return Ok{};
 }
 
 [[maybe_unused]] const bool kRegistered =
