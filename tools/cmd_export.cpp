@@ -1,9 +1,11 @@
-// `hfstatic export MODEL_DIR -o OUT.hfs`: HuggingFace checkpoint → hf_static v1 program.
+// `hfstatic export MODEL_DIR -o OUT.hfs`: HuggingFace checkpoint → hf_static program.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cli.h"
 #include "common.h"
@@ -15,10 +17,30 @@ namespace {
 struct ExportArgs {
   std::string model_dir, out;
   int64_t chunk = 0, context = 0;
-  std::string variants = "default";
+  std::string variants = "default", steps = "default";
+  int64_t sequences = 1, pool_slots = 0;
   std::string cache_dtype = "f32", weights = "keep", logits = "last";
   bool verbose = false;
 };
+
+// A list option of step sizes: "default" leaves *out unset, "none" makes it empty, else positive integers
+// separated by commas. False (after naming the flag) on anything else.
+bool parse_size_list(const char* flag, const std::string& text, std::optional<std::vector<int64_t>>* out) {
+  if (text == "default") return true;
+  if (text == "none") {
+    out->emplace();
+    return true;
+  }
+  auto list = hfs::cli::parse_token_list(text);  // comma-separated non-negative integers
+  const bool ok = list && !text.empty() && text.back() != ',' && std::find(list->begin(), list->end(), 0) == list->end();
+  if (!ok) {
+    std::fprintf(stderr, "hfstatic export: %s: expected positive integers separated by commas, 'none' or 'default', got '%s'\n",
+                 flag, text.c_str());
+    return false;
+  }
+  out->emplace(list->begin(), list->end());
+  return true;
+}
 
 int run_export(const ExportArgs& a) {
   // A bad -o (empty, a directory, a device) fails before minutes of conversion, not after.
@@ -28,19 +50,11 @@ int run_export(const ExportArgs& a) {
   }
   hfs::ExportOptions opt;
   opt.prefill_chunk = a.chunk;
-  if (a.variants == "none") {
-    opt.prefill_variants.emplace();
-  } else if (a.variants != "default") {
-    auto list = hfs::cli::parse_token_list(a.variants);  // comma-separated non-negative integers
-    const bool ok = list && !a.variants.empty() && a.variants.back() != ',' &&
-                    std::find(list->begin(), list->end(), 0) == list->end();
-    if (!ok) {
-      std::fprintf(stderr, "hfstatic export: --prefill-variants: expected positive integers separated by commas, "
-                           "'none' or 'default', got '%s'\n", a.variants.c_str());
-      return hfs::cli::kUsageError;
-    }
-    opt.prefill_variants.emplace(list->begin(), list->end());
-  }
+  if (!parse_size_list("--prefill-variants", a.variants, &opt.prefill_variants) ||
+      !parse_size_list("--step-sizes", a.steps, &opt.step_sizes))
+    return hfs::cli::kUsageError;
+  opt.sequences = a.sequences;
+  opt.pool_slots = a.pool_slots;
   opt.context = a.context;
   opt.cache_dtype = a.cache_dtype == "f16" ? hfs::DType::kF16 : hfs::DType::kF32;
   opt.logits_all = a.logits == "all";
@@ -88,6 +102,20 @@ hfs::cli::RunFn setup_export(CLI::App& sub) {
   sub.add_option("--prefill-variants", a->variants,
                  "smaller prefill methods for short prompts and tails: step sizes below C, comma-separated "
                  "(e.g. 4,16), 'none', or 'default' (C/16, C/4 and C/2)");
+  sub.add_option("--sequences", a->sequences,
+                 "sequences the program serves at once (the engine, serve), an integer in [1, 4096]: global layers "
+                 "share a pool of cache slots, sliding layers get one ring per sequence; more than 1 writes contract "
+                 "version 2 and step methods")
+      ->capture_default_str()
+      ->transform(hfs::cli::integer_in(1, 4096, "an integer in [1, 4096]"));
+  sub.add_option("--pool-slots", a->pool_slots,
+                 "global cache slots shared by the sequences, an integer >= the context (default sequences x context); "
+                 "fewer let sequences of different lengths share less memory")
+      ->transform(hfs::cli::integer_in(1, INT64_MAX, "an integer >= 1"));
+  sub.add_option("--step-sizes", a->steps,
+                 "multi-row methods step_<T> returning logits for every row (several sequences, or draft tokens, per "
+                 "weight pass): comma-separated T in [2, min(1024, context)], 'none', or 'default' (2,4,8,16 with "
+                 "--sequences > 1, none with one)");
   sub.add_option("--context", a->context,
                  "context capacity, an integer in [1, max_position_embeddings] (default min(max_position_embeddings, "
                  "4096)); more than the model's maximum is an error")

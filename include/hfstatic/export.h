@@ -2,8 +2,9 @@
 //
 // Reads config.json (+ generation_config.json), the safetensors weights and the tokenizer files of a
 // HuggingFace decoder checkpoint and writes one program file with the methods "prefill" (C tokens) and
-// "decode" (1 token) plus the smaller prefill variants "prefill_<T>" (ExportOptions::prefill_variants),
-// following the hf_static v1 I/O contract (docs/io-contract-v1.md). Tokenizer files are embedded as u8
+// "decode" (1 token) plus the smaller prefill variants "prefill_<T>" (ExportOptions::prefill_variants) and
+// the multi-row "step_<T>" methods (ExportOptions::step_sizes), following the hf_static I/O contract
+// (docs/io-contract-v1.md; version 2 when ExportOptions::sequences > 1). Tokenizer files are embedded as u8
 // constants named keys::kFilePrefix + file name, so the program runs on its own.
 //
 //   hfs::ExportOptions opt;
@@ -55,7 +56,16 @@ struct ExportOptions {
   int64_t context = 0;  // 0 = min(max_position_embeddings, 4096); more than max_position_embeddings: kInvalidArgument
   DType cache_dtype = DType::kF32;  // f32 | f16
   WeightsMode weights = WeightsMode::kKeep;
-  bool logits_all = false;    // false: logits of the row named by logits_index only ("last")
+  bool logits_all = false;    // prefill/decode: false = logits of the row named by logits_index only ("last")
+  // Several sequences sharing the caches (contract version 2): global layers get a pool of pool_slots
+  // slots (0 = sequences × context), sliding layers one ring per sequence. 1 = today's single-sequence
+  // program, byte-identical when no step_sizes are given.
+  int64_t sequences = 1;
+  int64_t pool_slots = 0;
+  // Multi-row methods "step_<T>" (logits for every row: several sequences' rows, or draft tokens, in one
+  // weight pass), each 2 ≤ T ≤ min(1024, context), distinct. nullopt = 2, 4, 8, 16 (those ≤ the context)
+  // with sequences > 1, none with one sequence; empty = none.
+  std::optional<std::vector<int64_t>> step_sizes;
   bool progress = true;       // progress bar on stderr, only when stderr is a terminal
   // Called once per quantized weight while the file is written (kInt8/kInt4): relative RMS error of the
   // dequantized weight vs the original, ‖w − ŵ‖ / ‖w‖.
@@ -77,7 +87,7 @@ struct PlannedConstant {
 struct ExportPlan {
   Metadata metadata;
   std::vector<PlannedConstant> constants;  // one content per name; methods refer to these names
-  std::vector<MethodDef> methods;          // prefill, decode, then the prefill_<T> variants
+  std::vector<MethodDef> methods;          // prefill, decode, the prefill_<T> variants, then step_<T>
   int64_t n_params = 0;                    // weights counted once (tied embeddings once)
 };
 

@@ -24,7 +24,7 @@ inline constexpr std::string_view kGeneralExporter = "general.exporter";        
 
 // --- I/O contract selection (any contract) ----------------------------------------------------------
 inline constexpr std::string_view kContract = "io.contract";           // string: "hf_static"
-inline constexpr std::string_view kContractVersion = "io.contract_version";  // int: 1
+inline constexpr std::string_view kContractVersion = "io.contract_version";  // int: 1, or 2 (several sequences)
 
 inline constexpr std::string_view kContractHfStatic = "hf_static";
 
@@ -51,7 +51,19 @@ inline constexpr std::string_view kVocabSize = "hf_static.vocab_size";
 inline constexpr std::string_view kBosTokenId = "hf_static.bos_token_id";         // int, -1 = none
 inline constexpr std::string_view kEosTokenIds = "hf_static.eos_token_ids";       // [int, ...]
 inline constexpr std::string_view kPadTokenId = "hf_static.pad_token_id";         // int ≥ 0
-inline constexpr std::string_view kLogitsMode = "hf_static.logits_mode";          // "last" | "all"
+inline constexpr std::string_view kLogitsMode = "hf_static.logits_mode";          // "last" | "all" (prefill, decode)
+// Optional: multi-row methods whose logits cover every row ([1, T, V], no logits_index), both lists or
+// neither, tokens strictly ascending in [2, kMaxStepTokens] (a runtime that ignores them stays correct).
+inline constexpr std::string_view kStepMethods = "hf_static.step_methods";  // [string], e.g. ["step_2", ...]
+inline constexpr std::string_view kStepTokens = "hf_static.step_tokens";    // [int]
+inline constexpr size_t kMaxStepMethods = 16;
+inline constexpr int64_t kMaxStepTokens = 1024;
+// Version 2 (required there, absent in version 1): caches shared by several sequences. Global layers hold
+// a pool of global_pool_slots slots; sliding layers one ring of R slots per sequence (max_sequences × R).
+inline constexpr std::string_view kMaxSequences = "hf_static.max_sequences";        // int in [2, kMaxSequencesLimit]
+inline constexpr std::string_view kGlobalPoolSlots = "hf_static.global_pool_slots";  // int ≥ context_length
+inline constexpr int64_t kMaxSequencesLimit = 4096;
+inline constexpr int64_t kMaxPoolSlots = int64_t{1} << 24;
 // Upper bounds the runner accepts for the values above (they keep a hostile program from asking for
 // absurd buffers); the exporter refuses a checkpoint that would exceed them.
 inline constexpr int64_t kMaxContextLength = int64_t{1} << 22;  // context_length, sliding_window

@@ -24,9 +24,10 @@ class MethodBuilder {
       : s_(s), g_(g), o_(o), rope_(rope), stored_(stored) {}
 
   // Embedding → layers → (last row) → final norm → LM head (→ soft-cap); the node order is the file's.
-  MethodDef build(const std::string& name, int64_t T) {
+  MethodDef build(const std::string& name, int64_t T, bool all_rows) {
     m_ = MethodDef{name, {}, {}, {}};
     T_ = T;
+    all_rows_ = all_rows;
     declare_inputs();
     std::vector<std::string> embed_in{s_.embed.name, std::string(keys::kInputIds)};
     if (auto it = stored_.find(s_.embed.name); it != stored_.end() && it->second == DType::kI8)
@@ -34,7 +35,7 @@ class MethodBuilder {
     std::string h = node("embedding", std::move(embed_in), {}, "embed");  // [1, T, H]
     if (s_.embed_scale != 0) h = node("scale", {h}, attrs({{"value", Value(s_.embed_scale)}}), "embed.scaled");
     for (size_t i = 0; i < s_.layers.size(); ++i) h = layer(static_cast<int>(i), h);
-    if (!o_.logits_all)  // [1, T, H] -> [1, 1, H]: only the last valid row reaches the head
+    if (!all_rows_)  // [1, T, H] -> [1, 1, H]: only the last valid row reaches the head
       h = node("gather", {h, std::string(keys::kLogitsIndex)}, attrs({{"axis", Value(1)}}), "last_hidden");
     const bool softcap = s_.final_softcap > 0;
     h = norm(h, s_.final_norm, s_.norm_unit_offset, "final_norm");
@@ -76,13 +77,13 @@ class MethodBuilder {
     return node("reshape", {x}, attrs({{"shape", Value::int_array(shape)}}), out);
   }
 
-  // The v1 I/O contract (docs/io-contract-v1.md): token and position ids, the logits row, per layer kind
+  // The I/O contract (docs/io-contract-v1.md): token and position ids, the logits row, per layer kind
   // the cache slots and mask, then every layer's K/V cache as state.
   void declare_inputs() {
     auto in = [&](std::string n, DType t, Shape s, IORole r = IORole::kInput) { m_.inputs.push_back({std::move(n), {t, s}, r, ""}); };
     in(std::string(keys::kInputIds), DType::kI32, {1, T_});
     in(std::string(keys::kPositionIds), DType::kI32, {1, T_});
-    if (!o_.logits_all) in(std::string(keys::kLogitsIndex), DType::kI32, {1});
+    if (!all_rows_) in(std::string(keys::kLogitsIndex), DType::kI32, {1});
     for (LayerKind k : {LayerKind::kGlobal, LayerKind::kSliding}) {
       if (!(k == LayerKind::kGlobal ? g_.has_global : g_.has_sliding)) continue;
       in(keys::cache_slots_name(layer_kind_name(k)), DType::kI32, {T_});
@@ -97,7 +98,7 @@ class MethodBuilder {
 
   // Logits, then each layer's updated caches, each naming the state input it replaces after a step.
   void declare_outputs() {
-    const int64_t rows = o_.logits_all ? T_ : 1;
+    const int64_t rows = all_rows_ ? T_ : 1;
     m_.outputs.push_back({std::string(keys::kLogits), {DType::kF32, {1, rows, s_.vocab}}, IORole::kOutput, ""});
     for (size_t i = 0; i < s_.layers.size(); ++i) {
       const int li = static_cast<int>(i);
@@ -162,13 +163,15 @@ class MethodBuilder {
   const std::map<std::string, DType>& stored_;  // constant name → stored dtype (i8 linears take a scale)
   MethodDef m_;
   int64_t T_ = 1;
+  bool all_rows_ = false;
 };
 
 }  // namespace
 
-MethodDef build_method(const std::string& name, int64_t tokens, const ModelSpec& spec, const Geometry& geometry,
-                       const ExportOptions& options, const RopeTables& rope, const std::map<std::string, DType>& stored) {
-  return MethodBuilder(spec, geometry, options, rope, stored).build(name, tokens);
+MethodDef build_method(const std::string& name, int64_t tokens, bool all_rows, const ModelSpec& spec,
+                       const Geometry& geometry, const ExportOptions& options, const RopeTables& rope,
+                       const std::map<std::string, DType>& stored) {
+  return MethodBuilder(spec, geometry, options, rope, stored).build(name, tokens, all_rows);
 }
 
 }  // namespace hfs

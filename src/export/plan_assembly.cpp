@@ -41,6 +41,57 @@ Status check_options(const ModelSpec& spec, const HfConfig& cfg, const ExportOpt
   return Ok{};
 }
 
+// Step sizes of the multi-row step_<T> methods: the caller's list checked (distinct, each in
+// [2, min(kMaxStepTokens, context)]), or 2, 4, 8, 16 (those within the context) when several sequences share
+// the program and none otherwise.
+Result<std::vector<int64_t>> step_sizes(const ExportOptions& opt, int64_t context) {
+  const int64_t hi = std::min(keys::kMaxStepTokens, context);
+  std::vector<int64_t> steps;
+  if (!opt.step_sizes) {
+    if (opt.sequences > 1)
+      for (int64_t t : {2, 4, 8, 16})
+        if (t <= hi) steps.push_back(t);
+    return steps;
+  }
+  steps = *opt.step_sizes;
+  if (steps.size() > keys::kMaxStepMethods)
+    return make_error(ErrorCode::kInvalidArgument, "at most " + std::to_string(keys::kMaxStepMethods) +
+                                                       " step sizes, got " + std::to_string(steps.size()));
+  std::sort(steps.begin(), steps.end());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i] < 2 || steps[i] > hi)
+      return make_error(ErrorCode::kInvalidArgument, "step size " + std::to_string(steps[i]) + " must be in [2, " +
+                                                         std::to_string(hi) + "] (" +
+                                                         (hi == context ? "the context length" : "the runtime's limit") + ")");
+    if (i > 0 && steps[i] == steps[i - 1])
+      return make_error(ErrorCode::kInvalidArgument, "step size " + std::to_string(steps[i]) + " is listed twice");
+  }
+  return steps;
+}
+
+// Sequences sharing the caches and the global slot pool: at least one sequence's full context, at most
+// the runtime's limit.
+Status plan_sequences(const ExportOptions& opt, Geometry* g) {
+  if (opt.sequences < 1 || opt.sequences > keys::kMaxSequencesLimit)
+    return make_error(ErrorCode::kInvalidArgument, "sequences must be in [1, " + std::to_string(keys::kMaxSequencesLimit) +
+                                                       "], got " + std::to_string(opt.sequences));
+  g->sequences = opt.sequences;
+  if (opt.sequences == 1) {
+    if (opt.pool_slots != 0 && opt.pool_slots != g->context)
+      return make_error(ErrorCode::kInvalidArgument, "pool slots " + std::to_string(opt.pool_slots) +
+                                                         " need sequences > 1 (one sequence's pool is its context " +
+                                                         std::to_string(g->context) + ")");
+    g->pool = g->context;
+    return Ok{};
+  }
+  g->pool = opt.pool_slots > 0 ? opt.pool_slots : opt.sequences * g->context;
+  if (g->pool < g->context || g->pool > keys::kMaxPoolSlots)
+    return make_error(ErrorCode::kInvalidArgument, "pool slots " + std::to_string(g->pool) + " must be in [context " +
+                                                       std::to_string(g->context) + ", " +
+                                                       std::to_string(keys::kMaxPoolSlots) + "]");
+  return Ok{};
+}
+
 // C, the context, the window and the ring length: every method and the metadata use the same values.
 Result<Geometry> plan_geometry(const ModelSpec& spec, const HfConfig& cfg, const ExportOptions& opt) {
   Geometry g;
@@ -64,7 +115,11 @@ Result<Geometry> plan_geometry(const ModelSpec& spec, const HfConfig& cfg, const
   // the metadata within the runtime's range, with the same masks.
   g.window = g.has_sliding ? std::min(spec.sliding_window, g.context) : 0;
   if (g.has_sliding && g.window <= 0) return cfg.bad_value("sliding_window", "sliding layers need a positive sliding_window");
-  g.ring = g.has_sliding ? std::min(g.window + g.chunk - 1, g.context) : 0;
+  HFS_ASSIGN_OR_RETURN(g.steps, step_sizes(opt, g.context));
+  HFS_TRY(plan_sequences(opt, &g));
+  // The ring covers a window plus the largest step of any method (prefill chunk or step_<T>).
+  const int64_t t_max = std::max(g.chunk, g.steps.empty() ? int64_t{1} : g.steps.back());
+  g.ring = g.has_sliding ? std::min(g.window + t_max - 1, g.context) : 0;
   return g;
 }
 
@@ -220,11 +275,11 @@ std::string base_name(const std::string& dir) {
   return pos == std::string::npos ? d : d.substr(pos + 1);
 }
 
-// The hf_static v1 metadata: what the runner needs to drive the methods (method names and sizes, cache
+// The hf_static metadata (version 2 when several sequences share the caches): what the runner needs to drive the methods (method names and sizes, cache
 // geometry, token ids) and where the program came from.
 Metadata program_metadata(const ModelSpec& spec, const HfConfig& cfg, const ExportOptions& opt, const Geometry& g,
                           DType embed_dtype, const std::vector<int64_t>& variants,
-                          const std::vector<std::string>& variant_names) {
+                          const std::vector<std::string>& variant_names, const std::vector<std::string>& step_names) {
   Metadata md;
   auto set = [&](std::string_view k, Value v) { md[std::string(k)] = std::move(v); };
   set(keys::kGeneralArchitecture, Value(spec.arch));
@@ -237,12 +292,20 @@ Metadata program_metadata(const ModelSpec& spec, const HfConfig& cfg, const Expo
                                                                        : std::string(dtype_name(embed_dtype))));
   set(keys::kGeneralExporter, Value("hfstatic 0.1.0"));
   set(keys::kContract, Value(std::string(keys::kContractHfStatic)));
-  set(keys::kContractVersion, Value(1));
+  set(keys::kContractVersion, Value(g.sequences > 1 ? 2 : 1));
   set(keys::kPrefillMethod, Value("prefill"));
   set(keys::kPrefillTokens, Value(g.chunk));
   if (!variants.empty()) {
     set(keys::kPrefillVariantMethods, string_array(variant_names));
     set(keys::kPrefillVariantTokens, Value::int_array(variants));
+  }
+  if (!g.steps.empty()) {
+    set(keys::kStepMethods, string_array(step_names));
+    set(keys::kStepTokens, Value::int_array(g.steps));
+  }
+  if (g.sequences > 1) {
+    set(keys::kMaxSequences, Value(g.sequences));
+    set(keys::kGlobalPoolSlots, Value(g.pool));
   }
   set(keys::kDecodeMethod, Value("decode"));
   set(keys::kDecodeTokens, Value(1));
@@ -306,16 +369,20 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   auto variants = prefill_variants(opt, g->chunk);
   if (!variants) return variants.error();
 
-  plan.methods.push_back(build_method("prefill", g->chunk, spec, *g, opt, rope, weights->stored));
-  plan.methods.push_back(build_method("decode", 1, spec, *g, opt, rope, weights->stored));
-  std::vector<std::string> variant_names;
+  plan.methods.push_back(build_method("prefill", g->chunk, opt.logits_all, spec, *g, opt, rope, weights->stored));
+  plan.methods.push_back(build_method("decode", 1, opt.logits_all, spec, *g, opt, rope, weights->stored));
+  std::vector<std::string> variant_names, step_names;
   for (int64_t t : *variants) {
     variant_names.push_back("prefill_" + std::to_string(t));
-    plan.methods.push_back(build_method(variant_names.back(), t, spec, *g, opt, rope, weights->stored));
+    plan.methods.push_back(build_method(variant_names.back(), t, opt.logits_all, spec, *g, opt, rope, weights->stored));
+  }
+  for (int64_t t : g->steps) {
+    step_names.push_back("step_" + std::to_string(t));
+    plan.methods.push_back(build_method(step_names.back(), t, /*all_rows=*/true, spec, *g, opt, rope, weights->stored));
   }
 
   HFS_TRY(check_token_ids(cfg, spec.vocab));
-  plan.metadata = program_metadata(spec, cfg, opt, *g, weights->embed_dtype, *variants, variant_names);
+  plan.metadata = program_metadata(spec, cfg, opt, *g, weights->embed_dtype, *variants, variant_names, step_names);
   // Weight values last: the one pass over the data runs only once everything cheaper checked out.
   HFS_TRY(check_weight_values(*ck, weights->value_checks));
   return plan;

@@ -106,6 +106,53 @@ Status compare_signature(const Program& p, const std::string& method, const char
   return Ok{};
 }
 
+// Both keys of a list pair or neither: the one present names the one missing.
+Status both_or_neither(Reader& r, std::string_view a, std::string_view b) {
+  const bool has_a = r.has(a), has_b = r.has(b);
+  if (has_a == has_b) return Ok{};
+  std::string_view present = has_a ? a : b, absent = has_a ? b : a;
+  return make_error(ErrorCode::kMissingMetadata, r.where() + "metadata '" + std::string(present) + "' needs '" +
+                                                     std::string(absent) + "', which is missing");
+}
+
+// Optional multi-row methods (logits for every row): both lists or neither, equally long, tokens strictly
+// ascending in [2, min(kMaxStepTokens, context_length)].
+Status read_step_methods(Reader& r, const Program& program, Spec& s) {
+  HFS_TRY(both_or_neither(r, keys::kStepMethods, keys::kStepTokens));
+  if (!r.has(keys::kStepMethods)) return Ok{};
+  HFS_ASSIGN_OR_RETURN(auto names, r.string_list(keys::kStepMethods));
+  HFS_ASSIGN_OR_RETURN(auto tokens, r.int_list(keys::kStepTokens, 2, std::min(keys::kMaxStepTokens, s.context_length)));
+  if (names.size() > keys::kMaxStepMethods)
+    return r.bad(keys::kStepMethods, "at most " + std::to_string(keys::kMaxStepMethods) + " methods", std::to_string(names.size()));
+  if (names.size() != tokens.size())
+    return r.bad(keys::kStepTokens, std::to_string(names.size()) + " step sizes (one per method in '" +
+                                        std::string(keys::kStepMethods) + "')",
+                 std::to_string(tokens.size()));
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0 && tokens[i] <= tokens[i - 1])
+      return r.bad(keys::kStepTokens, "strictly ascending step sizes", program.meta(keys::kStepTokens)->to_json());
+    s.step_methods.push_back({names[i], tokens[i]});
+  }
+  return Ok{};
+}
+
+// Version 2's sequence pool keys: required there, refused in version 1 (a version-1 runtime would read
+// the pool as a wrong cache length, so a program that needs them must say version 2).
+Status read_sequences(Reader& r, Spec& s) {
+  s.global_pool_slots = s.context_length;
+  if (s.version < 2) {
+    for (std::string_view k : {keys::kMaxSequences, keys::kGlobalPoolSlots})
+      if (r.has(k))
+        return r.bad(k, "absent in contract version 1 (several sequences need io.contract_version 2)", "a value");
+    return Ok{};
+  }
+  HFS_ASSIGN_OR_RETURN(auto n, r.integer(keys::kMaxSequences, 2, keys::kMaxSequencesLimit));
+  HFS_ASSIGN_OR_RETURN(auto pool, r.integer(keys::kGlobalPoolSlots, s.context_length, keys::kMaxPoolSlots));
+  s.max_sequences = n;
+  s.global_pool_slots = pool;
+  return Ok{};
+}
+
 }  // namespace
 
 Result<Spec> read_spec(const Program& program) {
@@ -118,10 +165,10 @@ Result<Spec> read_spec(const Program& program) {
     auto v = r.get(keys::kContractVersion);
     if (!v) return v.error();
     if (!(*v)->is_int()) return r.bad(keys::kContractVersion, "an integer", (*v)->to_json());
-    if ((*v)->as_int() != kSupportedVersion)
+    if ((*v)->as_int() < kMinVersion || (*v)->as_int() > kMaxVersion)
       return make_error(ErrorCode::kBadMetadata, r.where() + "contract version " + std::to_string((*v)->as_int()) +
-                                                     " is not supported (this runtime implements version " +
-                                                     std::to_string(kSupportedVersion) + ")");
+                                                     " is not supported (this runtime implements versions " +
+                                                     std::to_string(kMinVersion) + " to " + std::to_string(kMaxVersion) + ")");
     s.version = (*v)->as_int();
   }
   HFS_ASSIGN_OR_RETURN(auto pm, r.string(keys::kPrefillMethod));
@@ -133,14 +180,8 @@ Result<Spec> read_spec(const Program& program) {
   HFS_ASSIGN_OR_RETURN(auto pt, r.integer(keys::kPrefillTokens, 1, s.context_length));
   s.prefill_tokens = pt;
   // Optional smaller prefill methods: both lists or neither, equally long, tokens strictly ascending.
-  const bool has_vm = r.has(keys::kPrefillVariantMethods), has_vt = r.has(keys::kPrefillVariantTokens);
-  if (has_vm != has_vt) {
-    std::string_view present = has_vm ? keys::kPrefillVariantMethods : keys::kPrefillVariantTokens;
-    std::string_view absent = has_vm ? keys::kPrefillVariantTokens : keys::kPrefillVariantMethods;
-    return make_error(ErrorCode::kMissingMetadata, r.where() + "metadata '" + std::string(present) + "' needs '" +
-                                                       std::string(absent) + "', which is missing");
-  }
-  if (has_vm) {
+  HFS_TRY(both_or_neither(r, keys::kPrefillVariantMethods, keys::kPrefillVariantTokens));
+  if (r.has(keys::kPrefillVariantMethods)) {
     HFS_ASSIGN_OR_RETURN(auto vm, r.string_list(keys::kPrefillVariantMethods));
     HFS_ASSIGN_OR_RETURN(auto vt, r.int_list(keys::kPrefillVariantTokens, 1, s.prefill_tokens - 1));
     if (vm.size() > keys::kMaxPrefillVariants)
@@ -157,6 +198,8 @@ Result<Spec> read_spec(const Program& program) {
       s.prefill_variants.push_back({vm[i], vt[i]});
     }
   }
+  HFS_TRY(read_step_methods(r, program, s));
+  HFS_TRY(read_sequences(r, s));
   HFS_ASSIGN_OR_RETURN(auto dt, r.integer(keys::kDecodeTokens, 1, 1));
   s.decode_tokens = dt;
   HFS_ASSIGN_OR_RETURN(auto nl, r.integer(keys::kNumLayers, 1, kMaxLayers));
@@ -186,7 +229,7 @@ Result<Spec> read_spec(const Program& program) {
   if (!kinds->is_array() || static_cast<int64_t>(kinds->size()) != s.n_layers)
     return r.bad(keys::kLayerKinds, "an array of " + std::to_string(s.n_layers) + " strings (one per layer)",
                  kinds->to_json());
-  HFS_ASSIGN_OR_RETURN(auto lens, r.int_list(keys::kLayerCacheLengths, 1, s.context_length));
+  HFS_ASSIGN_OR_RETURN(auto lens, r.int_list(keys::kLayerCacheLengths, 1, std::max(s.global_pool_slots, s.context_length * s.max_sequences)));
   if (static_cast<int64_t>(lens.size()) != s.n_layers)
     return r.bad(keys::kLayerCacheLengths, std::to_string(s.n_layers) + " lengths (one per layer)",
                  std::to_string(lens.size()) + " lengths");
@@ -210,20 +253,28 @@ Result<Spec> read_spec(const Program& program) {
       int64_t len = s.layer_cache_lengths[static_cast<size_t>(i)];
       if (g < 0) {
         g = static_cast<int>(s.groups.size());
-        s.groups.push_back({std::string(sliding ? keys::kLayerSliding : keys::kLayerGlobal), sliding, len});
+        s.groups.push_back({std::string(sliding ? keys::kLayerSliding : keys::kLayerGlobal), sliding, len,
+                            sliding ? len / s.max_sequences : 0});
       }
       const CacheGroup& grp = s.groups[static_cast<size_t>(g)];
       std::string layer = "layer " + std::to_string(i) + " (" + grp.kind + ")";
-      if (!sliding && len != s.context_length)
-        return r.bad(keys::kLayerCacheLengths, layer + " cache length = context_length " + std::to_string(s.context_length),
+      if (!sliding && len != s.global_pool_slots)
+        return r.bad(keys::kLayerCacheLengths,
+                     layer + " cache length = " +
+                         (s.max_sequences > 1 ? std::string(keys::kGlobalPoolSlots) : std::string("context_length")) +
+                         " " + std::to_string(s.global_pool_slots),
                      std::to_string(len));
       if (sliding) {
-        // A ring shorter than W + C − 1 would let a chunk evict rows its own earlier tokens still need.
-        int64_t need = std::min(s.sliding_window + s.prefill_tokens - 1, s.context_length);
-        if (len < need)
+        // One ring of R slots per sequence. A ring shorter than W + T − 1 (T: the largest step) would let a
+        // step evict rows its own earlier tokens still need.
+        const int64_t need = std::min(s.sliding_window + s.max_step_tokens() - 1, s.context_length);
+        const std::string per_seq = s.max_sequences > 1 ? "max_sequences " + std::to_string(s.max_sequences) + " × " : "";
+        if (len % s.max_sequences != 0 || len / s.max_sequences < need || len / s.max_sequences > s.context_length)
           return r.bad(keys::kLayerCacheLengths,
-                       layer + " ring length ≥ min(sliding_window + prefill_tokens − 1, context_length) = " +
-                           std::to_string(need),
+                       layer + " cache length " + per_seq + "a ring length ≥ min(sliding_window + " +
+                           (s.max_step_tokens() > s.prefill_tokens ? "the largest step_tokens" : "prefill_tokens") +
+                           " − 1, context_length) = " + std::to_string(need) + " and ≤ context_length " +
+                           std::to_string(s.context_length),
                        std::to_string(len));
       }
       if (len != grp.length)
@@ -239,11 +290,11 @@ Result<Spec> read_spec(const Program& program) {
   return s;
 }
 
-std::vector<IOSpec> expected_inputs(const Spec& s, int64_t T) {
+std::vector<IOSpec> expected_inputs(const Spec& s, int64_t T, bool all_rows) {
   std::vector<IOSpec> in;
   in.push_back({std::string(keys::kInputIds), {DType::kI32, {1, T}}, IORole::kInput, ""});
   in.push_back({std::string(keys::kPositionIds), {DType::kI32, {1, T}}, IORole::kInput, ""});
-  if (!s.logits_all) in.push_back({std::string(keys::kLogitsIndex), {DType::kI32, {1}}, IORole::kInput, ""});
+  if (!all_rows) in.push_back({std::string(keys::kLogitsIndex), {DType::kI32, {1}}, IORole::kInput, ""});
   for (const CacheGroup& g : s.groups) {
     in.push_back({keys::cache_slots_name(g.kind), {DType::kI32, {T}}, IORole::kInput, ""});
     in.push_back({keys::attn_mask_name(g.kind), {DType::kF32, {1, 1, T, g.length}}, IORole::kInput, ""});
@@ -257,9 +308,9 @@ std::vector<IOSpec> expected_inputs(const Spec& s, int64_t T) {
   return in;
 }
 
-std::vector<IOSpec> expected_outputs(const Spec& s, int64_t T) {
+std::vector<IOSpec> expected_outputs(const Spec& s, int64_t T, bool all_rows) {
   std::vector<IOSpec> out;
-  out.push_back({std::string(keys::kLogits), {DType::kF32, {1, s.logits_all ? T : 1, s.vocab_size}}, IORole::kOutput, ""});
+  out.push_back({std::string(keys::kLogits), {DType::kF32, {1, all_rows ? T : 1, s.vocab_size}}, IORole::kOutput, ""});
   for (int64_t i = 0; i < s.n_layers; ++i) {
     int64_t S = s.layer_cache_lengths[static_cast<size_t>(i)];
     TensorType t{s.cache_dtype, {1, s.n_kv_heads, S, s.head_dim}};
@@ -275,10 +326,13 @@ Status validate_methods(const Program& p, const Spec& s) {
     const std::string& name;
     int64_t tokens;
     std::string_view key;
+    bool all_rows;
   };
-  std::vector<M> methods{M{s.prefill_method, s.prefill_tokens, keys::kPrefillTokens},
-                         M{s.decode_method, s.decode_tokens, keys::kDecodeTokens}};
-  for (const PrefillVariant& v : s.prefill_variants) methods.push_back(M{v.method, v.tokens, keys::kPrefillVariantTokens});
+  std::vector<M> methods{M{s.prefill_method, s.prefill_tokens, keys::kPrefillTokens, s.logits_all},
+                         M{s.decode_method, s.decode_tokens, keys::kDecodeTokens, s.logits_all}};
+  for (const PrefillVariant& v : s.prefill_variants)
+    methods.push_back(M{v.method, v.tokens, keys::kPrefillVariantTokens, s.logits_all});
+  for (const StepVariant& v : s.step_methods) methods.push_back(M{v.method, v.tokens, keys::kStepTokens, true});
   for (const M& m : methods) {
     const MethodDef* def = p.method(m.name);
     if (!def) {
@@ -296,8 +350,8 @@ Status validate_methods(const Program& p, const Spec& s) {
                             std::to_string(m.tokens) + " requires input 0 'input_ids' i32[1, " +
                             std::to_string(m.tokens) + "], got " + got);
     }
-    HFS_TRY(compare_signature(p, m.name, "input", def->inputs, expected_inputs(s, m.tokens)));
-    HFS_TRY(compare_signature(p, m.name, "output", def->outputs, expected_outputs(s, m.tokens)));
+    HFS_TRY(compare_signature(p, m.name, "input", def->inputs, expected_inputs(s, m.tokens, m.all_rows)));
+    HFS_TRY(compare_signature(p, m.name, "output", def->outputs, expected_outputs(s, m.tokens, m.all_rows)));
   }
   return Ok{};
 }

@@ -1,7 +1,8 @@
-// hf_static v1: the contract facts read from a program's metadata, and the exact method signature
+// hf_static (versions 1 and 2): the contract facts read from a program's metadata, and the exact method signature
 // they imply. Shared by validation and the IO manager so both derive shapes from one place.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,17 +14,28 @@
 
 namespace hfs::hf_static {
 
-inline constexpr int64_t kSupportedVersion = 1;
+// Version 1: one sequence. Version 2 adds caches shared by several sequences (max_sequences, a global slot
+// pool, one sliding ring per sequence); every version-1 rule holds in it unchanged.
+inline constexpr int64_t kMinVersion = 1;
+inline constexpr int64_t kMaxVersion = 2;
 
 // Layers of one kind share a cache length, a slot rule and one mask/slot input pair.
 struct CacheGroup {
   std::string kind;     // keys::kLayerGlobal | keys::kLayerSliding
   bool sliding = false;
-  int64_t length = 0;   // S_g: global = context_length; sliding = ring length R
+  int64_t length = 0;   // S_g: global = the slot pool (context_length with one sequence); sliding = sequences × R
+  int64_t ring = 0;     // sliding: R, one sequence's ring (length / max_sequences); global: 0
 };
 
 // One more prefill method with fewer tokens per step (optional keys; same signature rules at T tokens).
 struct PrefillVariant {
+  std::string method;
+  int64_t tokens = 0;
+};
+
+// A multi-row method: the same graph at T tokens, returning logits for every row ([1, T, V]) whatever
+// logits_mode says (that key describes the prefill and decode methods).
+struct StepVariant {
   std::string method;
   int64_t tokens = 0;
 };
@@ -33,6 +45,9 @@ struct Spec {
   std::string prefill_method, decode_method;
   int64_t prefill_tokens = 0, decode_tokens = 0;
   std::vector<PrefillVariant> prefill_variants;  // tokens strictly ascending, each < prefill_tokens
+  std::vector<StepVariant> step_methods;         // tokens strictly ascending, each in [2, kMaxStepTokens]
+  int64_t max_sequences = 1;                     // version 2: ≥ 2
+  int64_t global_pool_slots = 0;                 // global layers' cache length (context_length in version 1)
   int64_t context_length = 0;
   int64_t n_layers = 0, n_kv_heads = 0, head_dim = 0;
   int64_t sliding_window = 0;
@@ -43,14 +58,19 @@ struct Spec {
   std::vector<int64_t> layer_cache_lengths;
   std::vector<CacheGroup> groups;      // "global" first, then "sliding"; only kinds that occur
   DType cache_dtype = DType::kF32;
-  bool logits_all = false;
+  bool logits_all = false;             // prefill and decode methods return every row
+  // The most rows any method takes: the sliding ring must cover a window plus one such step.
+  int64_t max_step_tokens() const {
+    return std::max(prefill_tokens, step_methods.empty() ? int64_t{1} : step_methods.back().tokens);
+  }
 };
 
 // Reads and range-checks every required key. Each failure names the key, expected and got.
 [[nodiscard]] Result<Spec> read_spec(const Program& program);
-// The signature a method with T tokens per step must have, in contract order.
-std::vector<IOSpec> expected_inputs(const Spec& spec, int64_t tokens);
-std::vector<IOSpec> expected_outputs(const Spec& spec, int64_t tokens);
+// The signature a method with T tokens per step must have, in contract order; all_rows: logits for every
+// row (step methods, or logits_mode "all"), else the logits_index row only.
+std::vector<IOSpec> expected_inputs(const Spec& spec, int64_t tokens, bool all_rows);
+std::vector<IOSpec> expected_outputs(const Spec& spec, int64_t tokens, bool all_rows);
 // Methods exist, step sizes match input_ids, every input/output matches the expected signature.
 [[nodiscard]] Status validate_methods(const Program& program, const Spec& spec);
 

@@ -34,8 +34,13 @@ std::vector<Corruption> corruptions() {
                {std::string(keys::kContract)}});
   c.push_back({"UnknownContract", meta([](K& m) { set_key(m, keys::kContract, Value("hf_dynamic")); }),
                ErrorCode::kUnknownContract, {"hf_dynamic", "hf_static"}});
-  c.push_back({"UnsupportedVersion", meta([](K& m) { set_key(m, keys::kContractVersion, Value(2)); }),
-               ErrorCode::kBadMetadata, {"version 2", "version 1"}});
+  c.push_back({"UnsupportedVersion", meta([](K& m) { set_key(m, keys::kContractVersion, Value(3)); }),
+               ErrorCode::kBadMetadata, {"version 3", "versions 1 to 2"}});
+  // Version 2 needs its sequence keys; version 1 refuses them (a v1 runtime would misread the pool).
+  c.push_back({"Version2WithoutSequences", meta([](K& m) { set_key(m, keys::kContractVersion, Value(2)); }),
+               ErrorCode::kMissingMetadata, {std::string(keys::kMaxSequences)}});
+  c.push_back({"SequencesInVersion1", meta([](K& m) { set_key(m, keys::kMaxSequences, Value(2)); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kMaxSequences), "version 2"}});
   c.push_back({"ContractNotString", meta([](K& m) { set_key(m, keys::kContract, Value(5)); }), ErrorCode::kBadMetadata,
                {std::string(keys::kContract), "string", "5"}});
   c.push_back({"VersionWrongType", meta([](K& m) { set_key(m, keys::kContractVersion, Value("1")); }),
@@ -161,6 +166,36 @@ std::vector<Corruption> variant_corruptions() {
   return c;
 }
 
+// The step-method and sequence-pool keys, on a version-2 program (2 sequences, C = 4, N = 24, steps 2 and 4).
+std::vector<Corruption> step_corruptions() {
+  using K = Metadata;
+  auto meta = [](std::function<void(K&)> f) { return test::ProgramEdit{std::move(f), {}}; };
+  std::vector<Corruption> c;
+  c.push_back({"StepTokensMissing", meta([](K& m) { m.erase(std::string(keys::kStepTokens)); }), ErrorCode::kMissingMetadata,
+               {std::string(keys::kStepMethods), std::string(keys::kStepTokens)}});
+  c.push_back({"StepBelowTwo", meta([](K& m) { set_key(m, keys::kStepTokens, Value::int_array({1, 4})); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kStepTokens), "[2, 24]"}});
+  c.push_back({"StepNotAscending", meta([](K& m) { set_key(m, keys::kStepTokens, Value::int_array({4, 2})); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kStepTokens), "ascending"}});
+  c.push_back({"StepSizeMismatch", meta([](K& m) { set_key(m, keys::kStepTokens, Value::int_array({2, 3})); }),
+               ErrorCode::kContractViolation, {"'step_4'", std::string(keys::kStepTokens), "[1, 3]"}});
+  // A step method must return every row's logits: the 4-token prefill method (a logits_index input, one
+  // logits row) listed as a step method is rejected.
+  c.push_back({"StepLogitsOneRow",
+               meta([](K& m) {
+                 set_key(m, keys::kStepMethods, Value(Value::Array{Value("step_2"), Value("prefill")}));
+               }),
+               ErrorCode::kContractViolation, {"'prefill'", "input 2", "cache_slots_global", "logits_index"}});
+  c.push_back({"SequencesOne", meta([](K& m) { set_key(m, keys::kMaxSequences, Value(1)); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kMaxSequences), "[2, 4096]", "got 1"}});
+  c.push_back({"PoolBelowContext", meta([](K& m) { set_key(m, keys::kGlobalPoolSlots, Value(16)); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kGlobalPoolSlots), "16"}});
+  // Pool metadata and cache shapes disagree: every global cache must be global_pool_slots long.
+  c.push_back({"PoolDrift", meta([](K& m) { set_key(m, keys::kGlobalPoolSlots, Value(40)); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kLayerCacheLengths), std::string(keys::kGlobalPoolSlots), "40", "got 48"}});
+  return c;
+}
+
 // The sliding-window rules, on a program whose layers are all sliding (mistral, W = 8, C = 4, N = 24):
 // the ring must hold min(W + C − 1, N) = 11 rows, and every sliding layer's ring has one length.
 std::vector<Corruption> sliding_corruptions() {
@@ -221,6 +256,14 @@ void expect_rejected(const std::string& good_path, const Corruption& c) {
 class HfStaticValidation : public ::testing::TestWithParam<Corruption> {};
 class HfStaticVariantValidation : public ::testing::TestWithParam<Corruption> {};
 class HfStaticSlidingValidation : public ::testing::TestWithParam<Corruption> {};
+class HfStaticStepValidation : public ::testing::TestWithParam<Corruption> {};
+
+TEST_P(HfStaticStepValidation, RejectsWithItsOwnError) {
+  test::TinyModel m{"llama", 4, 24};
+  m.sequences = 2;
+  m.step_sizes = std::vector<int64_t>{2, 4};
+  expect_rejected(test::tiny_program(m), GetParam());
+}
 
 TEST_P(HfStaticSlidingValidation, RejectsWithItsOwnError) {
   test::TinyModel m{"mistral", 4, 24};
@@ -239,6 +282,8 @@ TEST_P(HfStaticVariantValidation, RejectsWithItsOwnError) {
 INSTANTIATE_TEST_SUITE_P(HfStatic, HfStaticValidation, ::testing::ValuesIn(corruptions()),
                          [](const auto& info) { return info.param.name; });
 INSTANTIATE_TEST_SUITE_P(HfStatic, HfStaticVariantValidation, ::testing::ValuesIn(variant_corruptions()),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(HfStatic, HfStaticStepValidation, ::testing::ValuesIn(step_corruptions()),
                          [](const auto& info) { return info.param.name; });
 INSTANTIATE_TEST_SUITE_P(HfStatic, HfStaticSlidingValidation, ::testing::ValuesIn(sliding_corruptions()),
                          [](const auto& info) { return info.param.name; });

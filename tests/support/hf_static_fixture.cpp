@@ -11,17 +11,18 @@
 namespace hfs::test {
 namespace {
 
-std::string variants_key(const TinyModel& m) {
-  if (!m.prefill_variants) return "";
-  std::string k = "_v";
-  for (int64_t t : *m.prefill_variants) k += "-" + std::to_string(t);
+std::string list_key(const char* tag, const std::optional<std::vector<int64_t>>& list) {
+  if (!list) return "";
+  std::string k = tag;
+  for (int64_t t : *list) k += "-" + std::to_string(t);
   return k;
 }
 
 std::string key_of(const TinyModel& m) {
   return m.arch + "_c" + std::to_string(m.chunk) + "_n" + std::to_string(m.context) + "_w" +
          std::to_string(m.sliding_window) + "_" + m.cache_dtype + "_" + m.logits + "_l" + std::to_string(m.layers) +
-         "_s" + std::to_string(m.seed) + variants_key(m);
+         "_s" + std::to_string(m.seed) + list_key("_v", m.prefill_variants) + "_q" + std::to_string(m.sequences) +
+         "_p" + std::to_string(m.pool_slots) + list_key("_t", m.step_sizes);
 }
 
 }  // namespace
@@ -63,6 +64,9 @@ std::string tiny_program(const TinyModel& m) {
   opt.cache_dtype = m.cache_dtype == "f16" ? DType::kF16 : DType::kF32;
   opt.logits_all = m.logits == "all";
   opt.prefill_variants = m.prefill_variants;
+  opt.sequences = m.sequences;
+  opt.step_sizes = m.step_sizes;
+  opt.pool_slots = m.pool_slots;
   opt.progress = false;
   const std::string out = w.dir() + "/model.hfs";
   Status st = export_checkpoint(w.dir(), out, opt);

@@ -11,7 +11,8 @@
 namespace hfs::test {
 
 struct TinyModel {
-  std::string arch = "llama";      // "llama" (global layers) or "mistral" (sliding layers when window > 0)
+  std::string arch = "llama";      // "llama" (global layers), "mistral" (sliding layers when window > 0) or
+                                   // "gemma2" (sliding and global layers alternating)
   int chunk = 4;                   // prefill tokens C
   int context = 24;                // context length N
   int sliding_window = 0;          // mistral: W
@@ -21,6 +22,10 @@ struct TinyModel {
   uint64_t seed = 7;
   // Smaller prefill methods (ExportOptions::prefill_variants): nullopt = the exporter's default.
   std::optional<std::vector<int64_t>> prefill_variants = std::nullopt;
+  int sequences = 1;               // ExportOptions::sequences (> 1: contract version 2)
+  // Multi-row step_<T> methods (ExportOptions::step_sizes): nullopt = the exporter's default.
+  std::optional<std::vector<int64_t>> step_sizes = std::nullopt;
+  int pool_slots = 0;              // ExportOptions::pool_slots (0 = sequences × context)
 };
 
 // Exports (once per distinct options, cached for the test binary's lifetime) and returns the path.
