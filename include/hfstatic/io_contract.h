@@ -36,6 +36,17 @@ struct IOManagerOptions {
   // shared_memory_io is set. Giving both is an error.
   std::shared_ptr<Allocator> io_allocator;
   bool shared_memory_io = false;   // shorthand for io_allocator = shared_memory_allocator() (memfd)
+  // Sequence 0 exists from the start and again after reset(): the single-sequence calls (position,
+  // run_prefill, run_decode, last_logits) act on it. The Engine sets false and adds every sequence itself.
+  bool default_sequence = true;
+  // Global cache slots per pool block (paged sequences); 0 = the largest power of two ≤ 16 dividing the pool.
+  int64_t block_slots = 0;
+};
+
+// Rows of one sequence in a step: its next tokens, at its next positions.
+struct SequenceTokens {
+  int32_t seq = 0;
+  std::span<const int32_t> tokens;
 };
 
 // Static facts of a loaded program under its contract.
@@ -51,7 +62,12 @@ struct ModelInfo {
   int64_t vocab_size = 0;
   int64_t bos_token_id = -1;
   std::vector<int64_t> eos_token_ids;
-  bool logits_all = false;      // program returns logits for every row (else: last valid row only)
+  bool logits_all = false;      // prefill/decode return logits for every row (else: last valid row only)
+  // Multi-row methods returning logits for every row, tokens per call ascending (empty: none).
+  std::vector<int64_t> step_sizes;
+  int64_t max_sequences = 1;    // sequences that can share the caches at once
+  int64_t pool_slots = 0;       // global cache slots shared by them (context_length with one sequence)
+  int64_t block_slots = 0;      // pool slots per block
 };
 
 // The index in `sizes` (ModelInfo::prefill_step_sizes: ascending) of the smallest prefill method that holds
@@ -104,6 +120,43 @@ class IOManager {
 
   // The K/V cache buffers in program input order (tests compare bytes across steps).
   virtual std::vector<TensorView> cache_views() const = 0;
+
+  // --- several sequences (ModelInfo::max_sequences; contracts without them answer kUnsupported) -----
+  // A new, empty sequence: the lowest free index below max_sequences, or kResourceExhausted.
+  [[nodiscard]] virtual Result<int32_t> add_sequence() { return unsupported("add_sequence"); }
+  // A new sequence holding the first `tokens` positions of `parent`, sharing its cache blocks until one of
+  // them writes into a shared block (copy-on-write). Sliding rings are copied; a prefix the parent's ring
+  // no longer holds is kInvalidArgument.
+  [[nodiscard]] virtual Result<int32_t> fork_sequence(int32_t parent, int64_t tokens) {
+    (void)parent, (void)tokens;
+    return unsupported("fork_sequence");
+  }
+  // Frees the sequence's slots; unknown or removed → kInvalidArgument, nothing changes.
+  [[nodiscard]] virtual Status remove_sequence(int32_t seq) {
+    (void)seq;
+    return unsupported("remove_sequence");
+  }
+  // Positions the sequence holds, or -1 when it is not active.
+  virtual int64_t sequence_length(int32_t seq) const { (void)seq; return -1; }
+  // Pool blocks a step would take (new blocks and copies of shared ones) if it appended n tokens to seq.
+  virtual int64_t blocks_needed(int32_t seq, int64_t n) const { (void)seq, (void)n; return 0; }
+  virtual int64_t free_blocks() const { return 0; }
+  // One step over several sequences' rows (each sequence at most once, its tokens at its next positions),
+  // through the smallest method that holds them all; with kKeep and more than one part, a method whose
+  // logits cover every row. Checked before anything runs (unknown sequence, over a sequence's context,
+  // pool exhausted, too many rows for any method → its own error, nothing changed). On success each
+  // sequence advances by its tokens; step_logits(i) then holds part i's last row's logits.
+  [[nodiscard]] virtual Status run_step(std::span<const SequenceTokens> parts, StepLogits logits) {
+    (void)parts, (void)logits;
+    return unsupported("run_step");
+  }
+  // Logits after part i's last token of the last run_step ([vocab]), or empty when that step did not keep them.
+  virtual std::span<const float> step_logits(size_t part) const { (void)part; return {}; }
+
+ private:
+  Error unsupported(const char* what) const {
+    return make_error(ErrorCode::kUnsupported, info().contract + ": " + what + " is not supported by this IO manager");
+  }
 };
 
 using IOManagerFactory =

@@ -1,18 +1,21 @@
-// The hf_static v1 IO manager: the host's half of the contract (docs/io-contract-v1.md).
+// The hf_static IO manager: the host's half of the contract (docs/io-contract-v1.md), for one sequence
+// (version 1) or several sharing the caches (version 2). There is one step implementation for both.
 //
-// Owns every I/O buffer (allocated once at load through the caller's or the backend's allocator), keeps
-// the absolute position counter and, per cache group, which absolute position each slot holds. A step of n ≤ T
-// tokens: ids padded with pad_token_id; positions p0.. (pads repeat the last valid position); slots
-// (global: p, sliding: p mod R; pads: -1 = not written); masks from the post-write slot table (a key is
-// visible iff it holds a position ≤ the query's and, for sliding layers, within the window; pad rows copy
-// the last valid row). The counters commit only after the method succeeded. A program with prefill variants
-// (smaller prefill methods) runs each prefill step through the smallest method that holds its tokens.
+// Owns every I/O buffer (allocated once at load through the caller's or the backend's allocator) and a
+// SequencePool saying which slots hold each sequence's positions. A step packs rows of one or more
+// sequences, each at its next positions, into a method of T ≥ rows tokens: ids (pads: pad_token_id);
+// positions (pads repeat the last valid row's); slots (global: the sequence's block slot of p, sliding: its
+// ring slot of p; pads: -1 = not written); mask rows showing a row exactly its own sequence's positions ≤
+// its own (and, for sliding layers, within the window; pad rows copy the last valid row). Lengths commit
+// only after the method succeeded. Prefill steps of one sequence run through the smallest prefill method
+// that holds them; steps whose logits are kept for several sequences through a step method.
 #include <algorithm>
 #include <cstring>
 
 #include "hfstatic/io_contract.h"
 #include "hfstatic/metadata_keys.h"
 #include "llm/hf_static_spec.h"
+#include "llm/sequence_pool.h"
 
 namespace hfs {
 namespace {
@@ -55,6 +58,7 @@ Result<Spec> checked_spec(const Program& program) {
 struct StepMethod {
   std::unique_ptr<Method> method;
   int64_t tokens = 0;
+  bool all_rows = false;                // logits for every row (else the logits_index row only)
   std::vector<Buffer> owned;            // buffers for non-state inputs and logits
   std::vector<TensorView> inputs;       // program input order
   std::vector<TensorView> outputs;      // program output order
@@ -71,52 +75,117 @@ class HfStaticIO final : public IOManager {
  public:
   static Result<std::unique_ptr<IOManager>> make(std::shared_ptr<const Program> program, const IOManagerOptions& opt) {
     HFS_ASSIGN_OR_RETURN(Spec spec, checked_spec(*program));
-    std::unique_ptr<HfStaticIO> io(new HfStaticIO(std::move(program), std::move(spec)));
+    std::unique_ptr<HfStaticIO> io(new HfStaticIO(std::move(program), std::move(spec), opt));
     HFS_TRY(io->init(opt));
     return std::unique_ptr<IOManager>(std::move(io));
   }
 
   const ModelInfo& info() const override { return info_; }
-  int64_t position() const override { return position_; }
-  bool can_accept(int64_t n) const override { return n >= 0 && position_ + n <= spec_.context_length; }
+
+  // --- the single-sequence calls act on the default sequence (index 0) ---------------------------------
+  int64_t position() const override { return default_seq_ ? pool_.length(0) : 0; }
+  bool can_accept(int64_t n) const override {
+    return default_seq_ && n >= 0 && pool_.length(0) + n <= spec_.context_length &&
+           pool_.blocks_needed(0, n) <= pool_.free_blocks();
+  }
 
   // The smallest prefill method that holds the tokens (too many: the C-token one, whose step() names the limit).
   Status run_prefill(std::span<const int32_t> tokens, StepLogits logits) override {
+    HFS_TRY(check_default("run_prefill"));
     const size_t i = prefill_size_index(info_.prefill_step_sizes, static_cast<int64_t>(tokens.size()));
-    return step(prefills_[i], tokens, logits);
+    const SequenceTokens part{0, tokens};
+    return step(prefills_[i], std::span<const SequenceTokens>(&part, 1), logits);
   }
-  Status run_decode(int32_t token) override { return step(decode_, std::span<const int32_t>(&token, 1), StepLogits::kKeep); }
+  Status run_decode(int32_t token) override {
+    HFS_TRY(check_default("run_decode"));
+    const SequenceTokens part{0, std::span<const int32_t>(&token, 1)};
+    return step(decode_, std::span<const SequenceTokens>(&part, 1), StepLogits::kKeep);
+  }
 
+  // The last part's last row: the last token run.
   std::span<const float> last_logits() const override {
-    if (!last_) return {};
-    const float* base = last_->logits;
-    int64_t row = spec_.logits_all ? last_n_ - 1 : 0;
-    return {base + row * spec_.vocab_size, static_cast<size_t>(spec_.vocab_size)};
+    return last_parts_ == 0 ? std::span<const float>() : step_logits(last_parts_ - 1);
   }
   std::span<const float> last_step_logits() const override {
     if (!last_) return {};
-    if (!spec_.logits_all) return last_logits();
+    if (!last_->all_rows) return last_logits();
     return {last_->logits, static_cast<size_t>(last_n_ * spec_.vocab_size)};
   }
 
   void reset() override {
-    position_ = 0;
-    for (auto& table : slot_pos_) std::fill(table.begin(), table.end(), -1);
+    pool_.clear();
+    if (default_seq_) (void)pool_.add();  // index 0: the pool is empty
     // Zeroed caches make the next run bit-identical to a fresh load (fresh buffers are zero-filled);
     // the masks already make stale rows unreachable.
     for (Buffer& b : caches_) std::memset(b.data(), 0, b.size());
     needs_reset_ = false;
-    last_ = nullptr;
-    last_n_ = 0;
-    last_tokens_ = 0;
+    forget_last();
   }
   bool needs_reset() const override { return needs_reset_; }
   int64_t last_step_tokens() const override { return last_tokens_; }
 
   std::vector<TensorView> cache_views() const override { return cache_views_; }
 
+  // --- several sequences ------------------------------------------------------------------------------
+  Result<int32_t> add_sequence() override {
+    auto s = pool_.add();
+    if (!s) return s.error().with_context("hf_static: add_sequence");
+    return s;
+  }
+
+  Result<int32_t> fork_sequence(int32_t parent, int64_t tokens) override {
+    const std::string where = "hf_static: fork_sequence(" + std::to_string(parent) + ", " + std::to_string(tokens) + ")";
+    if (!pool_.active(parent)) return make_error(ErrorCode::kInvalidArgument, where + ": sequence " + std::to_string(parent) + " is not active");
+    // The child's window of the prefix must still be in the parent's ring: it holds positions ≥ L − R.
+    const int64_t L = pool_.length(parent), R = sliding_ring();
+    if (R > 0 && tokens >= 0 && tokens <= L && L > R && tokens - spec_.sliding_window < L - R)
+      return make_error(ErrorCode::kInvalidArgument,
+                        where + ": the sliding layers' ring (" + std::to_string(R) + " slots) no longer holds the last " +
+                            std::to_string(spec_.sliding_window) + " positions before " + std::to_string(tokens) +
+                            " (the parent is at " + std::to_string(L) + ")");
+    auto child = pool_.fork(parent, tokens);
+    if (!child) return child.error().with_context(where);
+    if (R > 0) copy_ring(parent, *child);
+    return child;
+  }
+
+  Status remove_sequence(int32_t seq) override {
+    if (!pool_.active(seq))
+      return make_error(ErrorCode::kInvalidArgument, "hf_static: remove_sequence: sequence " + std::to_string(seq) + " is not active");
+    pool_.remove(seq);
+    return Ok{};
+  }
+
+  int64_t sequence_length(int32_t seq) const override { return pool_.active(seq) ? pool_.length(seq) : -1; }
+  int64_t blocks_needed(int32_t seq, int64_t n) const override { return pool_.active(seq) ? pool_.blocks_needed(seq, n) : 0; }
+  int64_t free_blocks() const override { return pool_.free_blocks(); }
+
+  Status run_step(std::span<const SequenceTokens> parts, StepLogits logits) override {
+    int64_t n = 0;
+    for (const SequenceTokens& p : parts) n += static_cast<int64_t>(p.tokens.size());
+    StepMethod* m = pick_method(n, logits == StepLogits::kKeep && parts.size() > 1);
+    if (!m) {
+      const int64_t largest = steps_.empty() ? 0 : steps_.back().tokens;
+      return make_error(ErrorCode::kInvalidArgument,
+                        "hf_static: run_step: " + std::to_string(n) + " rows of " + std::to_string(parts.size()) +
+                            " sequences: no method holds them with logits for every sequence (largest step method: " +
+                            (largest ? "step_" + std::to_string(largest) : std::string("none; export --step-sizes")) + ")");
+    }
+    return step(*m, parts, logits);
+  }
+
+  std::span<const float> step_logits(size_t part) const override {
+    if (!last_ || part >= last_parts_ || part_row_[part] < 0) return {};
+    return {last_->logits + part_row_[part] * spec_.vocab_size, static_cast<size_t>(spec_.vocab_size)};
+  }
+
  private:
-  HfStaticIO(std::shared_ptr<const Program> p, Spec s) : program_(std::move(p)), spec_(std::move(s)) {
+  HfStaticIO(std::shared_ptr<const Program> p, Spec s, const IOManagerOptions& opt)
+      : program_(std::move(p)),
+        spec_(std::move(s)),
+        pool_(SequencePool::Config{spec_.max_sequences, spec_.global_pool_slots, opt.block_slots, ring_of(spec_),
+                                   spec_.context_length}),
+        default_seq_(opt.default_sequence) {
     info_.contract = std::string(keys::kContractHfStatic);
     info_.contract_version = spec_.version;
     info_.prefill_tokens = spec_.prefill_tokens;
@@ -127,6 +196,31 @@ class HfStaticIO final : public IOManager {
     info_.bos_token_id = spec_.bos_token_id;
     info_.eos_token_ids = spec_.eos_token_ids;
     info_.logits_all = spec_.logits_all;
+    for (const hf_static::StepVariant& v : spec_.step_methods) info_.step_sizes.push_back(v.tokens);
+    info_.max_sequences = spec_.max_sequences;
+    info_.pool_slots = spec_.global_pool_slots;
+    info_.block_slots = pool_.block_slots();
+  }
+
+  static int64_t ring_of(const Spec& s) {
+    for (const CacheGroup& g : s.groups)
+      if (g.sliding) return g.ring;
+    return 0;
+  }
+  int64_t sliding_ring() const { return ring_of(spec_); }
+
+  Status check_default(const char* what) const {
+    if (default_seq_) return Ok{};
+    return make_error(ErrorCode::kInvalidArgument, std::string("hf_static: ") + what +
+                                                       ": this IO manager has no default sequence (IOManagerOptions::"
+                                                       "default_sequence = false); use run_step");
+  }
+
+  void forget_last() {
+    last_ = nullptr;
+    last_n_ = 0;
+    last_parts_ = 0;
+    last_tokens_ = 0;
   }
 
   Status init(const IOManagerOptions& opt) {
@@ -134,23 +228,28 @@ class HfStaticIO final : public IOManager {
       return make_error(ErrorCode::kInvalidArgument,
                         "hf_static: both io_allocator ('" + std::string(opt.io_allocator->name()) +
                             "') and shared_memory_io are set; give one");
-    auto pm = Method::load(program_, spec_.prefill_method, opt.method);
-    if (!pm) return pm.error();
-    auto dm = Method::load(program_, spec_.decode_method, opt.method);
-    if (!dm) return dm.error();
-    std::vector<std::unique_ptr<Method>> variants;
+    if (opt.block_slots < 0 || (opt.block_slots > 0 && spec_.global_pool_slots % opt.block_slots != 0))
+      return make_error(ErrorCode::kInvalidArgument, "hf_static: block_slots " + std::to_string(opt.block_slots) +
+                                                         " must divide the pool of " +
+                                                         std::to_string(spec_.global_pool_slots) + " slots");
+    HFS_ASSIGN_OR_RETURN(auto pm, Method::load(program_, spec_.prefill_method, opt.method));
+    HFS_ASSIGN_OR_RETURN(auto dm, Method::load(program_, spec_.decode_method, opt.method));
+    std::vector<std::unique_ptr<Method>> variants, steps;
     for (const hf_static::PrefillVariant& v : spec_.prefill_variants) {
-      auto vm = Method::load(program_, v.method, opt.method);
-      if (!vm) return vm.error();
-      variants.push_back(std::move(*vm));
+      HFS_ASSIGN_OR_RETURN(auto vm, Method::load(program_, v.method, opt.method));
+      variants.push_back(std::move(vm));
+    }
+    for (const hf_static::StepVariant& v : spec_.step_methods) {
+      HFS_ASSIGN_OR_RETURN(auto sm, Method::load(program_, v.method, opt.method));
+      steps.push_back(std::move(sm));
     }
     std::shared_ptr<Allocator> alloc = opt.io_allocator        ? opt.io_allocator
                                        : opt.shared_memory_io ? shared_memory_allocator()
-                                                              : (*pm)->io_allocator();
+                                                              : pm->io_allocator();
     if (!alloc) alloc = heap_allocator();
     CheckedAllocator checked(*alloc);
 
-    // Caches: one buffer per layer and K/V, shared by both methods.
+    // Caches: one buffer per layer and K/V, shared by every method.
     for (int64_t i = 0; i < spec_.n_layers; ++i) {
       TensorType t{spec_.cache_dtype,
                    {1, spec_.n_kv_heads, spec_.layer_cache_lengths[static_cast<size_t>(i)], spec_.head_dim}};
@@ -161,21 +260,30 @@ class HfStaticIO final : public IOManager {
         caches_.push_back(std::move(*b));
       }
     }
-    for (const CacheGroup& g : spec_.groups) slot_pos_.emplace_back(static_cast<size_t>(g.length), -1);
-    scratch_pos_ = slot_pos_;
 
-    // Fixed size from here on: last_ points into it.
+    // Fixed size from here on: last_ points into them.
     prefills_.resize(variants.size() + 1);
     for (size_t i = 0; i < variants.size(); ++i)
-      HFS_TRY(bind(prefills_[i], std::move(variants[i]), spec_.prefill_variants[i].tokens, checked));
-    HFS_TRY(bind(prefills_.back(), std::move(*pm), spec_.prefill_tokens, checked));
-    HFS_TRY(bind(decode_, std::move(*dm), spec_.decode_tokens, checked));
+      HFS_TRY(bind(prefills_[i], std::move(variants[i]), spec_.prefill_variants[i].tokens, spec_.logits_all, checked));
+    HFS_TRY(bind(prefills_.back(), std::move(pm), spec_.prefill_tokens, spec_.logits_all, checked));
+    HFS_TRY(bind(decode_, std::move(dm), spec_.decode_tokens, spec_.logits_all, checked));
+    steps_.resize(steps.size());
+    for (size_t i = 0; i < steps.size(); ++i)
+      HFS_TRY(bind(steps_[i], std::move(steps[i]), spec_.step_methods[i].tokens, true, checked));
+
+    // Step scratch, sized for the largest step: no step allocates.
+    const size_t max_rows = static_cast<size_t>(spec_.max_step_tokens());
+    part_row_.assign(max_rows, -1);
+    seen_.assign(static_cast<size_t>(spec_.max_sequences), 0);
+    copies_.reserve(max_rows + 1);
+    if (default_seq_) (void)pool_.add();  // index 0
     return Ok{};
   }
 
-  Status bind(StepMethod& m, std::unique_ptr<Method> method, int64_t T, Allocator& alloc) {
+  Status bind(StepMethod& m, std::unique_ptr<Method> method, int64_t T, bool all_rows, Allocator& alloc) {
     m.method = std::move(method);
     m.tokens = T;
+    m.all_rows = all_rows;
     const MethodDef& def = m.method->def();
     size_t cache_i = 0;
     m.slots.assign(spec_.groups.size(), nullptr);
@@ -215,60 +323,65 @@ class HfStaticIO final : public IOManager {
     return Ok{};
   }
 
-  Status step(StepMethod& m, std::span<const int32_t> tokens, StepLogits logits) {
-    const std::string where = "hf_static: method '" + m.method->def().name + "'";
-    if (needs_reset_)
-      return make_error(ErrorCode::kNeedsReset, where + ": a previous step failed; call reset() before running again");
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    const int64_t T = m.tokens;
+  // The smallest method holding n rows; all_rows: it must return logits for every row. Among equal sizes
+  // the one with the single logits row (a cheaper LM head).
+  StepMethod* pick_method(int64_t n, bool all_rows) {
+    StepMethod* best = nullptr;
+    auto consider = [&](StepMethod& m) {
+      if (m.tokens < n || (all_rows && !m.all_rows)) return;
+      if (!best || m.tokens < best->tokens || (m.tokens == best->tokens && best->all_rows && !m.all_rows)) best = &m;
+    };
+    consider(decode_);
+    for (StepMethod& m : prefills_) consider(m);
+    for (StepMethod& m : steps_) consider(m);
+    return best;
+  }
+
+  // Everything a step needs, checked before anything changes: each failure names the sequence.
+  Status check_parts(const std::string& where, std::span<const SequenceTokens> parts, int64_t T) {
+    int64_t n = 0, blocks = 0;
+    std::fill(seen_.begin(), seen_.end(), 0);
+    for (const SequenceTokens& p : parts) {
+      const std::string seq = "sequence " + std::to_string(p.seq);
+      if (!pool_.active(p.seq)) return make_error(ErrorCode::kInvalidArgument, where + ": " + seq + " is not active");
+      if (seen_[static_cast<size_t>(p.seq)]++)
+        return make_error(ErrorCode::kInvalidArgument, where + ": " + seq + " appears twice in one step");
+      const int64_t k = static_cast<int64_t>(p.tokens.size());
+      if (k < 1) return make_error(ErrorCode::kInvalidArgument, where + ": " + seq + " has no tokens");
+      if (pool_.length(p.seq) + k > spec_.context_length)
+        return make_error(ErrorCode::kCapacityExceeded, where + ": " + std::to_string(k) + " tokens at position " +
+                                                            std::to_string(pool_.length(p.seq)) + " exceed the context of " +
+                                                            std::to_string(spec_.context_length) +
+                                                            (spec_.max_sequences > 1 ? " (" + seq + ")" : ""));
+      for (size_t i = 0; i < p.tokens.size(); ++i)
+        if (p.tokens[i] < 0 || p.tokens[i] >= spec_.vocab_size)
+          return make_error(ErrorCode::kOutOfRange, where + ": token " + std::to_string(p.tokens[i]) + " at index " +
+                                                        std::to_string(i) + (spec_.max_sequences > 1 ? " of " + seq : "") +
+                                                        " is outside the vocabulary [0, " + std::to_string(spec_.vocab_size) + ")");
+      n += k;
+      blocks += pool_.blocks_needed(p.seq, k);
+    }
     if (n < 1 || n > T)
       return make_error(ErrorCode::kInvalidArgument,
                         where + ": expected 1.." + std::to_string(T) + " tokens per step, got " + std::to_string(n));
-    if (!can_accept(n))
-      return make_error(ErrorCode::kCapacityExceeded, where + ": " + std::to_string(n) + " tokens at position " +
-                                                          std::to_string(position_) + " exceed the context of " +
-                                                          std::to_string(spec_.context_length));
-    for (int64_t i = 0; i < n; ++i)
-      if (tokens[static_cast<size_t>(i)] < 0 || tokens[static_cast<size_t>(i)] >= spec_.vocab_size)
-        return make_error(ErrorCode::kOutOfRange, where + ": token " + std::to_string(tokens[static_cast<size_t>(i)]) +
-                                                      " at index " + std::to_string(i) + " is outside the vocabulary [0, " +
-                                                      std::to_string(spec_.vocab_size) + ")");
-    const int64_t p0 = position_;
-    const int32_t last_pos = static_cast<int32_t>(p0 + n - 1);
-    for (int64_t t = 0; t < T; ++t) {
-      bool valid = t < n;
-      m.ids[t] = valid ? tokens[static_cast<size_t>(t)] : static_cast<int32_t>(spec_.pad_token_id);
-      m.positions[t] = valid ? static_cast<int32_t>(p0 + t) : last_pos;
-    }
-    if (m.logits_index) m.logits_index[0] = static_cast<int32_t>(n - 1);
+    if (blocks > pool_.free_blocks())
+      return make_error(ErrorCode::kCapacityExceeded, where + ": the step needs " + std::to_string(blocks) +
+                                                          " cache blocks of " + std::to_string(pool_.block_slots()) +
+                                                          " slots, the pool has " + std::to_string(pool_.free_blocks()) + " free");
+    return Ok{};
+  }
 
-    for (size_t g = 0; g < spec_.groups.size(); ++g) {
-      const CacheGroup& grp = spec_.groups[g];
-      const int64_t S = grp.length;
-      std::vector<int32_t>& table = scratch_pos_[g];  // post-write slot → position, committed on success
-      std::copy(slot_pos_[g].begin(), slot_pos_[g].end(), table.begin());
-      for (int64_t t = 0; t < T; ++t) {
-        if (t >= n) {
-          m.slots[g][t] = -1;  // pad rows are never written: no live ring entry can be overwritten
-          continue;
-        }
-        int64_t pos = p0 + t;
-        int64_t slot = grp.sliding ? pos % S : pos;
-        m.slots[g][t] = static_cast<int32_t>(slot);
-        table[static_cast<size_t>(slot)] = static_cast<int32_t>(pos);
-      }
-      float* mask = m.masks[g];  // [T, S]
-      for (int64_t t = 0; t < n; ++t) {
-        const int64_t q = p0 + t;
-        float* row = mask + t * S;
-        for (int64_t j = 0; j < S; ++j) {
-          const int64_t kp = table[static_cast<size_t>(j)];
-          bool visible = kp >= 0 && kp <= q && (!grp.sliding || q - kp < spec_.sliding_window);
-          row[j] = visible ? 0.0f : keys::kMaskHidden;
-        }
-      }
-      for (int64_t t = n; t < T; ++t) std::copy(mask + (n - 1) * S, mask + n * S, mask + t * S);
-    }
+  Status step(StepMethod& m, std::span<const SequenceTokens> parts, StepLogits logits) {
+    const std::string where = "hf_static: method '" + m.method->def().name + "'";
+    if (needs_reset_)
+      return make_error(ErrorCode::kNeedsReset, where + ": a previous step failed; call reset() before running again");
+    HFS_TRY(check_parts(where, parts, m.tokens));
+
+    // From here on the step changes state: pool blocks, then (on failure) needs_reset.
+    copies_.clear();
+    for (const SequenceTokens& p : parts) pool_.reserve(p.seq, static_cast<int64_t>(p.tokens.size()), &copies_);
+    for (const BlockCopy& c : copies_) copy_block(c);
+    const int64_t n = fill_rows(m, parts);
 
     // Unwanted logits: the output stays unbound for this call only, where the Method then skips what only
     // feeds it (a single-partition method computes them anyway).
@@ -280,31 +393,128 @@ class HfStaticIO final : public IOManager {
     if (!st.ok()) {
       // Rows may have been written into the caches: the state is no longer trustworthy.
       needs_reset_ = true;
-      last_ = nullptr;
+      forget_last();
       return st.error().with_context(where);
     }
-    std::swap(slot_pos_, scratch_pos_);
-    position_ += n;
-    last_tokens_ = T;
-    last_ = logits == StepLogits::kKeep ? &m : nullptr;
-    last_n_ = logits == StepLogits::kKeep ? n : 0;
+    for (const SequenceTokens& p : parts) pool_.commit(p.seq, static_cast<int64_t>(p.tokens.size()));
+    last_tokens_ = m.tokens;
+    if (logits == StepLogits::kSkip) {
+      forget_last();
+      last_tokens_ = m.tokens;
+      return Ok{};
+    }
+    last_ = &m;
+    last_n_ = n;
+    last_parts_ = parts.size();
+    // part_row_ holds each part's last row; a single-row method only has the last part's.
+    if (!m.all_rows)
+      for (size_t i = 0; i + 1 < parts.size(); ++i) part_row_[i] = -1;
+    if (!m.all_rows) part_row_[parts.size() - 1] = 0;
     return Ok{};
+  }
+
+  // Ids, positions, slots and masks for the parts' rows, padded to the method's T; returns the valid rows.
+  int64_t fill_rows(StepMethod& m, std::span<const SequenceTokens> parts) {
+    const int64_t T = m.tokens;
+    int64_t r = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const SequenceTokens& p = parts[i];
+      const int64_t p0 = pool_.length(p.seq);
+      for (size_t j = 0; j < p.tokens.size(); ++j, ++r) {
+        const int64_t pos = p0 + static_cast<int64_t>(j);
+        m.ids[r] = p.tokens[j];
+        m.positions[r] = static_cast<int32_t>(pos);
+        for (size_t g = 0; g < spec_.groups.size(); ++g) {
+          const CacheGroup& grp = spec_.groups[g];
+          m.slots[g][r] = grp.sliding ? pool_.ring_slot(p.seq, pos) : pool_.global_slot(p.seq, pos);
+          mask_row(grp, p.seq, pos, m.masks[g] + r * grp.length);
+        }
+      }
+      part_row_[i] = r - 1;
+    }
+    const int64_t n = r;
+    if (m.logits_index) m.logits_index[0] = static_cast<int32_t>(n - 1);
+    // Pad rows: never written (slot -1, so no live ring entry can be overwritten), a legal position, and
+    // the last valid row's mask (finite: never fully hidden).
+    for (; r < T; ++r) {
+      m.ids[r] = static_cast<int32_t>(spec_.pad_token_id);
+      m.positions[r] = m.positions[n - 1];
+      for (size_t g = 0; g < spec_.groups.size(); ++g) {
+        const int64_t S = spec_.groups[g].length;
+        m.slots[g][r] = -1;
+        std::memcpy(m.masks[g] + r * S, m.masks[g] + (n - 1) * S, static_cast<size_t>(S) * sizeof(float));
+      }
+    }
+    return n;
+  }
+
+  // Row of query position q of sequence seq: its own positions k ≤ q (sliding: q − k < W) visible, every
+  // other slot — other sequences', stale, empty — hidden. Written after this step's rows were reserved, so
+  // the row's own chunk-mates at k ≤ q are visible (write-first).
+  void mask_row(const CacheGroup& grp, int32_t seq, int64_t q, float* row) const {
+    std::fill(row, row + grp.length, keys::kMaskHidden);
+    if (grp.sliding) {
+      for (int64_t k = std::max<int64_t>(0, q - spec_.sliding_window + 1); k <= q; ++k) row[pool_.ring_slot(seq, k)] = 0.0f;
+      return;
+    }
+    const int64_t B = pool_.block_slots();
+    for (int64_t k0 = 0; k0 <= q; k0 += B) {
+      float* base = row + pool_.global_slot(seq, k0);
+      std::fill(base, base + std::min(B, q + 1 - k0), 0.0f);
+    }
+  }
+
+  // Copy-on-write of a shared pool block: every global layer's K and V rows of the block, per head.
+  void copy_block(const BlockCopy& c) {
+    const int64_t B = pool_.block_slots();
+    for_each_cache(false, [&](char* base, int64_t S, int64_t row_bytes) {
+      for (int64_t h = 0; h < spec_.n_kv_heads; ++h)
+        std::memcpy(base + (h * S + c.to * B) * row_bytes, base + (h * S + c.from * B) * row_bytes,
+                    static_cast<size_t>(B * row_bytes));
+    });
+  }
+
+  // A fork's sliding rings start as copies of the parent's.
+  void copy_ring(int32_t from, int32_t to) {
+    const int64_t R = sliding_ring();
+    for_each_cache(true, [&](char* base, int64_t S, int64_t row_bytes) {
+      for (int64_t h = 0; h < spec_.n_kv_heads; ++h)
+        std::memcpy(base + (h * S + to * R) * row_bytes, base + (h * S + from * R) * row_bytes,
+                    static_cast<size_t>(R * row_bytes));
+    });
+  }
+
+  // f(cache base, its slot count S, bytes per slot row) for every K and V cache of the sliding or global layers.
+  template <typename F>
+  void for_each_cache(bool sliding, F&& f) {
+    const int64_t row_bytes = spec_.head_dim * (spec_.cache_dtype == DType::kF16 ? 2 : 4);  // f32 | f16 caches
+    for (int64_t i = 0; i < spec_.n_layers; ++i) {
+      const CacheGroup& grp = spec_.groups[static_cast<size_t>(spec_.layer_group[static_cast<size_t>(i)])];
+      if (grp.sliding != sliding) continue;
+      for (int kv = 0; kv < 2; ++kv)
+        f(static_cast<char*>(caches_[static_cast<size_t>(2 * i + kv)].data()), grp.length, row_bytes);
+    }
   }
 
   std::shared_ptr<const Program> program_;
   Spec spec_;
   ModelInfo info_;
+  SequencePool pool_;
+  bool default_seq_ = true;
   std::vector<Buffer> caches_;
   std::vector<TensorView> cache_views_;
-  std::vector<std::vector<int32_t>> slot_pos_;     // per group: slot → absolute position, -1 empty
-  std::vector<std::vector<int32_t>> scratch_pos_;  // same shape; the table being built for a step
   std::vector<StepMethod> prefills_;  // in info_.prefill_step_sizes order: the variants, then the C-token method
   StepMethod decode_;
-  int64_t position_ = 0;
+  std::vector<StepMethod> steps_;     // the step_<T> methods, ascending
   bool needs_reset_ = false;
+  // The last kept step: its method, valid rows, parts and each part's last row (-1: no logits for it).
   const StepMethod* last_ = nullptr;
   int64_t last_n_ = 0;
+  size_t last_parts_ = 0;
   int64_t last_tokens_ = 0;
+  std::vector<int64_t> part_row_;
+  std::vector<uint8_t> seen_;         // per sequence index: already in this step's parts
+  std::vector<BlockCopy> copies_;
 };
 
 Status validate_hf_static(const Program& program) {

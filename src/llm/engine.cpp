@@ -1,0 +1,375 @@
+// The multi-sequence engine: sequences, packing policy, per-sequence sampling and stop conditions. The
+// rows themselves (slots, masks, padding, method choice) are the IO manager's, shared with the Runner.
+#include "hfstatic/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+
+namespace hfs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+// Why these logits cannot be sampled from ("" when they can): a NaN or +inf, or every logit −inf.
+std::string unusable(std::span<const float> logits) {
+  bool all_masked = !logits.empty();
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float l = logits[i];
+    if (std::isnan(l) || l == std::numeric_limits<float>::infinity())
+      return std::string("logits contain ") + (std::isnan(l) ? "NaN" : "+inf") + " at id " + std::to_string(i);
+    all_masked = all_masked && l == -std::numeric_limits<float>::infinity();
+  }
+  return all_masked ? "every logit is -inf" : "";
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  struct Seq {
+    SequenceId id = -1;
+    int32_t index = -1;              // the IO manager's sequence index
+    std::vector<int32_t> pending;    // input not yet fed; pending[fed..] remain
+    size_t fed = 0;
+    std::vector<int32_t> history;    // tokens fed so far (repetition penalty), reserved to the context
+    GenerationConfig config;
+    std::optional<Sampler> sampler;
+    SequenceInfo info;
+    Clock::time_point started, last_token;
+    int64_t order = 0;               // arrival order
+    int64_t served = -1;             // the last step that gave it rows: who waited longest goes first
+    int64_t logits_step = -1;        // the step whose part `logits_part` holds its logits
+    size_t logits_part = 0;
+
+    int64_t left() const { return static_cast<int64_t>(pending.size() - fed); }
+    bool generating() const { return !info.finished && config.max_new_tokens > 0; }
+  };
+
+  std::unique_ptr<IOManager> io;
+  EngineOptions options;
+  EngineStats stats;
+  std::unordered_map<SequenceId, Seq> seqs;
+  SequenceId next_id = 0;
+  int64_t arrivals = 0;
+  int64_t steps_run = 0;
+  bool prefill_turn = false;  // interleaving: the next step is a prefill chunk
+  int64_t rows_max = 1;       // the most rows one step may carry with logits for every row
+
+  // Step scratch, reserved at create: packing never allocates.
+  std::vector<Seq*> order;
+  std::vector<SequenceTokens> parts;
+  std::vector<Seq*> part_seq;
+  std::vector<StepEvent> events;
+
+  Status check_tokens(std::span<const int32_t> tokens, const char* what) const {
+    const int64_t V = io->info().vocab_size;
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] < 0 || tokens[i] >= V)
+        return make_error(ErrorCode::kOutOfRange, std::string("engine: ") + what + ": token " + std::to_string(tokens[i]) +
+                                                      " at index " + std::to_string(i) + " is outside the vocabulary [0, " +
+                                                      std::to_string(V) + ")");
+    return Ok{};
+  }
+  Status check_start(std::span<const int32_t> tokens, int64_t length, const GenerationConfig& config, const char* what) const {
+    if (tokens.empty()) return make_error(ErrorCode::kInvalidArgument, std::string("engine: ") + what + ": no tokens to feed");
+    if (config.max_new_tokens < 0)
+      return make_error(ErrorCode::kInvalidArgument, std::string("engine: ") + what + ": max_new_tokens must be ≥ 0, got " +
+                                                         std::to_string(config.max_new_tokens));
+    if (Status st = validate(config.sampling); !st) return st.error().with_context(std::string("engine: ") + what);
+    HFS_TRY(check_tokens(tokens, what));
+    const int64_t n = static_cast<int64_t>(tokens.size()), N = io->info().context_length;
+    if (length + n > N)
+      return make_error(ErrorCode::kCapacityExceeded, std::string("engine: ") + what + ": " + std::to_string(n) +
+                                                          " tokens do not fit: position " + std::to_string(length) + " + " +
+                                                          std::to_string(n) + " > context length " + std::to_string(N));
+    return Ok{};
+  }
+
+  void start(Seq& s, std::span<const int32_t> tokens, const GenerationConfig& config) {
+    s.pending.assign(tokens.begin(), tokens.end());
+    s.fed = 0;
+    s.config = config;
+    if (config.max_new_tokens > 0) s.sampler.emplace(config.sampling, io->info().vocab_size);
+    s.info.generated.clear();
+    s.info.generated.reserve(static_cast<size_t>(config.max_new_tokens));
+    s.info.finished = false;
+    s.info.stop = SequenceStop::kNone;
+    s.info.error.clear();
+    s.info.ttft_ms = s.info.max_gap_ms = 0;
+    s.started = Clock::now();
+    s.order = arrivals++;
+    s.logits_step = -1;
+  }
+
+  Seq& make_seq(int32_t index) {
+    const SequenceId id = next_id++;
+    Seq& s = seqs[id];
+    s.id = id;
+    s.index = index;
+    s.info.id = id;
+    s.history.reserve(static_cast<size_t>(io->info().context_length));
+    return s;
+  }
+
+  Result<Seq*> find(SequenceId id, const char* what) {
+    auto it = seqs.find(id);
+    if (it == seqs.end())
+      return make_error(ErrorCode::kInvalidArgument, std::string("engine: ") + what + ": unknown sequence " + std::to_string(id) +
+                                                         " (never added, or removed)");
+    return &it->second;
+  }
+
+  bool is_stop(const Seq& s, int32_t t) const {
+    const auto& eos = io->info().eos_token_ids;
+    if (!s.config.ignore_eos && std::find(eos.begin(), eos.end(), t) != eos.end()) return true;
+    return std::find(s.config.stop_tokens.begin(), s.config.stop_tokens.end(), t) != s.config.stop_tokens.end();
+  }
+
+  void finish(Seq& s, SequenceStop why) {
+    s.info.finished = true;
+    s.info.stop = why;
+    s.pending.clear();
+    s.fed = 0;
+  }
+
+  // Packs this step's parts: decode rows (one per sequence with a single token left) first, longest
+  // waiting first, up to rows_max; then prompt tokens of the others in the rows left. With nothing running, or on
+  // an interleaved prefill turn, one prompt's chunk of up to C tokens through the prefill methods instead.
+  // A sequence whose next rows need pool blocks the pool cannot give is skipped this step.
+  StepLogits pack() {
+    parts.clear();
+    part_seq.clear();
+    order.clear();
+    for (auto& [id, s] : seqs)
+      if (!s.info.finished && s.left() > 0) order.push_back(&s);
+    // Longest waiting first, then first come: when more sequences want rows than a step holds, every one
+    // is served in turn.
+    std::sort(order.begin(), order.end(), [](const Seq* a, const Seq* b) {
+      return a->served != b->served ? a->served < b->served : a->order < b->order;
+    });
+    int64_t blocks = 0;
+    auto take = [&](Seq* s, int64_t n) {
+      const int64_t need = io->blocks_needed(s->index, n);
+      if (blocks + need > io->free_blocks()) return false;
+      blocks += need;
+      parts.push_back({s->index, std::span<const int32_t>(s->pending).subspan(s->fed, static_cast<size_t>(n))});
+      part_seq.push_back(s);
+      return true;
+    };
+    bool any_decode = false, any_prompt = false;
+    for (Seq* s : order) (s->left() == 1 ? any_decode : any_prompt) = true;
+    const int64_t C = io->info().prefill_tokens;
+    if (any_prompt && (!any_decode || (options.interleave_prefill && prefill_turn))) {
+      prefill_turn = false;
+      for (Seq* s : order)
+        if (s->left() > 1 && take(s, std::min(s->left(), C))) break;
+      if (!parts.empty()) return parts[0].tokens.size() == static_cast<size_t>(part_seq[0]->left()) ? StepLogits::kKeep : StepLogits::kSkip;
+    }
+    int64_t rows = 0;
+    for (Seq* s : order)
+      if (s->left() == 1 && rows < rows_max && take(s, 1)) ++rows;
+    for (Seq* s : order)
+      if (s->left() > 1 && rows < rows_max) {
+        const int64_t n = std::min(s->left(), rows_max - rows);
+        if (take(s, n)) rows += n;
+      }
+    prefill_turn = any_prompt;
+    return StepLogits::kKeep;
+  }
+
+  // After a successful step: advance every part's sequence; sample where its input is used up.
+  void after_step(StepLogits kept) {
+    const Clock::time_point now = Clock::now();
+    for (size_t i = 0; i < parts.size(); ++i) {
+      Seq& s = *part_seq[i];
+      const size_t n = parts[i].tokens.size();
+      s.served = steps_run;
+      s.history.insert(s.history.end(), parts[i].tokens.begin(), parts[i].tokens.end());
+      s.fed += n;
+      if (s.left() > 0) continue;
+      s.logits_step = kept == StepLogits::kKeep ? steps_run : -1;
+      s.logits_part = i;
+      if (!s.generating()) {
+        if (s.config.max_new_tokens == 0) s.pending.clear(), s.fed = 0;
+        continue;
+      }
+      sample(s, io->step_logits(i), now);
+    }
+  }
+
+  void sample(Seq& s, std::span<const float> logits, Clock::time_point now) {
+    if (std::string why = unusable(logits); !why.empty() || logits.empty()) {
+      s.info.error = "position " + std::to_string(io->sequence_length(s.index) - 1) + ": " +
+                     (logits.empty() ? "no logits were computed" : why);
+      finish(s, SequenceStop::kError);
+      events.push_back({s.id, -1, true});
+      return;
+    }
+    const int32_t tok = s.sampler->sample(logits, s.history);
+    if (s.info.generated.empty()) s.info.ttft_ms = ms_between(s.started, now);
+    else s.info.max_gap_ms = std::max(s.info.max_gap_ms, ms_between(s.last_token, now));
+    s.last_token = now;
+    s.info.generated.push_back(tok);
+    StepEvent ev{s.id, tok, false};
+    if (is_stop(s, tok)) finish(s, SequenceStop::kStopToken);
+    else if (static_cast<int32_t>(s.info.generated.size()) >= s.config.max_new_tokens) finish(s, SequenceStop::kMaxTokens);
+    else if (io->sequence_length(s.index) + 1 > io->info().context_length) finish(s, SequenceStop::kContextFull);
+    else s.pending.assign(1, tok), s.fed = 0;
+    ev.finished = s.info.finished;
+    events.push_back(ev);
+  }
+
+  // Sequences with input whose next rows no pool block can hold while nothing else could run: each ends
+  // alone with kContextFull, so the engine never waits forever on a full pool.
+  void end_starved() {
+    for (Seq* s : order)
+      if (s->left() > 0 && io->blocks_needed(s->index, 1) > io->free_blocks()) {
+        s->info.error = "the cache pool has no free block (" + std::to_string(io->info().pool_slots) + " slots shared by every sequence)";
+        finish(*s, SequenceStop::kContextFull);
+        events.push_back({s->id, -1, true});
+      }
+  }
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::load(const std::string& path, const EngineOptions& options) {
+  HFS_ASSIGN_OR_RETURN(auto program, Program::load(path, options.load));
+  return create(std::move(program), options);
+}
+
+Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Program> program, const EngineOptions& options) {
+  IOManagerOptions io = options.io;
+  io.default_sequence = false;
+  HFS_ASSIGN_OR_RETURN(auto m, create_io_manager(std::move(program), io));
+  return create(std::move(m), options);
+}
+
+Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<IOManager> io, const EngineOptions& options) {
+  if (!io) return make_error(ErrorCode::kInvalidArgument, "Engine::create: null IOManager");
+  auto impl = std::make_unique<Impl>();
+  const ModelInfo& info = io->info();
+  impl->rows_max = info.step_sizes.empty() ? 1 : info.step_sizes.back();
+  const size_t n = static_cast<size_t>(info.max_sequences);
+  impl->seqs.reserve(n);
+  impl->order.reserve(n);
+  impl->parts.reserve(n);
+  impl->part_seq.reserve(n);
+  impl->events.reserve(n);
+  impl->io = std::move(io);
+  impl->options = options;
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+const ModelInfo& Engine::info() const { return impl_->io->info(); }
+IOManager& Engine::io() { return *impl_->io; }
+const EngineStats& Engine::stats() const { return impl_->stats; }
+
+Result<SequenceId> Engine::add(std::span<const int32_t> prompt, const GenerationConfig& config) {
+  Impl& m = *impl_;
+  HFS_TRY(m.check_start(prompt, 0, config, "add"));
+  HFS_ASSIGN_OR_RETURN(int32_t index, m.io->add_sequence());
+  Impl::Seq& s = m.make_seq(index);
+  m.start(s, prompt, config);
+  return s.id;
+}
+
+Result<SequenceId> Engine::fork(SequenceId parent, int64_t prefix, std::span<const int32_t> more, const GenerationConfig& config) {
+  Impl& m = *impl_;
+  HFS_ASSIGN_OR_RETURN(Impl::Seq * p, m.find(parent, "fork"));
+  const int64_t held = m.io->sequence_length(p->index);
+  if (prefix < 0 || prefix > held)
+    return make_error(ErrorCode::kInvalidArgument, "engine: fork: prefix of " + std::to_string(prefix) + " tokens, but sequence " +
+                                                       std::to_string(parent) + " holds " + std::to_string(held));
+  HFS_TRY(m.check_start(more, prefix, config, "fork"));
+  HFS_ASSIGN_OR_RETURN(int32_t index, m.io->fork_sequence(p->index, prefix));
+  std::vector<int32_t> history(p->history.begin(), p->history.begin() + prefix);
+  Impl::Seq& s = m.make_seq(index);
+  s.history.insert(s.history.end(), history.begin(), history.end());
+  m.start(s, more, config);
+  return s.id;
+}
+
+Status Engine::append(SequenceId id, std::span<const int32_t> tokens, const GenerationConfig& config) {
+  Impl& m = *impl_;
+  HFS_ASSIGN_OR_RETURN(Impl::Seq * s, m.find(id, "append"));
+  if (s->left() > 0)
+    return make_error(ErrorCode::kInvalidArgument, "engine: append: sequence " + std::to_string(id) + " still has " +
+                                                       std::to_string(s->left()) + " tokens to feed or is generating");
+  HFS_TRY(m.check_start(tokens, m.io->sequence_length(s->index), config, "append"));
+  m.start(*s, tokens, config);
+  return Ok{};
+}
+
+Status Engine::remove(SequenceId id) {
+  Impl& m = *impl_;
+  HFS_ASSIGN_OR_RETURN(Impl::Seq * s, m.find(id, "remove"));
+  HFS_TRY(m.io->remove_sequence(s->index));
+  m.seqs.erase(id);
+  return Ok{};
+}
+
+bool Engine::idle() const {
+  for (const auto& [id, s] : impl_->seqs)
+    if (!s.info.finished && s.left() > 0) return false;
+  return true;
+}
+
+Result<std::span<const StepEvent>> Engine::step() {
+  Impl& m = *impl_;
+  m.events.clear();
+  if (m.io->needs_reset())
+    return make_error(ErrorCode::kNeedsReset, "engine: a previous step failed part-way; the caches cannot be trusted");
+  const StepLogits kept = m.pack();
+  if (m.parts.empty()) {
+    m.end_starved();
+    return std::span<const StepEvent>(m.events);
+  }
+  const Clock::time_point t0 = Clock::now();
+  HFS_TRY(m.io->run_step(m.parts, kept));
+  const double ms = ms_between(t0, Clock::now());
+  int64_t rows = 0;
+  for (size_t i = 0; i < m.parts.size(); ++i) {
+    const int64_t n = static_cast<int64_t>(m.parts[i].tokens.size());
+    rows += n;
+    const bool decode = n == 1 && !m.part_seq[i]->info.generated.empty();  // feeds back a generated token
+    (decode ? m.stats.decode_rows : m.stats.prompt_rows) += n;
+  }
+  m.stats.steps += 1;
+  m.stats.rows += rows;
+  m.stats.padded_rows += m.io->last_step_tokens() - rows;
+  m.stats.step_ms += ms;
+  m.after_step(kept);
+  ++m.steps_run;
+  return std::span<const StepEvent>(m.events);
+}
+
+std::span<const float> Engine::logits(SequenceId id) const {
+  auto it = impl_->seqs.find(id);
+  if (it == impl_->seqs.end() || it->second.logits_step != impl_->steps_run - 1) return {};
+  return impl_->io->step_logits(it->second.logits_part);
+}
+
+Result<SequenceInfo> Engine::sequence(SequenceId id) const {
+  auto it = impl_->seqs.find(id);
+  if (it == impl_->seqs.end())
+    return make_error(ErrorCode::kInvalidArgument, "engine: sequence: unknown sequence " + std::to_string(id));
+  SequenceInfo info = it->second.info;
+  info.length = impl_->io->sequence_length(it->second.index);
+  info.pending = it->second.left();
+  return info;
+}
+
+std::vector<SequenceId> Engine::sequences() const {
+  std::vector<SequenceId> ids;
+  for (const auto& [id, s] : impl_->seqs) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace hfs

@@ -1,0 +1,378 @@
+// The multi-sequence engine and the version-2 contract on exported programs: every sequence, whatever
+// shares its steps, equals the same sequence run alone through the single-sequence Runner on a version-1
+// program of the same weights (itself checked against PyTorch in tests/export/test_parity.py).
+#include "hfstatic/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "hfstatic/metadata_keys.h"
+#include "support/hf_static_fixture.h"
+
+namespace hfs {
+namespace {
+
+using test::TinyModel;
+
+constexpr float kTol = 1e-5f;  // f32: only the order of the attention sums over slots may differ
+
+float max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+// The same weights, one sequence, contract version 1.
+TinyModel solo_of(TinyModel m) {
+  m.sequences = 1;
+  m.step_sizes = std::nullopt;
+  m.pool_slots = 0;
+  return m;
+}
+
+// Logits after each token of `tokens`, fed one token at a time through the Runner's decode: the reference.
+std::vector<std::vector<float>> solo_logits(const std::string& program, std::span<const int32_t> tokens) {
+  auto r = test::open_runner(program);
+  EXPECT_TRUE(r.ok()) << r.error().to_string();
+  std::vector<std::vector<float>> out;
+  for (int32_t t : tokens) {
+    auto l = (*r)->decode_step(t);
+    EXPECT_TRUE(l.ok()) << l.error().to_string();
+    if (!l) break;
+    out.emplace_back(l->begin(), l->end());
+  }
+  return out;
+}
+
+// What the engine showed for one sequence: every token fed (prompt and generated, in order) and the logits
+// at each position where it sampled.
+struct Trace {
+  std::vector<int32_t> fed;
+  std::map<int64_t, std::vector<float>> logits;  // position of the last fed token → logits after it
+};
+
+// One step, recording for each generated token the logits it was sampled from and the token (the engine
+// feeds it next, unless it was the last).
+void step_and_record(Engine& e, std::map<SequenceId, Trace>& traces) {
+  auto ev = e.step();
+  ASSERT_TRUE(ev.ok()) << ev.error().to_string();
+  for (const StepEvent& x : *ev) {
+    if (x.token < 0) continue;
+    auto info = e.sequence(x.sequence);
+    ASSERT_TRUE(info.ok());
+    auto l = e.logits(x.sequence);
+    ASSERT_FALSE(l.empty());
+    Trace& t = traces[x.sequence];
+    t.fed.resize(static_cast<size_t>(info->length));
+    t.logits[info->length - 1] = {l.begin(), l.end()};
+    t.fed.push_back(x.token);
+  }
+}
+
+// Steps until idle, recording as step_and_record does.
+void run_to_idle(Engine& e, std::map<SequenceId, Trace>& traces, int max_steps = 10000) {
+  for (int i = 0; i < max_steps && !e.idle(); ++i) {
+    step_and_record(e, traces);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  ASSERT_TRUE(e.idle());
+}
+
+// Each traced sequence's logits equal the solo run's at the same positions, and its greedy tokens are the
+// solo argmaxes.
+void expect_matches_solo(const std::string& solo_program, const std::map<SequenceId, Trace>& traces) {
+  size_t compared = 0;
+  for (const auto& [id, t] : traces) {
+    if (t.logits.empty()) continue;  // removed or ended before its first token
+    // Up to the last position with logits: the last generated token may never have been fed.
+    const size_t upto = static_cast<size_t>(t.logits.rbegin()->first + 1);
+    ASSERT_LE(upto, t.fed.size()) << "sequence " << id;
+    auto ref = solo_logits(solo_program, std::span<const int32_t>(t.fed).first(upto));
+    compared += t.logits.size();
+    for (const auto& [pos, l] : t.logits) {
+      ASSERT_LT(static_cast<size_t>(pos), ref.size()) << "sequence " << id;
+      EXPECT_LE(max_abs_diff(l, ref[static_cast<size_t>(pos)]), kTol) << "sequence " << id << " position " << pos;
+    }
+  }
+  EXPECT_GT(compared, 0u);
+}
+
+GenerationConfig greedy(int max_new) {
+  GenerationConfig g;
+  g.max_new_tokens = max_new;
+  g.ignore_eos = true;
+  return g;
+}
+
+// Sequences of different lengths arriving at different steps: one with a one-token prompt, one that runs
+// into the context, one added while others decode; each equals its solo run.
+void staggered_arrivals(const TinyModel& m) {
+  const std::string prog = test::tiny_program(m), solo = test::tiny_program(solo_of(m));
+  auto e = Engine::load(prog);
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  const int N = m.context;
+  std::map<SequenceId, Trace> traces;
+  auto add = [&](int len, int max_new, uint64_t seed) {
+    auto p = test::random_tokens(len, 512, seed);
+    auto id = (*e)->add(p, greedy(max_new));
+    ASSERT_TRUE(id.ok()) << id.error().to_string();
+    traces[*id].fed = p;
+  };
+  add(1, 6, 1);
+  add(7, N, 2);  // runs until the context is full
+  for (int i = 0; i < 3; ++i) step_and_record(**e, traces);
+  add(12, 5, 3);
+  step_and_record(**e, traces);
+  add(3, 9, 4);
+  run_to_idle(**e, traces);
+  expect_matches_solo(solo, traces);
+  auto full = (*e)->sequence(1);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->stop, SequenceStop::kContextFull);
+  EXPECT_EQ(full->length, N);  // the last generated token is not fed
+}
+
+TEST(Engine, StaggeredSequencesEqualTheirSoloRunsGlobalLayers) {
+  TinyModel m{"llama", 4, 32};
+  m.sequences = 4;
+  m.step_sizes = std::vector<int64_t>{2, 4, 8};
+  staggered_arrivals(m);
+}
+
+TEST(Engine, StaggeredSequencesEqualTheirSoloRunsPastThreeSlidingWindows) {
+  TinyModel m{"mistral", 4, 40};
+  m.sliding_window = 8;
+  m.sequences = 4;
+  m.step_sizes = std::vector<int64_t>{2, 4, 8};
+  staggered_arrivals(m);
+}
+
+TEST(Engine, F16CachesAndNoStepMethodsStillMatch) {
+  // Without step methods every decode row runs alone through decode; the result is the same.
+  TinyModel m{"mistral", 4, 32};
+  m.sliding_window = 6;
+  m.cache_dtype = "f16";
+  m.sequences = 4;
+  m.step_sizes = std::vector<int64_t>{};
+  staggered_arrivals(m);
+}
+
+// A fork shares its parent's prefix blocks; writes after the fork point copy the shared block first, so
+// neither sequence sees the other's continuation.
+TEST(Engine, ForkedSequencesShareThePrefixAndDivergeIndependently) {
+  for (const std::string arch : {"llama", "mistral"}) {
+    TinyModel m{arch, 4, 32};
+    m.sliding_window = arch == "mistral" ? 6 : 0;
+    m.sequences = 3;
+    m.step_sizes = std::vector<int64_t>{2, 4};
+    const std::string prog = test::tiny_program(m), solo = test::tiny_program(solo_of(m));
+    auto e = Engine::load(prog);
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    auto prompt = test::random_tokens(10, 512, 11);  // the shared block of 16 slots is partly filled
+    std::map<SequenceId, Trace> traces;
+    auto parent = (*e)->add(prompt, greedy(4));
+    ASSERT_TRUE(parent.ok());
+    traces[*parent].fed = prompt;
+    run_to_idle(**e, traces);
+    const int64_t blocks_before = (*e)->io().free_blocks();
+    // Two forks from the 10-token prompt, each with its own next tokens.
+    for (int32_t next : {100, 200}) {
+      std::vector<int32_t> more{next, static_cast<int32_t>(next + 1)};
+      auto f = (*e)->fork(*parent, 10, more, greedy(6));
+      ASSERT_TRUE(f.ok()) << f.error().to_string();
+      traces[*f].fed.assign(prompt.begin(), prompt.end());
+      traces[*f].fed.insert(traces[*f].fed.end(), more.begin(), more.end());
+    }
+    EXPECT_EQ((*e)->io().free_blocks(), blocks_before) << "a fork takes no block until it writes";
+    // The parent continues too, writing into the block its forks share.
+    std::vector<int32_t> cont{300};
+    ASSERT_TRUE((*e)->append(*parent, cont, greedy(5)).ok());
+    Trace& pt = traces[*parent];
+    pt.fed.resize(static_cast<size_t>((*e)->sequence(*parent)->length));  // its last generated token was not fed
+    pt.fed.insert(pt.fed.end(), cont.begin(), cont.end());
+    run_to_idle(**e, traces);
+    expect_matches_solo(solo, traces);
+  }
+}
+
+// Add, append, fork and remove at random over many steps: every sequence still equals its solo run.
+TEST(Engine, RandomScheduleEveryOutputEqualsItsSoloRun) {
+  for (uint64_t seed : {1, 2, 3}) {
+    TinyModel m{seed == 2 ? "mistral" : "llama", 4, 32};
+    m.sliding_window = seed == 2 ? 5 : 0;
+    m.sequences = 5;
+    m.step_sizes = std::vector<int64_t>{2, 4, 8};
+    m.pool_slots = 5 * 32 - 48;  // not every sequence can reach the context at once
+    const std::string prog = test::tiny_program(m), solo = test::tiny_program(solo_of(m));
+    auto e = Engine::load(prog);
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    std::mt19937_64 rng(seed);
+    std::map<SequenceId, Trace> traces, done;
+    int steps = 0;
+    for (int iter = 0; iter < 1000; ++iter) {
+      const int op = static_cast<int>(rng() % 10);
+      std::vector<SequenceId> ids = (*e)->sequences();
+      if (op < 2) {
+        auto p = test::random_tokens(1 + static_cast<int>(rng() % 12), 512, rng());
+        auto id = (*e)->add(p, greedy(1 + static_cast<int>(rng() % 10)));
+        if (id) traces[*id].fed = p;
+        else EXPECT_EQ(id.error().code(), ErrorCode::kResourceExhausted) << id.error().to_string();
+      } else if (op == 2 && !ids.empty()) {
+        const SequenceId victim = ids[rng() % ids.size()];
+        ASSERT_TRUE((*e)->remove(victim).ok());
+        done[victim] = std::move(traces[victim]);
+        traces.erase(victim);
+      } else if (op == 3 && !ids.empty()) {
+        const SequenceId parent = ids[rng() % ids.size()];
+        auto info = (*e)->sequence(parent);
+        ASSERT_TRUE(info.ok());
+        if (info->length > 0) {
+          const int64_t prefix = static_cast<int64_t>(rng() % static_cast<uint64_t>(info->length + 1));
+          std::vector<int32_t> more = test::random_tokens(1 + static_cast<int>(rng() % 3), 512, rng());
+          auto f = (*e)->fork(parent, prefix, more, greedy(1 + static_cast<int>(rng() % 6)));
+          if (f) {
+            Trace& t = traces[*f];
+            t.fed.assign(traces[parent].fed.begin(), traces[parent].fed.begin() + prefix);
+            t.fed.insert(t.fed.end(), more.begin(), more.end());
+          }
+        }
+      } else if (op == 4 && !ids.empty()) {
+        const SequenceId id = ids[rng() % ids.size()];
+        auto info = (*e)->sequence(id);
+        ASSERT_TRUE(info.ok());
+        std::vector<int32_t> more = test::random_tokens(1 + static_cast<int>(rng() % 4), 512, rng());
+        if (info->pending == 0 && info->length + static_cast<int64_t>(more.size()) <= m.context &&
+            (*e)->append(id, more, greedy(1 + static_cast<int>(rng() % 4))).ok()) {
+          // The last generated token was never fed: the trace holds only what the caches hold.
+          Trace& t = traces[id];
+          t.fed.resize(static_cast<size_t>(info->length));
+          t.fed.insert(t.fed.end(), more.begin(), more.end());
+        }
+      } else {
+        step_and_record(**e, traces);
+        ASSERT_FALSE(HasFatalFailure());
+        ++steps;
+      }
+    }
+    EXPECT_GT(steps, 300);
+    for (auto& [id, t] : traces) done[id] = std::move(t);
+    expect_matches_solo(solo, done);
+  }
+}
+
+TEST(Engine, BadInputIsRejectedAndNothingChanges) {
+  TinyModel m{"llama", 4, 24};
+  m.sequences = 2;
+  m.step_sizes = std::vector<int64_t>{2};
+  auto e = Engine::load(test::tiny_program(m));
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  std::vector<int32_t> p{5, 6, 7};
+  auto a = (*e)->add(p, greedy(2));
+  ASSERT_TRUE(a.ok());
+  const int64_t free_before = (*e)->io().free_blocks();
+  // Over the context, an id outside the vocabulary, a bad sampling value, an empty prompt.
+  std::vector<int32_t> too_long(25, 5), bad_id{5, 512};
+  auto r1 = (*e)->add(too_long, greedy(1));
+  ASSERT_FALSE(r1.ok());
+  EXPECT_EQ(r1.error().code(), ErrorCode::kCapacityExceeded);
+  EXPECT_NE(r1.error().message().find("25 tokens"), std::string::npos) << r1.error().message();
+  auto r2 = (*e)->add(bad_id, greedy(1));
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(r2.error().code(), ErrorCode::kOutOfRange);
+  GenerationConfig bad = greedy(1);
+  bad.sampling.top_p = 2;
+  auto r3 = (*e)->add(p, bad);
+  ASSERT_FALSE(r3.ok());
+  EXPECT_NE(r3.error().message().find("top_p"), std::string::npos);
+  auto r4 = (*e)->add(std::span<const int32_t>(), greedy(1));
+  ASSERT_FALSE(r4.ok());
+  // A third sequence in a two-sequence program.
+  ASSERT_TRUE((*e)->add(p, greedy(1)).ok());
+  auto r5 = (*e)->add(p, greedy(1));
+  ASSERT_FALSE(r5.ok());
+  EXPECT_EQ(r5.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(r5.error().message().find("2 sequences"), std::string::npos) << r5.error().message();
+  // Unknown sequence; append while it still has input.
+  EXPECT_EQ((*e)->remove(99).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ((*e)->append(*a, p, greedy(1)).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ((*e)->io().free_blocks(), free_before);
+  EXPECT_EQ((*e)->sequences().size(), 2u);
+  // After remove, the id is unknown.
+  ASSERT_TRUE((*e)->remove(*a).ok());
+  EXPECT_EQ((*e)->append(*a, p, greedy(1)).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_FALSE((*e)->sequence(*a).ok());
+}
+
+// A pool too small for every sequence: the one that cannot get a block ends alone with kContextFull and
+// the others finish as their solo runs.
+TEST(Engine, PoolExhaustionEndsOnlyTheSequenceWithoutABlock) {
+  TinyModel m{"llama", 4, 32};
+  m.sequences = 3;
+  m.step_sizes = std::vector<int64_t>{2, 4};
+  m.pool_slots = 32;  // one sequence's context for all three
+  const std::string prog = test::tiny_program(m), solo = test::tiny_program(solo_of(m));
+  auto e = Engine::load(prog);
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  std::map<SequenceId, Trace> traces;
+  for (int i = 0; i < 3; ++i) {
+    auto p = test::random_tokens(6, 512, 20 + i);
+    auto id = (*e)->add(p, greedy(i == 0 ? 20 : 6));
+    ASSERT_TRUE(id.ok());
+    traces[*id].fed = p;
+  }
+  run_to_idle(**e, traces);
+  int full = 0;
+  for (SequenceId id : (*e)->sequences()) {
+    auto info = (*e)->sequence(id);
+    ASSERT_TRUE(info.ok());
+    if (info->stop == SequenceStop::kContextFull) {
+      ++full;
+      EXPECT_NE(info->error.find("pool"), std::string::npos) << info->error;
+    } else {
+      EXPECT_EQ(info->stop, SequenceStop::kMaxTokens);
+    }
+  }
+  EXPECT_GE(full, 1);
+  expect_matches_solo(solo, traces);
+}
+
+// Rows of several sequences share one method call: with step methods, eight running sequences decode in
+// one step of step_8, not eight decode steps.
+TEST(Engine, RunningSequencesShareOneStep) {
+  TinyModel m{"llama", 4, 32};
+  m.sequences = 8;
+  m.step_sizes = std::vector<int64_t>{2, 4, 8};
+  auto e = Engine::load(test::tiny_program(m));
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  for (int i = 0; i < 8; ++i) {
+    std::vector<int32_t> p{static_cast<int32_t>(10 + i)};
+    ASSERT_TRUE((*e)->add(p, greedy(5)).ok());
+  }
+  int steps = 0;
+  while (!(*e)->idle()) {
+    auto ev = (*e)->step();
+    ASSERT_TRUE(ev.ok()) << ev.error().to_string();
+    EXPECT_EQ(ev->size(), 8u) << "step " << steps;
+    EXPECT_EQ((*e)->io().last_step_tokens(), 8);
+    ++steps;
+  }
+  EXPECT_EQ(steps, 5);
+  EXPECT_EQ((*e)->stats().padded_rows, 0);
+}
+
+// Version-1 programs keep working with the engine: one sequence at a time.
+TEST(Engine, VersionOneProgramServesOneSequence) {
+  auto e = Engine::load(test::tiny_program({"llama", 4, 24}));
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  EXPECT_EQ((*e)->info().max_sequences, 1);
+  std::vector<int32_t> p{5, 6};
+  ASSERT_TRUE((*e)->add(p, greedy(3)).ok());
+  EXPECT_EQ((*e)->add(p, greedy(3)).error().code(), ErrorCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace hfs
