@@ -176,6 +176,29 @@ class Runner:
     def tokenizer(self) -> Tokenizer:
         """The program's embedded tokenizer; Error("not_found") when it was exported without one."""
 
+class Engine:
+    """Many sequences sharing one program's weight passes (hfs::Engine); see docs/python.md."""
+    def __init__(self, program: _PathLike | Program, backends: list[str] | None = None) -> None: ...
+    # Generation keywords: max_new_tokens=128 (0: only feed), temperature, top_k, top_p, min_p,
+    # repetition_penalty, seed, stop (int token ids), ignore_eos.
+    def add(self, prompt: Sequence[int], **generation: Any) -> int: ...
+    def fork(self, parent: int, prefix: int, more: Sequence[int], **generation: Any) -> int: ...
+    def append(self, sequence: int, tokens: Sequence[int], **generation: Any) -> None: ...
+    def remove(self, sequence: int) -> None: ...
+    @property
+    def idle(self) -> bool: ...
+    def step(self) -> list[tuple[int, int, bool]]:
+        """(sequence, token, finished) per token generated; token -1: ended without one."""
+    def logits(self, sequence: int) -> npt.NDArray[np.float32] | None: ...
+    def sequence(self, sequence: int) -> dict[str, Any]: ...
+    def sequences(self) -> list[int]: ...
+    @property
+    def stats(self) -> dict[str, float]: ...
+    @property
+    def max_sequences(self) -> int: ...
+    @property
+    def step_sizes(self) -> list[int]: ...
+
 def export(
     model_dir: _PathLike,
     out: _PathLike,
@@ -185,6 +208,9 @@ def export(
     weights: Literal["keep", "f32", "f16", "bf16", "int8", "int4"] | None = None,  # None: keep the checkpoint's dtype
     logits_all: bool = False,
     prefill_variants: list[int] | None = None,  # smaller prefill methods (each < prefill_chunk); None: C/16, C/4, C/2
+    sequences: int = 1,  # sequences an Engine serves at once (> 1: contract version 2)
+    step_sizes: list[int] | None = None,  # step_<T> methods (every row's logits); None: 2,4,8,16 with sequences > 1
+    pool_slots: int = 0,  # global cache slots the sequences share; 0: sequences x context
 ) -> str:
     """Exports a HuggingFace checkpoint directory to a program file and returns `out` as a str."""
 

@@ -1,0 +1,193 @@
+// hfstatic.Engine over hfs::Engine: many sequences sharing one program's weight passes.
+//
+// Threading as for Runner: every call releases the GIL and takes the engine's mutex. Logits returned by
+// logits() are read-only views of the engine's output buffer, overwritten by the next step.
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "common.h"
+#include "hfstatic/engine.h"
+
+namespace hfs::py_bind {
+namespace {
+
+struct PyEngine {
+  std::shared_ptr<const Program> program;
+  std::unique_ptr<Engine> engine;
+  std::mutex mu;
+};
+
+template <typename F>
+auto nogil_locked(PyEngine& e, F&& f) {
+  py::gil_scoped_release nogil;
+  std::lock_guard<std::mutex> lock(e.mu);
+  return f();
+}
+
+std::vector<int32_t> ids_of(py::handle obj, const char* what) {
+  try {
+    return obj.cast<std::vector<int32_t>>();
+  } catch (const py::cast_error&) {
+    raise(ErrorCode::kInvalidArgument, std::string("engine: ") + what + " must be a sequence of int token ids, got " +
+                                           std::string(py::str(py::type::of(obj).attr("__name__"))));
+  }
+}
+
+// The generation keywords add/fork/append take (all optional): max_new_tokens, temperature, top_k, top_p,
+// min_p, repetition_penalty, seed, stop (int token ids: stop strings need detokenizing, which the engine
+// leaves to its caller), ignore_eos. An unknown keyword is an error naming it.
+GenerationConfig config_of(const py::kwargs& kw) {
+  GenerationConfig g;
+  for (auto [key, value] : kw) {
+    const std::string k = key.cast<std::string>();
+    if (k == "max_new_tokens") g.max_new_tokens = value.cast<int32_t>();
+    else if (k == "temperature") g.sampling.temperature = value.cast<float>();
+    else if (k == "top_k") g.sampling.top_k = value.cast<int32_t>();
+    else if (k == "top_p") g.sampling.top_p = value.cast<float>();
+    else if (k == "min_p") g.sampling.min_p = value.cast<float>();
+    else if (k == "repetition_penalty") g.sampling.repetition_penalty = value.cast<float>();
+    else if (k == "seed") g.sampling.seed = value.cast<uint64_t>();
+    else if (k == "stop") g.stop_tokens = value.is_none() ? std::vector<int32_t>{} : ids_of(value, "stop");
+    else if (k == "ignore_eos") g.ignore_eos = value.cast<bool>();
+    else
+      raise(ErrorCode::kInvalidArgument, "engine: unknown keyword '" + k + "' (max_new_tokens, temperature, top_k, top_p, "
+                                         "min_p, repetition_penalty, seed, stop, ignore_eos)");
+  }
+  return g;
+}
+
+const char* stop_name(SequenceStop s) {
+  switch (s) {
+    case SequenceStop::kNone: return nullptr;
+    case SequenceStop::kMaxTokens: return "max_tokens";
+    case SequenceStop::kStopToken: return "stop_token";
+    case SequenceStop::kContextFull: return "context_full";
+    case SequenceStop::kError: return "error";
+  }
+  return nullptr;
+}
+
+std::shared_ptr<PyEngine> make_engine(const py::object& program, const py::object& backends) {
+  auto e = std::make_shared<PyEngine>();
+  if (py::isinstance<PyProgram>(program)) {
+    e->program = program.cast<PyProgram&>().program;
+  } else {
+    const std::string path = fspath(program);
+    py::gil_scoped_release nogil;
+    e->program = unwrap(Program::load(path));
+  }
+  EngineOptions opt;
+  if (!backends.is_none()) opt.io.method.backends.backends = backends.cast<std::vector<std::string>>();
+  py::gil_scoped_release nogil;
+  e->engine = unwrap(Engine::create(e->program, opt));
+  return e;
+}
+
+}  // namespace
+
+void bind_engine(py::module_& m) {
+  py::class_<PyEngine, std::shared_ptr<PyEngine>>(m, "Engine", R"(Many sequences sharing one program (hfs::Engine).
+
+Engine(program, backends=None): `program` is a path or an hfstatic.Program exported with sequences=N (a
+version-1 program serves one sequence at a time). add() starts a sequence, step() runs one weight pass over
+every running sequence's next row (and prompt tokens in the rows left) and returns the tokens generated as
+(sequence, token, finished) tuples; token is -1 when a sequence ended without one (see sequence()["error"]).
+Generation keywords (add, fork, append): max_new_tokens (default 128; 0 = only feed the tokens, logits() then
+holds the scores after them), temperature, top_k, top_p, min_p, repetition_penalty, seed, stop (int token
+ids), ignore_eos.)")
+      .def(py::init(&make_engine), py::arg("program"), py::arg("backends") = py::none())
+      .def(
+          "add",
+          [](PyEngine& e, const py::object& prompt, const py::kwargs& kw) {
+            const std::vector<int32_t> ids = ids_of(prompt, "prompt");
+            const GenerationConfig g = config_of(kw);
+            return unwrap(nogil_locked(e, [&] { return e.engine->add(ids, g); }));
+          },
+          py::arg("prompt"), "Starts a sequence: feeds `prompt`, then generates. Returns its id.")
+      .def(
+          "fork",
+          [](PyEngine& e, SequenceId parent, int64_t prefix, const py::object& more, const py::kwargs& kw) {
+            const std::vector<int32_t> ids = ids_of(more, "more");
+            const GenerationConfig g = config_of(kw);
+            return unwrap(nogil_locked(e, [&] { return e.engine->fork(parent, prefix, ids, g); }));
+          },
+          py::arg("parent"), py::arg("prefix"), py::arg("more"),
+          "A new sequence continuing the first `prefix` tokens of `parent` (their cache blocks shared), then `more`.")
+      .def(
+          "append",
+          [](PyEngine& e, SequenceId id, const py::object& tokens, const py::kwargs& kw) {
+            const std::vector<int32_t> ids = ids_of(tokens, "tokens");
+            const GenerationConfig g = config_of(kw);
+            check(nogil_locked(e, [&] { return e.engine->append(id, ids, g); }));
+          },
+          py::arg("sequence"), py::arg("tokens"),
+          "More input for a finished or feed-only sequence (its last generated token was not fed: include it).")
+      .def("remove", [](PyEngine& e, SequenceId id) { check(nogil_locked(e, [&] { return e.engine->remove(id); })); },
+           py::arg("sequence"))
+      .def_property_readonly("idle", [](PyEngine& e) { return nogil_locked(e, [&] { return e.engine->idle(); }); })
+      .def(
+          "step",
+          [](PyEngine& e) {
+            std::vector<StepEvent> events;
+            check(nogil_locked(e, [&]() -> Status {
+              HFS_ASSIGN_OR_RETURN(auto ev, e.engine->step());
+              events.assign(ev.begin(), ev.end());
+              return Ok{};
+            }));
+            py::list out;
+            for (const StepEvent& x : events) out.append(py::make_tuple(x.sequence, x.token, x.finished));
+            return out;
+          },
+          "One step; the tokens it generated as (sequence, token, finished).")
+      .def(
+          "logits",
+          [](py::object self, SequenceId id) -> py::object {
+            PyEngine& e = self.cast<PyEngine&>();
+            const std::span<const float> l = nogil_locked(e, [&] { return e.engine->logits(id); });
+            if (l.empty()) return py::none();
+            py::array_t<float> a({static_cast<py::ssize_t>(l.size())}, {static_cast<py::ssize_t>(sizeof(float))}, l.data(), self);
+            a.attr("setflags")(py::arg("write") = false);
+            return py::object(a);
+          },
+          py::arg("sequence"), "Scores after the sequence's last fed token if the last step computed them, else None.")
+      .def(
+          "sequence",
+          [](PyEngine& e, SequenceId id) {
+            const SequenceInfo s = unwrap(nogil_locked(e, [&] { return e.engine->sequence(id); }));
+            py::dict d;
+            d["id"] = s.id;
+            d["length"] = s.length;
+            d["pending"] = s.pending;
+            d["generated"] = s.generated;
+            d["finished"] = s.finished;
+            const char* stop = stop_name(s.stop);
+            d["stop"] = stop ? py::object(py::str(stop)) : py::none();
+            d["error"] = s.error.empty() ? py::none() : py::object(py::str(s.error));
+            d["ttft_ms"] = s.ttft_ms;
+            d["max_gap_ms"] = s.max_gap_ms;
+            return d;
+          },
+          py::arg("sequence"))
+      .def("sequences", [](PyEngine& e) { return nogil_locked(e, [&] { return e.engine->sequences(); }); })
+      .def_property_readonly("stats",
+                             [](PyEngine& e) {
+                               const EngineStats s = nogil_locked(e, [&] { return e.engine->stats(); });
+                               py::dict d;
+                               d["steps"] = s.steps;
+                               d["rows"] = s.rows;
+                               d["padded_rows"] = s.padded_rows;
+                               d["decode_rows"] = s.decode_rows;
+                               d["prompt_rows"] = s.prompt_rows;
+                               d["step_ms"] = s.step_ms;
+                               return d;
+                             })
+      .def_property_readonly("max_sequences", [](PyEngine& e) { return e.engine->info().max_sequences; })
+      .def_property_readonly("step_sizes", [](PyEngine& e) { return e.engine->info().step_sizes; });
+}
+
+}  // namespace hfs::py_bind

@@ -1,0 +1,89 @@
+"""hfstatic.Engine: several sequences sharing one program, on every supported architecture.
+
+Each architecture's tiny random checkpoint (scripts/make-checkpoint) is exported twice: for 3 sequences with
+step methods (contract version 2) and for one (version 1). Sequences of different prompt lengths arrive at
+different steps, share steps, run past 3x the sliding window where the architecture has one, and each one's
+logits must equal the same tokens fed one at a time through a Runner on the version-1 program (<= 1e-5);
+that runner is checked against the PyTorch reference in tests/export/test_parity.py.
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hfstatic
+
+ROOT = Path(__file__).resolve().parents[2]
+ARCHS = ["llama", "qwen2", "qwen3", "mistral", "gemma2", "gemma3", "phi3"]
+WINDOW = 8  # the tiny preset's sliding window (mistral gets it from --sliding-window)
+CONTEXT = 40
+
+
+def make_checkpoint(tmp, arch):
+    d = tmp / f"ckpt_{arch}"
+    args = ["/usr/bin/python3", str(ROOT / "scripts" / "make-checkpoint"), arch, str(d), "--preset", "tiny", "--seed", "3"]
+    if arch == "mistral":
+        args += ["--sliding-window", str(WINDOW)]
+    subprocess.run(args, check=True, capture_output=True)
+    return d
+
+
+def solo_logits(program, tokens):
+    r = hfstatic.Runner(program)
+    return [np.array(r.decode_step(t)) for t in tokens]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sequences_sharing_steps_equal_their_solo_runs(tmp_path, arch):
+    ckpt = make_checkpoint(tmp_path, arch)
+    multi = hfstatic.export(ckpt, tmp_path / "multi.hfs", prefill_chunk=4, context=CONTEXT, sequences=3, step_sizes=[2, 4])
+    solo = hfstatic.export(ckpt, tmp_path / "solo.hfs", prefill_chunk=4, context=CONTEXT)
+    e = hfstatic.Engine(multi)
+    assert e.max_sequences == 3 and e.step_sizes == [2, 4]
+    rng = np.random.default_rng(7)
+    fed, seen = {}, {}
+
+    def add(n, max_new):
+        prompt = [int(t) for t in rng.integers(3, 500, size=n)]
+        s = e.add(prompt, max_new_tokens=max_new, ignore_eos=True)
+        fed[s], seen[s] = list(prompt), {}
+
+    def step():
+        for s, tok, _finished in e.step():
+            length = e.sequence(s)["length"]
+            seen[s][length - 1] = np.array(e.logits(s))
+            fed[s] = fed[s][:length] + [tok]
+
+    add(1, 3 * WINDOW + 4)     # runs past three windows
+    add(9, CONTEXT)            # runs into the end of the context
+    for _ in range(4):
+        step()
+    add(5, 12)                 # arrives while the others decode
+    while not e.idle:
+        step()
+    assert e.sequence(1)["stop"] == "context_full"
+    for s, logits in seen.items():
+        last = max(logits)
+        ref = solo_logits(solo, fed[s][:last + 1])
+        for pos, l in logits.items():
+            diff = float(np.abs(l - ref[pos]).max())
+            assert diff <= 1e-5, f"{arch}: sequence {s} position {pos}: max |engine - solo| = {diff:.3g}"
+
+
+def test_engine_errors_are_hfstatic_errors(tmp_path):
+    ckpt = make_checkpoint(tmp_path, "llama")
+    e = hfstatic.Engine(hfstatic.export(ckpt, tmp_path / "m.hfs", context=16, sequences=2))
+    with pytest.raises(hfstatic.Error) as err:
+        e.add(list(range(3, 20)))  # 17 tokens, context 16
+    assert err.value.code == "capacity_exceeded" and "17 tokens" in str(err.value)
+    with pytest.raises(hfstatic.Error) as err:
+        e.add([5], top_p=2.0)
+    assert "top_p" in str(err.value)
+    with pytest.raises(hfstatic.Error) as err:
+        e.add([5], temprature=0.5)
+    assert "temprature" in str(err.value)
+    with pytest.raises(hfstatic.Error):
+        e.remove(42)
+    assert e.sequences() == []
