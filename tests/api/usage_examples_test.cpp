@@ -16,6 +16,7 @@
 #include "hfstatic/backend.h"
 #include "hfstatic/chat_template.h"
 #include "hfstatic/dtype.h"
+#include "hfstatic/engine.h"
 #include "hfstatic/error.h"
 #include "hfstatic/export.h"
 #include "hfstatic/graph.h"
@@ -96,6 +97,23 @@ hfs::Result<std::string> chat_template_example(std::string_view config_json_text
   ctx.eos_token = "<|eot_id|>";
   hfs::Result<std::string> prompt = t->render(ctx);   // feed to the tokenizer without adding specials
   return prompt;
+}
+
+// ---- engine.h (the program exported for 4 sequences; *engine keeps it for the checks)
+hfs::Status engine_example(const std::string& model_path, std::unique_ptr<hfs::Engine>* engine) {
+  auto e = hfs::Engine::load(model_path);                  // exported with --sequences 4
+  if (!e) return e.error();
+  hfs::GenerationConfig g; g.max_new_tokens = 32;
+  std::vector<int32_t> p1 = {1, 15, 43}, p2 = {1, 99};
+  auto a = (*e)->add(p1, g), b = (*e)->add(p2, g);
+  while (!(*e)->idle()) {
+    auto events = (*e)->step();                           // each: {sequence, token, finished}
+    if (!events) return events.error();
+    for (const hfs::StepEvent& ev : *events) std::printf("seq %lld: %d\n", (long long)ev.sequence, ev.token);
+  }
+  EXPECT_TRUE(a.ok() && b.ok());
+  *engine = std::move(*e);
+  return hfs::Ok{};
 }
 
 // ---- llm_runner.h
@@ -339,6 +357,37 @@ TEST(UsageExamples, LlmRunner) {
   EXPECT_LE(out->tokens.size(), 64u);
   if (out->stop == hfs::GenerationResult::Stop::kMaxTokens) {
     EXPECT_EQ(out->tokens.size(), 64u);
+  }
+}
+
+TEST(UsageExamples, Engine) {
+  const std::string dir = stories_dir();
+  ASSERT_FALSE(dir.empty()) << hfs::test::missing(hfs::test::stories_dir());
+  hfs::ExportOptions opt;
+  opt.context = 128;
+  opt.sequences = 4;
+  opt.progress = false;
+  const std::string path = hfs::test::temp_path("usage_engine") + ".hfs";
+  ASSERT_TRUE(hfs::export_checkpoint(dir, path, opt));
+  ::testing::internal::CaptureStdout();
+  std::unique_ptr<hfs::Engine> e;
+  hfs::Status st = engine_example(path, &e);
+  const std::string printed = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(st) << st.error().to_string();
+  // Each sequence generated what the single-sequence Runner generates for its prompt alone.
+  const std::vector<std::vector<int32_t>> prompts = {{1, 15, 43}, {1, 99}};
+  std::string expected_lines;
+  for (hfs::SequenceId id : {0, 1}) {
+    auto info = e->sequence(id);
+    ASSERT_TRUE(info.ok());
+    auto r = hfs::Runner::load(path);
+    ASSERT_TRUE(r.ok());
+    hfs::GenerationConfig g;
+    g.max_new_tokens = 32;
+    auto solo = (*r)->generate(prompts[static_cast<size_t>(id)], g);
+    ASSERT_TRUE(solo.ok());
+    EXPECT_EQ(info->generated, solo->tokens) << "sequence " << id;
+    for (int32_t t : info->generated) EXPECT_NE(printed.find("seq " + std::to_string(id) + ": " + std::to_string(t) + "\n"), std::string::npos);
   }
 }
 
