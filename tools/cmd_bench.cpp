@@ -14,6 +14,7 @@
 #include <thread>
 #include <utility>
 
+#include "bench_sequences.h"
 #include "cli.h"
 #include "common.h"
 #include "io_util.h"
@@ -35,6 +36,7 @@ struct BenchArgs {
   int reps = 1;
   int vs_threads = 0;
   int vs_pairs = 0;  // 0: --reps
+  std::string sequences;  // "B1,B2,...": the multi-sequence engine instead of one runner
 };
 
 // A float array on transparent huge pages, as cpu_fast's packed weights are (src/backends/cpu_fast/
@@ -116,9 +118,33 @@ double median_of(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+// --sequences: the counts, each ≥ 1, then the engine's benchmark with the same prompt/gen defaults.
+int bench_engine(const BenchArgs& a, std::shared_ptr<const Program> prog) {
+  SequencesBench b;
+  auto list = parse_token_list(a.sequences);
+  if (!list || list->empty() || a.sequences.back() == ',' || std::find(list->begin(), list->end(), 0) != list->end())
+    return usage_error("bench", "--sequences: expected positive integers separated by commas (e.g. 1,2,4,8), got '" +
+                                    a.sequences + "'");
+  b.counts.assign(list->begin(), list->end());
+  const int64_t ctx = [&] {
+    const Value* v = prog->meta(keys::kContextLength);
+    return v && v->is_int() ? v->as_int() : int64_t{0};
+  }();
+  b.prompt = a.prompt_given ? a.prompt : static_cast<int>(std::min<int64_t>(a.prompt, ctx - (a.gen_given ? a.gen : 1)));
+  b.gen = a.gen_given ? a.gen : static_cast<int>(std::min<int64_t>(a.gen, ctx - b.prompt));
+  b.reps = a.reps;
+  b.json = a.json;
+  BackendOptions backends;
+  backends.backends = a.backends;
+  for (const std::string& name : a.backends)
+    if (a.threads > 0) backends.settings[name].set("threads", Value(a.threads));
+  return bench_sequences(std::move(prog), backends, b);
+}
+
 int bench(const BenchArgs& a) {
   auto prog = Program::load(a.model);
   if (!prog) return fail(prog.error());
+  if (!a.sequences.empty()) return bench_engine(a, *prog);
   RunnerOptions ro;
   ro.io.method.backends.backends = a.backends;
   for (const std::string& b : a.backends)
@@ -290,6 +316,12 @@ RunFn setup(CLI::App& sub) {
   sub.add_option("--vs-pairs", a->vs_pairs, "Prefill pairs for --vs-threads, an integer in [1, 100] (default: --reps)")
       ->transform(integer_in(1, 100, "an integer in [1, 100]"))
       ->needs(vs);
+  CLI::Option* seqs = sub.add_option("--sequences", a->sequences,
+                 "Several sequences at once through the engine: counts B separated by commas (e.g. 1,2,4,8), each at "
+                 "most the program's export --sequences; per B, B random prompts of --prompt tokens arrive together "
+                 "and each generates --gen tokens; reports aggregate decode tok/s (all sequences) and its ratio to "
+                 "the first B (--reps runs each, median)");
+  seqs->excludes(vs);
   sub.footer(
       "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
       "its threads were; "

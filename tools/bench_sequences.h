@@ -1,0 +1,26 @@
+// `hfstatic bench --sequences B1,B2,...`: aggregate decode throughput of B sequences sharing one program
+// (the Engine), for each B, in one process.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "hfstatic/backend.h"
+#include "hfstatic/program.h"
+
+namespace hfs::cli {
+
+struct SequencesBench {
+  std::vector<int> counts;  // B values, each ≤ the program's max_sequences
+  int prompt = 0;           // tokens per sequence's prompt
+  int gen = 0;              // tokens each sequence generates
+  int reps = 1;             // runs per B (fresh sequences each); the median is reported
+  bool json = false;
+};
+
+// Prints a table (or one JSON object): per B, prefill tok/s over all prompts, aggregate decode tok/s (all
+// sequences' tokens after every prompt was fed ÷ the time), per-sequence decode tok/s, the aggregate's
+// ratio to B = the first count, rows per step and pad rows. Exit status as the other commands.
+int bench_sequences(std::shared_ptr<const Program> program, const BackendOptions& backends, const SequencesBench& b);
+
+}  // namespace hfs::cli
