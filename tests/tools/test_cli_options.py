@@ -44,6 +44,8 @@ INTS = {  # (command, option): out-of-range values beyond NON_NUMBERS and INT_ON
     ("bench", "--vs-pairs"): ["0", "-1", "101"],
     ("export", "--prefill-chunk"): ["0", "-1", "9223372036854775808"],
     ("export", "--context"): ["0", "-1", "9223372036854775808"],
+    ("export", "--sequences"): ["0", "-1", "4097"],
+    ("export", "--pool-slots"): ["0", "-1", "9223372036854775808"],
 }
 CHOICES = {  # (command, option): values outside the set
     ("run", "--tail"): ["none", "AUTO", ""],
@@ -185,6 +187,58 @@ def test_export_context_beyond_the_model_is_an_error(tmp_path):
         timeout=TIMEOUT, check=True)
     meta = json.loads(cli("inspect", out, "--json", timeout=TIMEOUT, check=True).stdout)["metadata"]
     assert meta["hf_static.context_length"] == 512 and meta["hf_static.prefill_tokens"] == 512
+
+
+def test_export_sequences_and_step_sizes(tmp_path):
+    """--sequences writes contract version 2 with a pool and default step methods; one sequence without
+    --step-sizes writes the same bytes as before the options existed; bad lists name the option."""
+    one, default = tmp_path / "one.hfs", tmp_path / "default.hfs"
+    cli("export", STORIES, "-o", one, "--context", "64", "--sequences", "1", timeout=TIMEOUT, check=True)
+    cli("export", STORIES, "-o", default, "--context", "64", timeout=TIMEOUT, check=True)
+    assert one.read_bytes() == default.read_bytes()
+    meta = json.loads(cli("inspect", one, "--json", timeout=TIMEOUT, check=True).stdout)["metadata"]
+    assert meta["io.contract_version"] == 1 and "hf_static.step_methods" not in meta
+    multi = tmp_path / "multi.hfs"
+    cli("export", STORIES, "-o", multi, "--context", "64", "--sequences", "3", timeout=TIMEOUT, check=True)
+    meta = json.loads(cli("inspect", multi, "--json", timeout=TIMEOUT, check=True).stdout)["metadata"]
+    assert meta["io.contract_version"] == 2 and meta["hf_static.max_sequences"] == 3
+    assert meta["hf_static.global_pool_slots"] == 3 * 64
+    assert meta["hf_static.step_tokens"] == [2, 4, 8, 16]
+    assert meta["hf_static.step_methods"] == ["step_2", "step_4", "step_8", "step_16"]
+    steps = tmp_path / "steps.hfs"
+    cli("export", STORIES, "-o", steps, "--context", "64", "--step-sizes", "3,5", "--pool-slots", "100",
+        "--sequences", "2", timeout=TIMEOUT, check=True)
+    meta = json.loads(cli("inspect", steps, "--json", timeout=TIMEOUT, check=True).stdout)["metadata"]
+    assert meta["hf_static.step_tokens"] == [3, 5] and meta["hf_static.global_pool_slots"] == 100
+    for flag, value, want in [("--step-sizes", "1,4", "step size 1 must be in [2, 64]"),
+                              ("--step-sizes", "4,4", "step size 4 is listed twice"),
+                              ("--step-sizes", "65", "step size 65 must be in [2, 64]"),
+                              ("--pool-slots", "32", "pool slots 32 must be in [context 64"),
+                              ("--pool-slots", "100", "pool slots 100 need sequences > 1")]:
+        args = ["--sequences", "2"] if flag == "--pool-slots" and value == "32" else []
+        r = cli("export", STORIES, "-o", tmp_path / "bad.hfs", "--context", "64", flag, value, *args, timeout=TIMEOUT)
+        assert r.returncode == 1 and want in r.stderr, (flag, value, r.stderr)
+    r = cli("export", STORIES, "-o", tmp_path / "bad.hfs", "--step-sizes", "2,x", timeout=TIMEOUT)
+    assert r.returncode == USAGE and "--step-sizes" in r.stderr, r.stderr
+
+
+def test_bench_sequences(tmp_path):
+    """bench --sequences runs B sequences through the engine; counts above the program's are usage errors."""
+    prog = tmp_path / "multi.hfs"
+    cli("export", STORIES, "-o", prog, "--context", "64", "--sequences", "4", timeout=TIMEOUT, check=True)
+    out = json.loads(cli("bench", "-m", prog, "--sequences", "1,4", "--prompt", "8", "--gen", "6", "--json",
+                         timeout=TIMEOUT, check=True).stdout)
+    rows = out["sequences"]
+    assert [r["sequences"] for r in rows] == [1, 4] and out["max_sequences"] == 4
+    assert all(r["decode_tok_s"] > 0 for r in rows) and rows[0]["decode_vs_first"] == 1
+    # Four sequences decode in steps of four rows: each step after the prompts carries every sequence.
+    assert rows[1]["rows_per_step"] > 2
+    r = cli("bench", "-m", prog, "--sequences", "8", "--prompt", "8", "--gen", "4", timeout=TIMEOUT)
+    assert r.returncode == USAGE and "--sequences 8 exceeds the program's 4" in r.stderr, r.stderr
+    r = cli("bench", "-m", prog, "--sequences", "1,,2", timeout=TIMEOUT)
+    assert r.returncode == USAGE and "--sequences" in r.stderr, r.stderr
+    r = cli("bench", "-m", prog, "--sequences", "2", "--vs-threads", "1", timeout=TIMEOUT)
+    assert r.returncode == USAGE and "--vs-threads" in r.stderr, r.stderr
 
 
 def test_version_and_unknown_commands():
