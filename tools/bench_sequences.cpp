@@ -22,6 +22,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 struct Run {
   double prefill_s = 0, decode_s = 0;
   int64_t decode_tokens = 0, steps = 0, rows = 0, pad_rows = 0;
+  double ttft_max_ms = 0, gap_max_ms = 0;  // the packing policy's latency: worst TTFT, worst wait between tokens
 };
 
 // B sequences with random prompts of the same length arrive together; the prefill phase lasts until every
@@ -56,7 +57,12 @@ Result<Run> run_once(Engine& e, int count, const SequencesBench& b, uint64_t see
   r.steps = e.stats().steps - before.steps;
   r.rows = e.stats().rows - before.rows;
   r.pad_rows = e.stats().padded_rows - before.padded_rows;
-  for (SequenceId id : ids) HFS_TRY(e.remove(id));
+  for (SequenceId id : ids) {
+    HFS_ASSIGN_OR_RETURN(SequenceInfo info, e.sequence(id));
+    r.ttft_max_ms = std::max(r.ttft_max_ms, info.ttft_ms);
+    r.gap_max_ms = std::max(r.gap_max_ms, info.max_gap_ms);
+    HFS_TRY(e.remove(id));
+  }
   return r;
 }
 
@@ -84,7 +90,7 @@ int bench_sequences(std::shared_ptr<const Program> program, const BackendOptions
   nlohmann::json rows = nlohmann::json::array();
   double base = 0;
   for (int count : b.counts) {
-    std::vector<double> prefill, decode, steps, pads;
+    std::vector<double> prefill, decode, steps, pads, ttft, gap;
     for (int rep = 0; rep < b.reps; ++rep) {
       auto r = run_once(e, count, b, static_cast<uint64_t>(rep * 1000 + count));
       if (!r) return fail(r.error());
@@ -92,6 +98,8 @@ int bench_sequences(std::shared_ptr<const Program> program, const BackendOptions
       decode.push_back(r->decode_s > 0 ? static_cast<double>(r->decode_tokens) / r->decode_s : 0);
       steps.push_back(r->steps > 0 ? static_cast<double>(r->rows) / static_cast<double>(r->steps) : 0);
       pads.push_back(static_cast<double>(r->pad_rows));
+      ttft.push_back(r->ttft_max_ms);
+      gap.push_back(r->gap_max_ms);
     }
     const double agg = median_of(decode);
     if (base == 0) base = agg;
@@ -101,7 +109,9 @@ int bench_sequences(std::shared_ptr<const Program> program, const BackendOptions
                     {"decode_tok_s_per_sequence", agg / count},
                     {"decode_vs_first", base > 0 ? agg / base : 0},
                     {"rows_per_step", median_of(steps)},
-                    {"pad_rows", median_of(pads)}});
+                    {"pad_rows", median_of(pads)},
+                    {"ttft_max_ms", median_of(ttft)},
+                    {"token_gap_max_ms", median_of(gap)}});
   }
   if (b.json) {
     outf("%s\n", nlohmann::json({{"prompt_tokens", b.prompt}, {"gen_tokens", b.gen}, {"reps", b.reps},
@@ -111,11 +121,13 @@ int bench_sequences(std::shared_ptr<const Program> program, const BackendOptions
                      .c_str());
     return 0;
   }
-  outf("sequences | prefill tok/s | decode tok/s (all) | per sequence | vs B=%d | rows/step | pad rows\n", b.counts.front());
+  outf("sequences | prefill tok/s | decode tok/s (all) | per sequence | vs B=%d | rows/step | pad rows | worst TTFT ms | worst gap ms\n",
+       b.counts.front());
   for (const auto& r : rows)
-    outf("%9d | %13.1f | %18.1f | %12.1f | %6.2fx | %9.1f | %8.0f\n", r["sequences"].get<int>(), r["prefill_tok_s"].get<double>(),
-         r["decode_tok_s"].get<double>(), r["decode_tok_s_per_sequence"].get<double>(), r["decode_vs_first"].get<double>(),
-         r["rows_per_step"].get<double>(), r["pad_rows"].get<double>());
+    outf("%9d | %13.1f | %18.1f | %12.1f | %6.2fx | %9.1f | %8.0f | %13.1f | %12.1f\n", r["sequences"].get<int>(),
+         r["prefill_tok_s"].get<double>(), r["decode_tok_s"].get<double>(), r["decode_tok_s_per_sequence"].get<double>(),
+         r["decode_vs_first"].get<double>(), r["rows_per_step"].get<double>(), r["pad_rows"].get<double>(),
+         r["ttft_max_ms"].get<double>(), r["token_gap_max_ms"].get<double>());
   return 0;
 }
 
