@@ -152,6 +152,9 @@ class IOManager {
   }
   // Logits after part i's last token of the last run_step ([vocab]), or empty when that step did not keep them.
   virtual std::span<const float> step_logits(size_t part) const { (void)part; return {}; }
+  // Diagnostics (tests): the cache slot holding each of the sequence's positions 0..length-1 in cache group g
+  // (program order: global first, then sliding); -1 where a sliding ring no longer holds the position.
+  virtual std::vector<int32_t> sequence_slots(int32_t seq, size_t group) const { (void)seq, (void)group; return {}; }
 
  private:
   Error unsupported(const char* what) const {

@@ -174,6 +174,16 @@ class HfStaticIO final : public IOManager {
     return step(*m, parts, logits);
   }
 
+  std::vector<int32_t> sequence_slots(int32_t seq, size_t group) const override {
+    if (!pool_.active(seq) || group >= spec_.groups.size()) return {};
+    const CacheGroup& g = spec_.groups[group];
+    const int64_t len = pool_.length(seq);
+    std::vector<int32_t> slots(static_cast<size_t>(len), -1);
+    for (int64_t p = g.sliding ? std::max<int64_t>(0, len - g.ring) : 0; p < len; ++p)
+      slots[static_cast<size_t>(p)] = g.sliding ? pool_.ring_slot(seq, p) : pool_.global_slot(seq, p);
+    return slots;
+  }
+
   std::span<const float> step_logits(size_t part) const override {
     if (!last_ || part >= last_parts_ || part_row_[part] < 0) return {};
     return {last_->logits + part_row_[part] * spec_.vocab_size, static_cast<size_t>(spec_.vocab_size)};
@@ -464,13 +474,14 @@ class HfStaticIO final : public IOManager {
     }
   }
 
-  // Copy-on-write of a shared pool block: every global layer's K and V rows of the block, per head.
+  // Copy-on-write of a shared pool block: the rows the writing sequence holds there, in every global
+  // layer's K and V, per head (nothing else of the fresh block is touched).
   void copy_block(const BlockCopy& c) {
     const int64_t B = pool_.block_slots();
     for_each_cache(false, [&](char* base, int64_t S, int64_t row_bytes) {
       for (int64_t h = 0; h < spec_.n_kv_heads; ++h)
         std::memcpy(base + (h * S + c.to * B) * row_bytes, base + (h * S + c.from * B) * row_bytes,
-                    static_cast<size_t>(B * row_bytes));
+                    static_cast<size_t>(c.slots * row_bytes));
     });
   }
 

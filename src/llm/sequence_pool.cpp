@@ -102,7 +102,7 @@ void SequencePool::reserve(int32_t seq, int64_t n, std::vector<BlockCopy>* copie
     int32_t& held = s.blocks[static_cast<size_t>(b)];
     if (refs_[static_cast<size_t>(held)] > 1) {
       const int32_t own = take_block();
-      copies->push_back({held, own});
+      copies->push_back({held, own, std::min(block_, s.length - b * block_)});
       release_block(held);
       held = own;
     }

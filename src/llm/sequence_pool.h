@@ -23,8 +23,11 @@
 
 namespace hfs {
 
+// Copy-on-write of a shared block: the first `slots` slots of block `from` (the positions the writing
+// sequence holds there) go to the same offsets of block `to`.
 struct BlockCopy {
-  int32_t from = 0, to = 0;  // block indices: copy slots [from·B, from·B + B) to [to·B, to·B + B)
+  int32_t from = 0, to = 0;
+  int64_t slots = 0;
 };
 
 class SequencePool {
