@@ -525,6 +525,47 @@ void layer() {
               pass[1][kPasses / 2] * 1e3, pass[0][kPasses / 2] / pass[1][kPasses / 2]);
 }
 
+// "rows": one weight pass for R activation rows (a multi-sequence engine step, or K draft tokens + 1), R = 1,
+// 2, 4, 8, 16, for every weight format, 2 threads, weights streamed from DRAM (copies well beyond the
+// caches): time per call and its ratio to R = 1. A kernel that shares the weight pass keeps the ratio near
+// 1 while R grows; R separate passes would make it R.
+void rows() {
+  ThreadPool pool(2);
+  std::printf("isa %s  threads 2  triad %.1f GB/s\n", std::string(isa_name(active_isa())).c_str(), triad_gbs(pool));
+  const int64_t n = 896, k = 4864;  // Qwen2.5-0.5B's down projection
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d(0.0f, 0.02f);
+  std::vector<float> w(n * k), x(16 * k), y(16 * n);
+  for (auto& v : w) v = d(rng);
+  for (auto& v : x) v = d(rng) * 50;
+  for (DType f : {DType::kF32, DType::kF16, DType::kBF16, DType::kI8, DType::kQ8_0, DType::kQ4_0}) {
+    std::vector<uint8_t> one;
+    std::vector<float> sc(n);
+    switch (f) {
+      case DType::kF32: one.resize(n * k * 4); std::memcpy(one.data(), w.data(), one.size()); break;
+      case DType::kF16: one.resize(n * k * 2); quantize_f16(w.data(), reinterpret_cast<uint16_t*>(one.data()), n * k); break;
+      case DType::kBF16: one.resize(n * k * 2); quantize_bf16(w.data(), reinterpret_cast<uint16_t*>(one.data()), n * k); break;
+      case DType::kI8: one.resize(n * k); quantize_i8_per_channel(w.data(), n, k, reinterpret_cast<int8_t*>(one.data()), sc.data()); break;
+      case DType::kQ8_0: one.resize(q8_0_bytes(n, k)); (void)quantize_q8_0(w.data(), n, k, one.data()); break;
+      default: one.resize(q4_0_bytes(n, k)); (void)quantize_q4_0(w.data(), n, k, one.data()); break;
+    }
+    const size_t copies = std::max<size_t>(4, (256u << 20) / one.size());
+    std::vector<PackedWeight> packed;
+    for (size_t c = 0; c < copies; ++c) packed.push_back(std::move(pack_weight(f, one.data(), n, k, sc.data()).value()));
+    LinearScratch scratch(packed[0].k_padded, 16);
+    double base = 0;
+    std::printf("  %-5s N=%lld K=%lld:", std::string(dtype_name(f)).c_str(), static_cast<long long>(n), static_cast<long long>(k));
+    for (int64_t r : {1, 2, 4, 8, 16}) {
+      const double s = seconds_best(10, [&] {
+        for (auto& p : packed) linear(p, x.data(), r, nullptr, y.data(), scratch, &pool);
+      }) / static_cast<double>(packed.size());
+      if (r == 1) base = s;
+      std::printf("  R=%-2lld %7.1f us (%4.2fx)", static_cast<long long>(r), s * 1e6, s / base);
+    }
+    std::printf("\n");
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "pack") == 0) {
     packing();
@@ -549,6 +590,10 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "attention") == 0) {
     ThreadPool pool(2);
     prefill_attention(pool);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "rows") == 0) {
+    rows();
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "extra") == 0) {
