@@ -84,6 +84,8 @@ enum class StepLogits : uint8_t {
   kSkip,  // nobody reads them (a prompt chunk with more tokens after it): the logits output is left
           // unbound, so the method skips whatever partitions only compute it (the LM head, where it is
           // a partition of its own) and last_logits() is empty until the next kKeep step
+  kAllRows,  // every row's (verifying draft tokens): run_step picks a method whose logits cover every row,
+             // and last_step_logits() holds them, [rows, vocab] in part order
 };
 
 class IOManager {
@@ -138,12 +140,19 @@ class IOManager {
   }
   // Positions the sequence holds, or -1 when it is not active.
   virtual int64_t sequence_length(int32_t seq) const { (void)seq; return -1; }
+  // Forgets the sequence's positions from `length` on (draft rows the host rejected): only the length
+  // counter changes; their slots are unreachable until later rows overwrite them. length > the sequence's
+  // length, or an unknown sequence → kInvalidArgument, nothing changes.
+  [[nodiscard]] virtual Status truncate_sequence(int32_t seq, int64_t length) {
+    (void)seq, (void)length;
+    return unsupported("truncate_sequence");
+  }
   // Pool blocks a step would take (new blocks and copies of shared ones) if it appended n tokens to seq.
   virtual int64_t blocks_needed(int32_t seq, int64_t n) const { (void)seq, (void)n; return 0; }
   virtual int64_t free_blocks() const { return 0; }
   // One step over several sequences' rows (each sequence at most once, its tokens at its next positions),
-  // through the smallest method that holds them all; with kKeep and more than one part, a method whose
-  // logits cover every row. Checked before anything runs (unknown sequence, over a sequence's context,
+  // through the smallest method that holds them all; with kAllRows, or kKeep and more than one part, a
+  // method whose logits cover every row. Checked before anything runs (unknown sequence, over a sequence's context,
   // pool exhausted, too many rows for any method → its own error, nothing changed). On success each
   // sequence advances by its tokens; step_logits(i) then holds part i's last row's logits.
   [[nodiscard]] virtual Status run_step(std::span<const SequenceTokens> parts, StepLogits logits) {

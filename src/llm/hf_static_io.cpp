@@ -157,13 +157,28 @@ class HfStaticIO final : public IOManager {
   }
 
   int64_t sequence_length(int32_t seq) const override { return pool_.active(seq) ? pool_.length(seq) : -1; }
+
+  // Why forgetting is enough: a global slot of a forgotten position is in the sequence's own block and is
+  // written again before any row can see it (masks show positions < length and this step's own rows); a
+  // ring slot written by a forgotten row at q ≤ L + T_max − 1 evicted q − R ≤ L − W, outside the window of
+  // every later row (R ≥ W + T_max − 1).
+  Status truncate_sequence(int32_t seq, int64_t length) override {
+    if (!pool_.active(seq) || length < 0 || length > pool_.length(seq))
+      return make_error(ErrorCode::kInvalidArgument, "hf_static: truncate_sequence(" + std::to_string(seq) + ", " +
+                                                         std::to_string(length) + "): " +
+                                                         (pool_.active(seq) ? "the sequence holds " + std::to_string(pool_.length(seq)) + " positions"
+                                                                            : std::string("not an active sequence")));
+    pool_.truncate(seq, length);
+    forget_last();
+    return Ok{};
+  }
   int64_t blocks_needed(int32_t seq, int64_t n) const override { return pool_.active(seq) ? pool_.blocks_needed(seq, n) : 0; }
   int64_t free_blocks() const override { return pool_.free_blocks(); }
 
   Status run_step(std::span<const SequenceTokens> parts, StepLogits logits) override {
     int64_t n = 0;
     for (const SequenceTokens& p : parts) n += static_cast<int64_t>(p.tokens.size());
-    StepMethod* m = pick_method(n, logits == StepLogits::kKeep && parts.size() > 1);
+    StepMethod* m = pick_method(n, logits == StepLogits::kAllRows || (logits == StepLogits::kKeep && parts.size() > 1));
     if (!m) {
       const int64_t largest = steps_.empty() ? 0 : steps_.back().tokens;
       return make_error(ErrorCode::kInvalidArgument,

@@ -327,6 +327,58 @@ TEST(Engine, RandomScheduleEveryOutputEqualsItsSoloRun) {
   }
 }
 
+// Rows the host discards (rejected draft tokens): a step feeds a sequence's next K + 1 tokens, the host
+// keeps a prefix and forgets the rest, and the sequence continues with other tokens. Its logits equal the
+// kept tokens run alone, also in a sliding ring well past its window, with another sequence sharing every
+// step; and no step changes a kept row (checked by position after each step).
+TEST(Engine, DiscardedRowsNeverOverwriteWhatLaterRowsNeed) {
+  for (const std::string arch : {"llama", "mistral"}) {
+    TinyModel m{arch, 4, 64};
+    m.sliding_window = arch == "mistral" ? 5 : 0;
+    m.sequences = 2;
+    m.step_sizes = std::vector<int64_t>{2, 4, 8};  // T_max 8: at most 7 drafts + 1
+    const std::string prog = test::tiny_program(m), solo = test::tiny_program(solo_of(m));
+    IOManagerOptions o;
+    o.default_sequence = false;
+    auto program = Program::load(prog);
+    ASSERT_TRUE(program.ok());
+    auto io = create_io_manager(*program, o);
+    ASSERT_TRUE(io.ok()) << io.error().to_string();
+    const int32_t a = *(*io)->add_sequence(), b = *(*io)->add_sequence();
+    std::mt19937_64 rng(5);
+    std::vector<int32_t> kept_a, kept_b;  // what each sequence's caches hold
+    std::vector<std::vector<float>> logits_a;  // after each kept token of a, by position
+    const std::vector<size_t> layer_group(static_cast<size_t>(m.layers), 0);
+    while (static_cast<int64_t>(kept_a.size()) + 8 <= m.context) {
+      // a: 1 + up to 7 "draft" rows; b: one row, sharing the step.
+      const int rows = 1 + static_cast<int>(rng() % 7);
+      std::vector<int32_t> ta = test::random_tokens(rows, 512, rng()), tb = test::random_tokens(1, 512, rng());
+      const bool with_b = static_cast<int64_t>(kept_b.size()) < m.context;
+      std::vector<SequenceTokens> parts{{a, ta}};
+      if (with_b) parts.push_back({b, tb});
+      const CacheSnapshot before = snapshot(**io, 1);
+      ASSERT_TRUE((*io)->run_step(parts, StepLogits::kAllRows).ok());
+      expect_step_kept_history(**io, before, layer_group);
+      ASSERT_FALSE(HasFatalFailure());
+      // Keep a random prefix of a's rows (at least one), with the logits after each kept row.
+      const int keep = 1 + static_cast<int>(rng() % static_cast<uint64_t>(rows));
+      auto all = (*io)->last_step_logits();
+      ASSERT_EQ(all.size(), static_cast<size_t>(rows + (with_b ? 1 : 0)) * 512u);
+      for (int j = 0; j < keep; ++j) logits_a.emplace_back(all.begin() + j * 512, all.begin() + (j + 1) * 512);
+      kept_a.insert(kept_a.end(), ta.begin(), ta.begin() + keep);
+      ASSERT_TRUE((*io)->truncate_sequence(a, static_cast<int64_t>(kept_a.size())).ok());
+      if (with_b) kept_b.push_back(tb[0]);
+    }
+    auto ref = solo_logits(solo, kept_a);
+    ASSERT_EQ(ref.size(), logits_a.size());
+    for (size_t p = 0; p < ref.size(); ++p) EXPECT_LE(max_abs_diff(logits_a[p], ref[p]), kTol) << arch << " position " << p;
+    // Truncating past the end, or an unknown sequence, is an error that changes nothing.
+    EXPECT_EQ((*io)->truncate_sequence(a, static_cast<int64_t>(kept_a.size()) + 1).error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ((*io)->truncate_sequence(7, 0).error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ((*io)->sequence_length(a), static_cast<int64_t>(kept_a.size()));
+  }
+}
+
 TEST(Engine, BadInputIsRejectedAndNothingChanges) {
   TinyModel m{"llama", 4, 24};
   m.sequences = 2;
