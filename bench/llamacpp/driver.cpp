@@ -5,6 +5,11 @@
 //   driver bench    MODEL.gguf --prompt 512 --gen 128 --threads 2 [--reps N]
 //                                                                   -> one JSON line: prefill_tok_s, decode_tok_s, ...
 //                                                                      (medians of N runs, each from an empty cache)
+//   driver batched  MODEL.gguf --sequences 1,2,4,8 --prompt 512 --gen 128 --threads 2 [--reps N]
+//                                                                   -> one JSON line: per B, B sequences (seq_id
+//                                                                      0..B-1) prefilled one after the other, then
+//                                                                      gen - 1 llama_decode calls of one batch with
+//                                                                      one token per sequence; aggregate decode tok/s
 //   driver logits   MODEL.gguf --tokens 1,2,3 --out FILE.f32        -> logits [T, vocab] float32, row-major
 //                                                                      (f32 K/V cache, flash attention off unless
 //                                                                      HFS_LLAMA_FLASH is set; bench keeps defaults)
@@ -41,11 +46,24 @@ struct Args {
   std::string cmd, model, out, qtype;
   int prompt = 512, gen = 128, threads = 2, reps = 1;
   std::vector<llama_token> tokens;
+  std::vector<int> sequences;
 };
+
+std::vector<int> int_list(const std::string& v) {
+  std::vector<int> out;
+  size_t p = 0;
+  while (p < v.size()) {
+    size_t q = v.find(',', p);
+    if (q == std::string::npos) q = v.size();
+    out.push_back(std::atoi(v.substr(p, q - p).c_str()));
+    p = q + 1;
+  }
+  return out;
+}
 
 bool parse(int argc, char** argv, Args& a, std::string& err) {
   if (argc < 3) {
-    err = "usage: driver bench|logits|quantize MODEL.gguf [options] (see driver.cpp)";
+    err = "usage: driver bench|batched|logits|quantize MODEL.gguf [options] (see driver.cpp)";
     return false;
   }
   a.cmd = argv[1];
@@ -74,13 +92,9 @@ bool parse(int argc, char** argv, Args& a, std::string& err) {
     else if (k == "--reps") a.reps = std::atoi(v.c_str());
     else if (k == "--out") a.out = v;
     else if (k == "--tokens") {
-      size_t p = 0;
-      while (p < v.size()) {
-        size_t q = v.find(',', p);
-        if (q == std::string::npos) q = v.size();
-        a.tokens.push_back(static_cast<llama_token>(std::atoi(v.substr(p, q - p).c_str())));
-        p = q + 1;
-      }
+      for (int t : int_list(v)) a.tokens.push_back(static_cast<llama_token>(t));
+    } else if (k == "--sequences") {
+      a.sequences = int_list(v);
     } else {
       err = "unknown option " + k;
       return false;
@@ -118,7 +132,7 @@ struct Loaded {
   }
 };
 
-bool load(const Args& a, uint32_t n_ctx, uint32_t n_batch, bool f32_cache, Loaded& L, std::string& err) {
+bool load_model(const Args& a, Loaded& L, std::string& err) {
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
   mp.load_mode = LLAMA_LOAD_MODE_NONE;  // read weights up front: no page faults inside the timed region
@@ -127,11 +141,20 @@ bool load(const Args& a, uint32_t n_ctx, uint32_t n_batch, bool f32_cache, Loade
     err = "llama_model_load_from_file " + a.model + " failed (run with -v for llama.cpp's log)";
     return false;
   }
+  return true;
+}
+
+// A context on L.model (replacing L.ctx): n_seq_max sequences, n_ctx cells in all; otherwise llama.cpp's
+// defaults (f16 K/V cache, flash attention auto, kv_unified off: one cache stream of n_ctx / n_seq_max cells
+// per sequence).
+bool make_context(const Args& a, uint32_t n_ctx, uint32_t n_batch, uint32_t n_seq_max, bool f32_cache, Loaded& L,
+                  std::string& err) {
+  if (L.ctx) llama_free(L.ctx);
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = n_ctx;
   cp.n_batch = n_batch;
   cp.n_ubatch = n_batch;  // the whole prompt in one physical batch: one graph, like hfstatic's prefill
-  cp.n_seq_max = 1;
+  cp.n_seq_max = n_seq_max;
   cp.n_threads = a.threads;
   cp.n_threads_batch = a.threads;
   cp.no_perf = true;
@@ -141,10 +164,20 @@ bool load(const Args& a, uint32_t n_ctx, uint32_t n_batch, bool f32_cache, Loade
   }
   L.ctx = llama_init_from_model(L.model, cp);
   if (!L.ctx) {
-    err = "llama_init_from_model failed for " + a.model;
+    err = "llama_init_from_model failed for " + a.model + " (n_ctx " + std::to_string(n_ctx) + ", n_seq_max " +
+          std::to_string(n_seq_max) + ")";
     return false;
   }
   return true;
+}
+
+bool load(const Args& a, uint32_t n_ctx, uint32_t n_batch, bool f32_cache, Loaded& L, std::string& err) {
+  return load_model(a, L, err) && make_context(a, n_ctx, n_batch, 1, f32_cache, L, err);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 double now_s() {
@@ -187,10 +220,6 @@ int bench(const Args& a) {
     prefill_s.push_back(t1 - t0);
     decode_s.push_back(t2 - t1);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
   const double pre = median(prefill_s), dec = median(decode_s);
   std::printf(
       "{\"prefill_tok_s\": %.4f, \"decode_tok_s\": %.4f, \"ttft_ms\": %.3f, \"prompt_tokens\": %d, "
@@ -198,6 +227,91 @@ int bench(const Args& a) {
       a.prompt / pre, steps > 0 ? steps / dec : 0.0, pre * 1e3, a.prompt, steps, a.threads, a.reps,
       static_cast<unsigned long long>(llama_model_n_params(L.model)),
       static_cast<unsigned long long>(llama_model_size(L.model)));
+  return 0;
+}
+
+// One token of sequence `seq` at position `pos` into b (logits requested or not).
+void batch_add(llama_batch& b, llama_token t, llama_pos pos, llama_seq_id seq, bool logits) {
+  const int i = b.n_tokens++;
+  b.token[i] = t;
+  b.pos[i] = pos;
+  b.n_seq_id[i] = 1;
+  b.seq_id[i][0] = seq;
+  b.logits[i] = logits ? 1 : 0;
+}
+
+// B sequences at once, measured as `hfstatic bench --sequences` does: B random prompts of --prompt tokens, then
+// every sequence generates --gen tokens greedily; the prefill phase lasts until every sequence has its first
+// token (from its prompt's logits), the decode phase is the gen - 1 steps after it, each one llama_decode of a
+// batch holding the next token of every sequence (its own seq_id and position). Aggregate decode tok/s =
+// B × (gen - 1) / decode time. Per B a fresh context: n_seq_max = B, n_ctx = B × (prompt + gen).
+int batched(const Args& a) {
+  if (a.prompt < 1 || a.gen < 1 || a.reps < 1) return die("batched: --prompt, --gen and --reps must be >= 1");
+  if (a.sequences.empty()) return die("batched: needs --sequences B1,B2,... (e.g. 1,2,4,8)");
+  for (int b : a.sequences)
+    if (b < 1 || b > 256) return die("batched: --sequences: each count must be in [1, 256], got " + std::to_string(b));
+  Loaded L;
+  std::string err;
+  if (!load_model(a, L, err)) return die(err);
+  const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(L.model));
+  std::mt19937 rng(1);
+  std::string rows;
+  double base = 0;
+  for (int B : a.sequences) {
+    const int n_batch = std::max(a.prompt, B);
+    if (!make_context(a, static_cast<uint32_t>(B * (a.prompt + a.gen)), static_cast<uint32_t>(n_batch),
+                      static_cast<uint32_t>(B), false, L, err))
+      return die(err);
+    llama_batch batch = llama_batch_init(n_batch, 0, 1);
+    std::vector<double> prefill_s, decode_s;
+    int steps = 0;
+    for (int rep = 0; rep < a.reps; ++rep) {
+      llama_memory_clear(llama_get_memory(L.ctx), true);
+      std::vector<llama_token> next(static_cast<size_t>(B)), prompts(static_cast<size_t>(B) * a.prompt);
+      for (llama_token& t : prompts) t = static_cast<llama_token>(rng() % static_cast<uint32_t>(n_vocab));
+      double t0 = now_s();
+      for (int s = 0; s < B; ++s) {  // each prompt one llama_decode, as a single-sequence prefill
+        batch.n_tokens = 0;
+        for (int p = 0; p < a.prompt; ++p)
+          batch_add(batch, prompts[static_cast<size_t>(s) * a.prompt + p], p, s, p == a.prompt - 1);
+        if (llama_decode(L.ctx, batch) != 0) {
+          llama_batch_free(batch);
+          return die("llama_decode(prompt of sequence " + std::to_string(s) + ", B=" + std::to_string(B) + ") failed");
+        }
+        next[static_cast<size_t>(s)] = argmax(llama_get_logits_ith(L.ctx, -1), n_vocab);
+      }
+      double t1 = now_s();
+      steps = 0;
+      for (int i = 1; i < a.gen; ++i) {
+        batch.n_tokens = 0;
+        for (int s = 0; s < B; ++s) batch_add(batch, next[static_cast<size_t>(s)], a.prompt + i - 1, s, true);
+        if (llama_decode(L.ctx, batch) != 0) {
+          llama_batch_free(batch);
+          return die("llama_decode(" + std::to_string(B) + " tokens, step " + std::to_string(i) + ") failed");
+        }
+        for (int s = 0; s < B; ++s) next[static_cast<size_t>(s)] = argmax(llama_get_logits_ith(L.ctx, s), n_vocab);
+        ++steps;
+      }
+      double t2 = now_s();
+      prefill_s.push_back(t1 - t0);
+      decode_s.push_back(t2 - t1);
+    }
+    llama_batch_free(batch);
+    const double pre = median(prefill_s), dec = median(decode_s);
+    const double agg = steps > 0 ? static_cast<double>(B) * steps / dec : 0.0;
+    if (base == 0) base = agg;
+    char row[512];
+    std::snprintf(row, sizeof row,
+                  "%s{\"sequences\": %d, \"prefill_tok_s\": %.4f, \"decode_tok_s\": %.4f, "
+                  "\"decode_tok_s_per_sequence\": %.4f, \"decode_vs_first\": %.4f, \"decode_steps\": %d, "
+                  "\"n_ctx\": %u}",
+                  rows.empty() ? "" : ", ", B, static_cast<double>(B) * a.prompt / pre, agg, agg / B,
+                  base > 0 ? agg / base : 0.0, steps, llama_n_ctx(L.ctx));
+    rows += row;
+  }
+  std::printf("{\"prompt_tokens\": %d, \"gen_tokens\": %d, \"threads\": %d, \"reps\": %d, \"kv_unified\": false, "
+              "\"sequences\": [%s]}\n",
+              a.prompt, a.gen, a.threads, a.reps, rows.c_str());
   return 0;
 }
 
@@ -247,9 +361,10 @@ int main(int argc, char** argv) {
   llama_backend_init();
   int rc;
   if (a.cmd == "bench") rc = bench(a);
+  else if (a.cmd == "batched") rc = batched(a);
   else if (a.cmd == "logits") rc = logits(a);
   else if (a.cmd == "quantize") rc = quantize(a);
-  else rc = die("unknown command " + a.cmd + " (bench, logits, quantize)");
+  else rc = die("unknown command " + a.cmd + " (bench, batched, logits, quantize)");
   llama_backend_free();
   return rc;
 }
