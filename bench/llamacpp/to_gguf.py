@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Writes a HF llama/qwen2 safetensors checkpoint as a GGUF file (F32 or F16) for llama.cpp.
+"""Writes a HF llama/qwen2 safetensors checkpoint as a GGUF file (F32, F16 or BF16) for llama.cpp.
 
-  /usr/bin/python3 bench/llamacpp/to_gguf.py MODEL_DIR OUT.gguf --gguf-py DIR [--outtype f32|f16]
+  /usr/bin/python3 bench/llamacpp/to_gguf.py MODEL_DIR OUT.gguf --gguf-py DIR [--outtype f32|f16|bf16]
 
 Written for bench/compare (random-weight checkpoints from scripts/make-checkpoint, no real tokenizer): the
 vocabulary is declared as `tokenizer.ggml.model = "none"` with `<arch>.vocab_size`, so llama.cpp creates
@@ -12,7 +12,8 @@ relied on:
   ffn_down}, output_norm, output (omitted when the embedding is tied; llama.cpp then reuses token_embd);
 - llama uses llama.cpp's interleaved ("normal") RoPE, so q/k rows are permuted from HF's rotate_half layout
   (within each head, row pairs (i, i + D/2) become adjacent); qwen2 uses NeoX RoPE, which is HF's layout;
-- F16 output stores matrices in f16 and keeps 1-D tensors (norms, biases) in f32, as llama.cpp expects.
+- F16 / BF16 output stores matrices in f16 / bf16 (gguf-py's own round-to-nearest-even) and keeps 1-D tensors
+  (norms, biases) in f32, as llama.cpp expects.
 The result is checked against the PyTorch reference by bench/llamacpp/check_gguf.py.
 """
 
@@ -74,12 +75,17 @@ def convert(model_dir, out_path, outtype, gguf):
     w.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
     w.add_vocab_size(vocab)
     w.add_tokenizer_model("none")
-    w.add_file_type(gguf.LlamaFileType.ALL_F32 if outtype == "f32" else gguf.LlamaFileType.MOSTLY_F16)
+    w.add_file_type({"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
+                     "bf16": gguf.LlamaFileType.MOSTLY_BF16}[outtype])
 
     def put(name, a):
         a = np.ascontiguousarray(a, dtype=np.float32)
         if outtype == "f16" and a.ndim == 2:
             a = a.astype(np.float16)
+        if outtype == "bf16" and a.ndim == 2:
+            w.add_tensor(name, gguf.quants.quantize(a, gguf.GGMLQuantizationType.BF16),
+                         raw_dtype=gguf.GGMLQuantizationType.BF16)
+            return
         w.add_tensor(name, a)
 
     used = set()
@@ -131,7 +137,7 @@ def main():
     ap.add_argument("model_dir")
     ap.add_argument("out")
     ap.add_argument("--gguf-py", required=True, help="llama.cpp's gguf-py folder")
-    ap.add_argument("--outtype", choices=("f32", "f16"), default="f32")
+    ap.add_argument("--outtype", choices=("f32", "f16", "bf16"), default="f32")
     a = ap.parse_args()
     sys.path.insert(0, a.gguf_py)
     import gguf  # noqa: E402
