@@ -7,6 +7,9 @@
 //   build/kernel_bench hot        # same, weights cache-resident (kernel compute ceiling)
 //   build/kernel_bench extra      # prefill GEMM vs OpenBLAS, live-slot attention, busy-core decode
 //   build/kernel_bench attention  # prefill attention only: blocked vs per-row kernel
+//   build/kernel_bench attention-rows  # 8 decode rows of 8 sequences in a pool of 8×512 vs
+//                                 # 8×4096 slots, each row over its own slots vs the union; mask scan costs
+//   build/kernel_bench rows       # one weight pass against R = 1..16 activation rows, every format
 //   build/kernel_bench gemm       # integer prefill GEMMs: AVX-512 VNNI vs AMX tiles, AMX block costs
 //   build/kernel_bench pack       # load-time weight packing: portable loop vs AVX-512
 //   build/kernel_bench quant      # prefill activation quantization on the caller vs on the pool
@@ -21,6 +24,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <immintrin.h>
@@ -112,6 +116,73 @@ void prefill_attention(ThreadPool& pool) {
                 "(1 / 2 threads)\n", static_cast<long long>(T), static_cast<long long>(hq), static_cast<long long>(hkv),
                 static_cast<long long>(S), r1 * 1e6, r2 * 1e6, b1 * 1e6, b2 * 1e6);
   }
+}
+
+// Attention rows: one step of rows of different sequences packed into one cache pool (SmolLM2-135M heads,
+// 9/3, D = 64, f16 cache). Sequence i owns slots [i·per_seq, (i+1)·per_seq) and has seqs[i] = {rows, len}:
+// one row is a decode row over its `len` slots, more are causal prefill rows ending at `len`. Times one
+// layer's attention with every row over its own slots and over the union (what every row walked before
+// per-row lists), on 1 and 2 threads, and the mask scan; returns the own-slots times on 1 and 2 threads.
+std::pair<double, double> attention_rows_case(ThreadPool& pool, const std::vector<std::pair<int64_t, int64_t>>& seqs, int64_t per_seq) {
+  const int64_t hq = 9, hkv = 3, d = 64, S = static_cast<int64_t>(seqs.size()) * per_seq;
+  int64_t T = 0;
+  for (auto [rows, len] : seqs) T += rows;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> q(T * hq * d), out(T * hq * d), mask(T * S, -1e30f);
+  for (auto& v : q) v = nd(rng);
+  int64_t r = 0;
+  for (size_t i = 0; i < seqs.size(); ++i)
+    for (int64_t k = 0; k < seqs[i].first; ++k, ++r) {
+      const int64_t base = static_cast<int64_t>(i) * per_seq, end = base + seqs[i].second - seqs[i].first + 1 + k;
+      for (int64_t j = base; j < end; ++j) mask[r * S + j] = 0.0f;
+    }
+  std::vector<uint16_t> kc(hkv * S * d), vc(hkv * S * d);
+  for (auto& v : kc) v = f32_to_f16(nd(rng));
+  for (auto& v : vc) v = f32_to_f16(nd(rng));
+  LiveSlots live(T, S);
+  scan_live_slots(mask.data(), live);
+  AttentionArgs a;
+  a.q = q.data(); a.k = kc.data(); a.v = vc.data(); a.kv_dtype = DType::kF16; a.mask = mask.data(); a.out = out.data();
+  a.t = T; a.hq = hq; a.hkv = hkv; a.s = S; a.d = d; a.scale = 0.125f;
+  AttentionScratch sc(pool.size(), hq / hkv, S, d, d);
+  const double own1 = seconds_best(300, [&] { attention(a, live, sc, nullptr, RowPath::kOwn); });
+  const double own2 = seconds_best(300, [&] { attention(a, live, sc, &pool, RowPath::kOwn); });
+  const double uni1 = seconds_best(100, [&] { attention(a, live, sc, nullptr, RowPath::kUnion); });
+  const double uni2 = seconds_best(100, [&] { attention(a, live, sc, &pool, RowPath::kUnion); });
+  const double scan = seconds_best(300, [&] { scan_live_slots(mask.data(), live); });
+  std::vector<int32_t> slots(S);
+  const double union_scan = seconds_best(300, [&] { (void)live_slots(mask.data(), T, S, slots.data()); });
+  std::string shape;  // "8*1x100": 8 sequences of 1 row over 100 slots
+  for (size_t i = 0, j = 0; i < seqs.size(); i = j) {
+    while (j < seqs.size() && seqs[j] == seqs[i]) ++j;
+    shape += (shape.empty() ? "" : " + ") + (j - i > 1 ? std::to_string(j - i) + "*" : "") +
+             std::to_string(seqs[i].first) + "x" + std::to_string(seqs[i].second);
+  }
+  std::printf("attention rows [%s] T=%lld S=%lld: own slots %.1f / %.1f us, union %.1f / %.1f us (1 / 2 threads), "
+              "picks %s; mask scan %.1f us (union only %.1f us)\n",
+              shape.c_str(), static_cast<long long>(T), static_cast<long long>(S), own1 * 1e6, own2 * 1e6, uni1 * 1e6,
+              uni2 * 1e6, walks_own_slots(a, live, sc) ? "own slots" : "union",
+              scan * 1e6, union_scan * 1e6);
+  return {own1, own2};
+}
+
+void attention_rows(ThreadPool& pool) {
+  // Pool-size flatness: 8 decode rows of 8 sequences, 100 tokens each, in 8×512 and 8×4096 slots.
+  const std::vector<std::pair<int64_t, int64_t>> decode8(8, {1, 100});
+  const auto small = attention_rows_case(pool, decode8, 512);
+  const auto large = attention_rows_case(pool, decode8, 4096);
+  std::printf("attention rows: own slots, pool 8x512 time / pool 8x4096 time: %.2f (1 thread) %.2f (2 threads)\n",
+              small.first / large.first, small.second / large.second);
+  // The mask scan at the engine's largest step: 16 rows, 8×4096 slots.
+  attention_rows_case(pool, std::vector<std::pair<int64_t, int64_t>>(16, {1, 100}), 2048);
+  // Where the union pays (rows of one sequence) and in between: prefill rows of two sequences, a prefill
+  // chunk next to decode rows.
+  attention_rows_case(pool, {{16, 1000}}, 2048);
+  attention_rows_case(pool, {{8, 1000}, {8, 1000}}, 1024);
+  attention_rows_case(pool, {{12, 1000}, {4, 300}}, 1024);
+  attention_rows_case(pool, {{14, 1000}, {2, 300}}, 1024);
+  attention_rows_case(pool, {{8, 1000}, {1, 100}, {1, 100}, {1, 100}, {1, 100}, {1, 100}, {1, 100}, {1, 100}, {1, 100}}, 1024);
 }
 
 // What one 16×16×32 block costs in the AMX kernel's structure (16 rows × K = 1536, all in L1/L2): the tile
@@ -594,6 +665,11 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "rows") == 0) {
     rows();
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "attention-rows") == 0) {
+    ThreadPool pool(2);
+    attention_rows(pool);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "extra") == 0) {

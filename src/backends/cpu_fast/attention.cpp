@@ -42,6 +42,22 @@ bool row_sees_a_slot(const float* mrow, const int32_t* live, int64_t n_live) {
   return false;
 }
 
+// The slots each row walks: the union (a row skips what its mask hides) or, on the per-row path, its own.
+struct RowLists {
+  const int32_t* slots = nullptr;  // the union
+  int64_t n = 0;
+  const int32_t* row_slots = nullptr;  // per row (null: every row walks the union)
+  const int64_t* row_n = nullptr;
+  int64_t stride = 0;
+  const int32_t* of(int64_t r) const { return row_slots != nullptr ? row_slots + r * stride : slots; }
+  int64_t count(int64_t r) const { return row_slots != nullptr ? row_n[r] : n; }
+  int64_t max_count(int64_t t) const { return row_slots != nullptr ? *std::max_element(row_n, row_n + t) : n; }
+  // A row's own list holds only slots it sees; the union has to be checked against its mask.
+  bool sees_a_slot(int64_t r, const float* mrow) const {
+    return row_slots != nullptr ? row_n[r] > 0 : row_sees_a_slot(mrow, slots, n);
+  }
+};
+
 // Every score is -1e30 + O(1), which rounds to the same float: the reference softmax is uniform.
 void uniform_average(const AttentionArgs& a, const void* vb, int g, float* out) {
   const bool f16 = a.kv_dtype == DType::kF16;
@@ -88,6 +104,11 @@ void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q
                        float* sum) {
   const bool f16 = a.kv_dtype == DType::kF16;
   std::memset(acc, 0, static_cast<size_t>(g * a.d) * sizeof(float));
+  if (n == 0) {  // a split range of a row with fewer slots than the step's longest
+    std::fill(mx, mx + g, -INFINITY);
+    std::fill(sum, sum + g, 0.0f);
+    return;
+  }
   kn.scores(q, g, kb, f16, a.d, live, n, sc);
   bool any = false;
   for (int j = 0; j < g; ++j) {
@@ -221,6 +242,116 @@ void row_block_attention(const AttentionArgs& a, const Kernels& kn, const int32_
   run_units(pool, blocks * a.hkv, 4, body);
 }
 
+// The kernel the union path runs a step on, and how many consecutive rows share one walk of the union
+// (trimmed to the last slot any of them sees; the decode kernels walk all of it for every row).
+struct UnionKernel {
+  enum Kind { kBlock, kRowBlock, kRows } kind = kRows;
+  int64_t rows = 1;
+};
+
+UnionKernel union_kernel(const AttentionArgs& a, const AttentionScratch& scratch, int64_t n_live) {
+  const int g = static_cast<int>(a.hq / a.hkv);
+  // Prefill on AVX-512: blocks of rows × the group's heads along the vector lanes (attn_block_avx512).
+  if (a.t > 1 && a.softcap == 0 && active_isa() >= Isa::kAvx512 && detail::attn_block_supports(a.d) &&
+      a.d <= scratch.block_d && g <= 16)
+    return {UnionKernel::kBlock, kBlockLanes / g};
+  // Other prefill: blocks of rows through the decode kernels, where the block buffer holds them.
+  const int64_t nv_max = std::max(kRowBlockVectors, g);  // query vectors of a row-block unit
+  if (a.t > 1 && g <= 2 * kRowBlockVectors && a.d <= scratch.block_d &&
+      nv_max * (2 * a.d + n_live) <= scratch.block_per_thread)
+    return {UnionKernel::kRowBlock, std::max(1, kRowBlockVectors / g)};
+  return {UnionKernel::kRows, 1};
+}
+
+// Units of (row, kv head), each over its row's list: decode (one row) and the per-row path. When there are
+// fewer than 2 units per thread each unit's slots are split into ranges merged exactly afterwards.
+void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl, AttentionScratch& scratch,
+                   ThreadPool* pool) {
+  const int g = static_cast<int>(a.hq / a.hkv);
+  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s;
+  const int threads = pool != nullptr ? pool->size() : 1;
+  const int64_t units = a.hkv * a.t;  // (row, kv head) pairs
+  auto unit_ptrs = [&](int64_t unit, const float*& q, float*& out, const void*& kb, const void*& vb, const float*& mrow) {
+    const int64_t h = unit % a.hkv, r = unit / a.hkv;
+    q = a.q + (r * a.hq + h * g) * d;
+    out = a.out + (r * a.hq + h * g) * d;
+    kb = static_cast<const char*>(a.k) + h * S * d * es;
+    vb = static_cast<const char*>(a.v) + h * S * d * es;
+    mrow = a.mask + r * S;
+  };
+
+  int64_t parts = 1;
+  if (threads > 1 && units < 2 * threads && scratch.group == g && scratch.d == d) {
+    parts = std::min((kSplitTasksPerThread * threads + units - 1) / units, rl.max_count(a.t) / kMinSplitSlots);
+    parts = std::clamp<int64_t>(parts, 1, max_split_tasks(threads) / units);
+  }
+
+  if (parts == 1) {
+    auto body = [&](int64_t unit, int thread) {
+      const float *q, *mrow;
+      float* out;
+      const void *kb, *vb;
+      unit_ptrs(unit, q, out, kb, vb, mrow);
+      const int64_t r = unit / a.hkv;
+      if (!rl.sees_a_slot(r, mrow)) return uniform_average(a, vb, g, out);
+      float mx[64], sum[64];
+      float* sc = scratch.scores.data() + thread * scratch.per_thread;
+      for (int j0 = 0; j0 < g; j0 += 64) {  // g ≤ 64 per pass keeps mx/sum on the stack
+        const int gg = std::min(64, g - j0);
+        partial_attention(a, kn, q + j0 * d, kb, vb, mrow, rl.of(r), rl.count(r), gg, sc, out + j0 * d, mx, sum);
+        for (int j = 0; j < gg; ++j) {
+          const float inv = 1.0f / sum[j];
+          for (int64_t e = 0; e < d; ++e) out[(j0 + j) * d + e] *= inv;
+        }
+      }
+    };
+    run_units(pool, units, 8, body);
+    return;
+  }
+
+  // Split: task = (unit, part); part p covers the unit's slots [n·p/parts, n·(p+1)/parts) of its n.
+  const int64_t stride = g * (d + 2);
+  float* partial = scratch.partial.data();
+  pool->run(units * parts, [&](int64_t task, int thread) {
+    const int64_t unit = task / parts, p = task % parts;
+    const float *q, *mrow;
+    float* out;
+    const void *kb, *vb;
+    unit_ptrs(unit, q, out, kb, vb, mrow);
+    const int64_t r = unit / a.hkv, n = rl.count(r);
+    const int64_t i0 = n * p / parts, i1 = n * (p + 1) / parts;
+    float* acc = partial + task * stride;
+    partial_attention(a, kn, q, kb, vb, mrow, rl.of(r) + i0, i1 - i0, g,
+                      scratch.scores.data() + thread * scratch.per_thread, acc, acc + g * d, acc + g * d + g);
+  });
+  for (int64_t unit = 0; unit < units; ++unit) {
+    const float *q, *mrow;
+    float* out;
+    const void *kb, *vb;
+    unit_ptrs(unit, q, out, kb, vb, mrow);
+    if (!rl.sees_a_slot(unit / a.hkv, mrow)) {
+      uniform_average(a, vb, g, out);
+      continue;
+    }
+    for (int j = 0; j < g; ++j) {
+      float m = -INFINITY;
+      for (int64_t p = 0; p < parts; ++p) m = std::max(m, partial[(unit * parts + p) * stride + g * d + j]);
+      float* o = out + j * d;
+      std::memset(o, 0, static_cast<size_t>(d) * sizeof(float));
+      float total = 0;
+      for (int64_t p = 0; p < parts; ++p) {
+        const float* part = partial + (unit * parts + p) * stride;
+        if (part[g * d + g + j] == 0) continue;  // range with nothing visible
+        const float w = std::exp(part[g * d + j] - m);
+        total += w * part[g * d + g + j];
+        for (int64_t e = 0; e < d; ++e) o[e] += w * part[j * d + e];
+      }
+      const float inv = 1.0f / total;
+      for (int64_t e = 0; e < d; ++e) o[e] *= inv;
+    }
+  }
+}
+
 }  // namespace
 
 AttentionScratch::AttentionScratch(int threads_, int64_t group_, int64_t s, int64_t d_, int64_t block_d_)
@@ -245,103 +376,85 @@ int64_t live_slots(const float* mask, int64_t t, int64_t s, int32_t* slots) {
   return detail::live_slots_scalar(mask, t, s, slots);
 }
 
+LiveSlots::LiveSlots(int64_t t_, int64_t s_)
+    : t(t_),
+      s(s_),
+      slots(static_cast<size_t>(s_)),
+      row_slots(t_ > 1 ? static_cast<size_t>(t_ * s_) : 0),
+      row_n(static_cast<size_t>(t_)),
+      row_end(static_cast<size_t>(t_)),
+      bits(static_cast<size_t>((s_ + 63) / 64)) {}
+
+size_t LiveSlots::bytes() const {
+  return (slots.size() + row_slots.size()) * sizeof(int32_t) + (row_n.size() + row_end.size()) * sizeof(int64_t) +
+         bits.size() * sizeof(uint64_t);
+}
+
+void scan_live_slots(const float* mask, LiveSlots& live) {
+  if (live.t <= 1) {  // decode: the row's list is the union
+    live.n = live_slots(mask, live.t, live.s, live.slots.data());
+    if (live.t == 1) live.row_n[0] = live.row_end[0] = live.n;
+    live.seen = live.n;
+    return;
+  }
+  std::fill(live.bits.begin(), live.bits.end(), uint64_t{0});
+  const Isa isa = active_isa();
+  const detail::ScanRowsFn scan = isa >= Isa::kAvx512 ? detail::scan_rows_avx512
+                                  : isa >= Isa::kAvx2 ? detail::scan_rows_avx2
+                                                      : detail::scan_rows_scalar;
+  scan(mask, live.t, live.s, live.row_slots.data(), live.row_n.data(), live.bits.data());
+  int64_t n = 0;
+  for (size_t w = 0; w < live.bits.size(); ++w)
+    for (uint64_t b = live.bits[w]; b != 0; b &= b - 1) live.slots[static_cast<size_t>(n++)] = static_cast<int32_t>(w * 64 + __builtin_ctzll(b));
+  live.n = n;
+  live.seen = 0;
+  for (int64_t r = 0; r < live.t; ++r) {
+    const size_t ri = static_cast<size_t>(r);
+    live.seen += live.row_n[ri];
+    live.row_end[ri] = 0;
+    if (live.row_n[ri] == 0) continue;
+    const int32_t last = live.row_slots[static_cast<size_t>(r * live.s + live.row_n[ri] - 1)];
+    live.row_end[ri] = std::lower_bound(live.slots.data(), live.slots.data() + n, last) - live.slots.data() + 1;
+  }
+}
+
 void attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, AttentionScratch& scratch, ThreadPool* pool) {
+  const UnionKernel k = union_kernel(a, scratch, n_live);
+  if (k.kind == UnionKernel::kBlock) return block_attention(a, live, n_live, scratch, pool);
   const Kernels kn = kernels_for(active_isa());
-  const int g = static_cast<int>(a.hq / a.hkv);
-  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s;
-  const int threads = pool != nullptr ? pool->size() : 1;
-  const int64_t units = a.hkv * a.t;  // (row, kv head) pairs
-  auto unit_ptrs = [&](int64_t unit, const float*& q, float*& out, const void*& kb, const void*& vb, const float*& mrow) {
-    const int64_t h = unit % a.hkv, r = unit / a.hkv;
-    q = a.q + (r * a.hq + h * g) * d;
-    out = a.out + (r * a.hq + h * g) * d;
-    kb = static_cast<const char*>(a.k) + h * S * d * es;
-    vb = static_cast<const char*>(a.v) + h * S * d * es;
-    mrow = a.mask + r * S;
-  };
+  if (k.kind == UnionKernel::kRowBlock) return row_block_attention(a, kn, live, n_live, scratch, pool);
+  RowLists rl;
+  rl.slots = live;
+  rl.n = n_live;
+  row_attention(a, kn, rl, scratch, pool);
+}
 
-  // Prefill on AVX-512: blocks of rows × the group's heads along the vector lanes (attn_block_avx512).
-  if (a.t > 1 && a.softcap == 0 && active_isa() >= Isa::kAvx512 && detail::attn_block_supports(d) &&
-      d <= scratch.block_d && g <= 16) {
-    block_attention(a, live, n_live, scratch, pool);
-    return;
-  }
-  // Other prefill: blocks of rows through the decode kernels, where the block buffer holds them.
-  const int64_t nv_max = std::max(kRowBlockVectors, g);  // query vectors of a row-block unit
-  if (a.t > 1 && g <= 2 * kRowBlockVectors && d <= scratch.block_d &&
-      nv_max * (2 * d + n_live) <= scratch.block_per_thread) {
-    row_block_attention(a, kn, live, n_live, scratch, pool);
-    return;
-  }
-
-  int64_t parts = 1;
-  if (threads > 1 && units < 2 * threads && scratch.group == g && scratch.d == d) {
-    parts = std::min((kSplitTasksPerThread * threads + units - 1) / units, n_live / kMinSplitSlots);
-    parts = std::clamp<int64_t>(parts, 1, max_split_tasks(threads) / units);
-  }
-
-  if (parts == 1) {
-    auto body = [&](int64_t unit, int thread) {
-      const float *q, *mrow;
-      float* out;
-      const void *kb, *vb;
-      unit_ptrs(unit, q, out, kb, vb, mrow);
-      if (!row_sees_a_slot(mrow, live, n_live)) return uniform_average(a, vb, g, out);
-      float mx[64], sum[64];
-      float* sc = scratch.scores.data() + thread * scratch.per_thread;
-      for (int j0 = 0; j0 < g; j0 += 64) {  // g ≤ 64 per pass keeps mx/sum on the stack
-        const int gg = std::min(64, g - j0);
-        partial_attention(a, kn, q + j0 * d, kb, vb, mrow, live, n_live, gg, sc, out + j0 * d, mx, sum);
-        for (int j = 0; j < gg; ++j) {
-          const float inv = 1.0f / sum[j];
-          for (int64_t e = 0; e < d; ++e) out[(j0 + j) * d + e] *= inv;
-        }
-      }
-    };
-    run_units(pool, units, 8, body);
-    return;
-  }
-
-  // Split: task = (unit, part); part p covers live slots [n_live·p/parts, n_live·(p+1)/parts).
-  const int64_t stride = g * (d + 2);
-  float* partial = scratch.partial.data();
-  pool->run(units * parts, [&](int64_t task, int thread) {
-    const int64_t unit = task / parts, p = task % parts;
-    const float *q, *mrow;
-    float* out;
-    const void *kb, *vb;
-    unit_ptrs(unit, q, out, kb, vb, mrow);
-    const int64_t i0 = n_live * p / parts, i1 = n_live * (p + 1) / parts;
-    float* acc = partial + task * stride;
-    partial_attention(a, kn, q, kb, vb, mrow, live + i0, i1 - i0, g, scratch.scores.data() + thread * scratch.per_thread,
-                      acc, acc + g * d, acc + g * d + g);
-  });
-  for (int64_t unit = 0; unit < units; ++unit) {
-    const float *q, *mrow;
-    float* out;
-    const void *kb, *vb;
-    unit_ptrs(unit, q, out, kb, vb, mrow);
-    if (!row_sees_a_slot(mrow, live, n_live)) {
-      uniform_average(a, vb, g, out);
-      continue;
-    }
-    for (int j = 0; j < g; ++j) {
-      float m = -INFINITY;
-      for (int64_t p = 0; p < parts; ++p) m = std::max(m, partial[(unit * parts + p) * stride + g * d + j]);
-      float* o = out + j * d;
-      std::memset(o, 0, static_cast<size_t>(d) * sizeof(float));
-      float total = 0;
-      for (int64_t p = 0; p < parts; ++p) {
-        const float* part = partial + (unit * parts + p) * stride;
-        if (part[g * d + g + j] == 0) continue;  // range with nothing visible
-        const float w = std::exp(part[g * d + j] - m);
-        total += w * part[g * d + g + j];
-        for (int64_t e = 0; e < d; ++e) o[e] += w * part[j * d + e];
-      }
-      const float inv = 1.0f / total;
-      for (int64_t e = 0; e < d; ++e) o[e] *= inv;
+bool walks_own_slots(const AttentionArgs& a, const LiveSlots& live, const AttentionScratch& scratch) {
+  if (live.t <= 1 || live.seen == 0) return false;
+  const UnionKernel k = union_kernel(a, scratch, live.n);
+  int64_t walked = 0;
+  if (k.kind == UnionKernel::kRows) {
+    walked = live.t * live.n;
+  } else {
+    for (int64_t r0 = 0; r0 < live.t; r0 += k.rows) {
+      const int64_t r1 = std::min(live.t, r0 + k.rows);
+      walked += (r1 - r0) * *std::max_element(live.row_end.begin() + r0, live.row_end.begin() + r1);
     }
   }
+  const int64_t waste = walked - live.seen;
+  return 100 * waste >= kOwnWastePercent * live.seen && waste >= kOwnWastePerRow * live.t;
+}
+
+void attention(const AttentionArgs& a, const LiveSlots& live, AttentionScratch& scratch, ThreadPool* pool, RowPath path) {
+  const bool own = path == RowPath::kOwn || (path == RowPath::kChoose && walks_own_slots(a, live, scratch));
+  if (!own || live.t <= 1) return attention(a, live.slots.data(), live.n, scratch, pool);
+  RowLists rl;
+  rl.slots = live.slots.data();
+  rl.n = live.n;
+  rl.row_slots = live.row_slots.data();
+  rl.row_n = live.row_n.data();
+  rl.stride = live.s;
+  row_attention(a, kernels_for(active_isa()), rl, scratch, pool);
 }
 
 }  // namespace hfs::cpu_fast

@@ -2,16 +2,21 @@
 //
 // Semantics are the reference `attention` op's (ops.h): scores = q·k·scale, softcap if > 0, + mask,
 // softmax over S in f32, then ·v; grouped-query (Hq % Hkv == 0). The mask [T, S] is additive with
-// hidden = -1e30. A slot hidden from every row contributes exp(-1e30 - max) = 0 to every row, so it is
-// skipped: `live_slots` scans the mask once per step (shared by all layers using it) and the kernel
-// only touches those slots. A row that sees no slot at all degenerates, as in the reference, to the
-// uniform average of v over all S slots.
+// hidden = -1e30. A slot hidden from a row contributes exp(-1e30 - max) = 0 to it, so it is skipped:
+// `scan_live_slots` reads the mask once per step (shared by all layers using it) and lists the slots each
+// row sees and their union; the kernel only touches those. Rows of one sequence (a prefill chunk) see
+// nested prefixes and walk the union with the blocked kernels; rows of different sequences packed into one
+// step (each sees only its own part of a shared pool) walk their own lists, so a row costs what it sees,
+// not what the step sees. A row that sees no slot at all degenerates, as in the reference, to the uniform
+// average of v over all S slots.
 //
-//   int64_t n = hfs::cpu_fast::live_slots(mask, T, S, slots);       // once per step per mask
-//   hfs::cpu_fast::attention(args, slots, n, scratch, &pool);
+//   LiveSlots live(T, S);                                      // at compile time
+//   hfs::cpu_fast::scan_live_slots(mask, live);                // once per step per mask
+//   hfs::cpu_fast::attention(args, live, scratch, &pool);      // picks the union or the rows' own lists
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "backends/cpu_fast/linear.h"  // AlignedArray
 #include "hfstatic/dtype.h"
@@ -26,6 +31,26 @@ inline constexpr float kHiddenThreshold = -1e29f;
 
 // Writes the slots visible to at least one row of mask [T, S] to `slots` (capacity S), ascending.
 int64_t live_slots(const float* mask, int64_t t, int64_t s, int32_t* slots);
+
+// The slots each row of a mask [T, S] sees and their union. Sized at compile time: the per-row lists hold
+// T × S slots (the mask's own size), so a step never allocates.
+struct LiveSlots {
+  LiveSlots() = default;
+  LiveSlots(int64_t t, int64_t s);
+  size_t bytes() const;
+  int64_t t = 0, s = 0;
+  std::vector<int32_t> slots;  // the union, ascending: [0, n)
+  int64_t n = 0;
+  std::vector<int32_t> row_slots;  // row r's, ascending: [r·S, r·S + row_n[r])
+  std::vector<int64_t> row_n;
+  std::vector<int64_t> row_end;  // 1 + the union position of row r's last slot (0: it sees none)
+  int64_t seen = 0;              // Σ row_n: the (row, slot) pairs the rows see
+  std::vector<uint64_t> bits;    // the union as a bitmap [S / 64], built while the rows are scanned
+};
+
+// Fills `live` from mask [live.t, live.s]: each row is read once, its visible slots appended to its own
+// list and or-ed into the union. A single row (decode) takes the union scan alone.
+void scan_live_slots(const float* mask, LiveSlots& live);
 
 struct AttentionArgs {
   const float* q = nullptr;   // [T, Hq, D]
@@ -57,6 +82,25 @@ struct AttentionScratch {
 // range yields an unnormalized partial (Σ p·v, its max, Σ p) and the caller merges them exactly.
 // `scratch` must hold ≥ pool size threads (1 without a pool) and match the group size and D. Does not
 // allocate.
+// Every row walks the union `live` (skipping what its mask row hides).
 void attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, AttentionScratch& scratch, ThreadPool* pool);
+
+// Which slots the rows of a step walk: the union (every row skips what its mask hides), each row its own
+// list (units of (row, kv head) through the decode kernels, split over slot ranges when there are few), or
+// whichever walks_own_slots() picks.
+enum class RowPath { kChoose, kUnion, kOwn };
+void attention(const AttentionArgs& a, const LiveSlots& live, AttentionScratch& scratch, ThreadPool* pool,
+               RowPath path = RowPath::kChoose);
+
+// The union path walks, per block of rows its kernel takes together, the union up to the last slot any of
+// them sees (every row the whole union on the decode kernels); what the rows do not see of that is waste.
+// Rows of one sequence (a causal chunk, a sliding window wider than the step) waste at most the staircase
+// of a block, under 16 slots per row on average, and keep the union and its blocked kernels, which read
+// each K/V row once per block. Rows of different sequences packed into one step waste the other
+// sequences' slots: once the waste is at least kOwnWastePercent of what the rows see and kOwnWastePerRow
+// slots per row, each row walks its own list (on it a row costs about 1.1× what it costs in a block).
+inline constexpr int64_t kOwnWastePercent = 25;
+inline constexpr int64_t kOwnWastePerRow = 32;
+bool walks_own_slots(const AttentionArgs& a, const LiveSlots& live, const AttentionScratch& scratch);
 
 }  // namespace hfs::cpu_fast

@@ -358,6 +358,31 @@ int64_t live_slots_avx2(const float* mask, int64_t t, int64_t s, int32_t* slots)
   return n;
 }
 
+// A row's 64 slots at a time: 8 compares whose movemasks make one bitmap word; a word with nothing visible
+// (most of a pool's slots for a row of one sequence) costs no stores.
+void scan_rows_avx2(const float* mask, int64_t t, int64_t s, int32_t* row_slots, int64_t* row_n, uint64_t* bits) {
+  const __m256 thr = _mm256_set1_ps(kHiddenThreshold);
+  for (int64_t r = 0; r < t; ++r) {
+    const float* m = mask + r * s;
+    int32_t* out = row_slots + r * s;
+    int64_t n = 0;
+    for (int64_t j = 0; j < s; j += 64) {
+      uint64_t w = 0;
+      if (j + 64 <= s) {
+        for (int v = 0; v < 8; ++v)
+          w |= static_cast<uint64_t>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(m + j + 8 * v), thr, _CMP_GT_OQ)))
+               << (8 * v);
+      } else {
+        for (int64_t i = j; i < s; ++i) w |= static_cast<uint64_t>(m[i] > kHiddenThreshold) << (i - j);
+      }
+      if (w == 0) continue;
+      bits[j / 64] |= w;
+      for (; w != 0; w &= w - 1) out[n++] = static_cast<int32_t>(j + __builtin_ctzll(w));
+    }
+    row_n[r] = n;
+  }
+}
+
 }  // namespace hfs::cpu_fast::detail
 
 HFS_TARGET_END

@@ -428,6 +428,34 @@ int64_t live_slots_avx512(const float* mask, int64_t t, int64_t s, int32_t* slot
   return n;
 }
 
+// A row's 64 slots at a time: four compares make one bitmap word; a word with nothing visible (most of a
+// pool's slots for a row of one sequence) costs no stores, the others compress-store their slots.
+void scan_rows_avx512(const float* mask, int64_t t, int64_t s, int32_t* row_slots, int64_t* row_n, uint64_t* bits) {
+  const __m512 thr = _mm512_set1_ps(kHiddenThreshold);
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (int64_t r = 0; r < t; ++r) {
+    const float* m = mask + r * s;
+    int32_t* out = row_slots + r * s;
+    int64_t n = 0;
+    for (int64_t j = 0; j < s; j += 64) {
+      __mmask16 k[4];
+      for (int v = 0; v < 4; ++v) {
+        const __mmask16 mk = tail_mask(s - j - 16 * v);
+        k[v] = _mm512_mask_cmp_ps_mask(mk, _mm512_maskz_loadu_ps(mk, m + j + 16 * v), thr, _CMP_GT_OQ);
+      }
+      const uint64_t w = uint64_t{k[0]} | uint64_t{k[1]} << 16 | uint64_t{k[2]} << 32 | uint64_t{k[3]} << 48;
+      if (w == 0) continue;
+      bits[j / 64] |= w;
+      for (int v = 0; v < 4; ++v) {
+        if (k[v] == 0) continue;
+        _mm512_mask_compressstoreu_epi32(out + n, k[v], _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int32_t>(j + 16 * v))));
+        n += __builtin_popcount(k[v]);
+      }
+    }
+    row_n[r] = n;
+  }
+}
+
 }  // namespace hfs::cpu_fast::detail
 
 HFS_TARGET_END

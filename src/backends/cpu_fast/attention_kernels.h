@@ -18,6 +18,9 @@ using AccumFn = void (*)(const float* p, int g, const void* v, bool f16, int64_t
 using SoftmaxFn = float (*)(float* s, int64_t n, const float* mask, const int32_t* slots, float scale, float* max);
 // Live-slot scan (see attention.h).
 using LiveFn = int64_t (*)(const float* mask, int64_t t, int64_t s, int32_t* slots);
+// Per-row scan of mask [t, s]: row r's visible slots, ascending, to row_slots + r·s, their count to
+// row_n[r], and each visible slot's bit or-ed into bits[slot / 64] (the caller zeroes bits).
+using ScanRowsFn = void (*)(const float* mask, int64_t t, int64_t s, int32_t* row_slots, int64_t* row_n, uint64_t* bits);
 
 // Prefill attention of `rows` consecutive query rows × the g heads of one kv head at once, rows·g ≤ 32:
 // the (row, head) pairs lie along the lanes of one or two vectors, so a score for all of them is one FMA
@@ -65,5 +68,8 @@ float attn_softmax_avx512(float*, int64_t, const float*, const int32_t*, float, 
 int64_t live_slots_scalar(const float*, int64_t, int64_t, int32_t*);
 int64_t live_slots_avx2(const float*, int64_t, int64_t, int32_t*);
 int64_t live_slots_avx512(const float*, int64_t, int64_t, int32_t*);
+void scan_rows_scalar(const float*, int64_t, int64_t, int32_t*, int64_t*, uint64_t*);
+void scan_rows_avx2(const float*, int64_t, int64_t, int32_t*, int64_t*, uint64_t*);
+void scan_rows_avx512(const float*, int64_t, int64_t, int32_t*, int64_t*, uint64_t*);
 
 }  // namespace hfs::cpu_fast::detail

@@ -59,4 +59,18 @@ int64_t live_slots_scalar(const float* mask, int64_t t, int64_t s, int32_t* slot
   return n;
 }
 
+void scan_rows_scalar(const float* mask, int64_t t, int64_t s, int32_t* row_slots, int64_t* row_n, uint64_t* bits) {
+  for (int64_t r = 0; r < t; ++r) {
+    const float* m = mask + r * s;
+    int32_t* out = row_slots + r * s;
+    int64_t n = 0;
+    for (int64_t j = 0; j < s; ++j)
+      if (m[j] > kHiddenThreshold) {
+        out[n++] = static_cast<int32_t>(j);
+        bits[j / 64] |= uint64_t{1} << (j % 64);
+      }
+    row_n[r] = n;
+  }
+}
+
 }  // namespace hfs::cpu_fast::detail

@@ -34,7 +34,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   group_rope_kv_writes(*d);
   HFS_TRY(plan_lifetimes(*d));
   HFS_TRY(size_scratch(*d, pool_->size()));
-  d->live_count.assign(d->live_lists.size(), -1);
+  d->live_scanned.assign(d->live_lists.size(), 0);
   d->ptr.assign(d->vals.size(), nullptr);
   if (StepProfile::requested()) d->enable_profile(*pool_);
   return std::unique_ptr<Delegate>(std::move(d));

@@ -1,6 +1,7 @@
 // Resolve: a subgraph's nodes into the delegate's steps and values, and its outputs onto those values
 // (compile_steps.h). Everything later works on value ids and steps, never on names.
 #include <algorithm>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -94,12 +95,19 @@ Status set_operands(CompileState& c, const NodeDef& node, Step& s) {
     case Op::kAttention: {
       s.f0 = static_cast<float>(attr_float(node.attrs, "scale", 1.0));
       s.f1 = static_cast<float>(attr_float(node.attrs, "softcap", 0.0));
-      // Attention steps that share a mask share its live-slot list (scanned once per execute).
+      // Attention steps that share a mask share its live-slot lists (scanned once per execute).
       const int mask = s.in[3];
       auto lm = std::find(d.live_mask_value.begin(), d.live_mask_value.end(), mask);
       if (lm == d.live_mask_value.end()) {
+        const int64_t t = d.vals[static_cast<size_t>(s.in[0])].type.shape[1];
+        const int64_t slots = d.vals[static_cast<size_t>(s.in[1])].type.shape[2];
+        try {
+          d.live_lists.emplace_back(t, slots);
+        } catch (const std::bad_alloc&) {
+          return make_error(ErrorCode::kResourceExhausted, "cpu_fast: " + s.label + ": cannot allocate the live-slot lists of a [" +
+                                                               std::to_string(t) + ", " + std::to_string(slots) + "] mask");
+        }
         d.live_mask_value.push_back(mask);
-        d.live_lists.emplace_back(static_cast<size_t>(d.vals[static_cast<size_t>(s.in[1])].type.shape[2]));
         lm = d.live_mask_value.end() - 1;
       }
       s.live = static_cast<int>(lm - d.live_mask_value.begin());

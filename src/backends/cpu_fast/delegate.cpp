@@ -81,7 +81,7 @@ Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const
       ptr[i] = tv.ptr;
     }
   }
-  std::fill(live_count.begin(), live_count.end(), -1);
+  std::fill(live_scanned.begin(), live_scanned.end(), uint8_t{0});
   acts_value = -1;
   rope_pos_value = rope_freq_value = -1;
   if (profile.on()) profile.count_execute();
@@ -113,7 +113,7 @@ Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const
 size_t FastDelegate::scratch_bytes() const {
   size_t b = arena.size() + lin_scratch.bytes() + attn_scratch.scores.size() * 4 + rope_cs.size() * 4;
   for (const auto& w : weights) b += w->is_integer() || w->copy.size() > 0 ? w->weight_bytes() : 0;  // packed or copied
-  for (const auto& l : live_lists) b += l.size() * 4;
+  for (const auto& l : live_lists) b += l.bytes();
   return b;
 }
 
@@ -252,7 +252,10 @@ Status FastDelegate::run_op(const Step& s) {
       const int64_t T = q.shape[1], S = k.shape[2];
       const size_t li = static_cast<size_t>(s.live);
       const float* mask = static_cast<const float*>(in_p(3));
-      if (live_count[li] < 0) live_count[li] = live_slots(mask, T, S, live_lists[li].data());
+      if (!live_scanned[li]) {
+        scan_live_slots(mask, live_lists[li]);
+        live_scanned[li] = 1;
+      }
       AttentionArgs a;
       a.q = static_cast<const float*>(in_p(0));
       a.k = in_p(1);
@@ -267,7 +270,7 @@ Status FastDelegate::run_op(const Step& s) {
       a.d = q.shape[3];
       a.scale = s.f0;
       a.softcap = s.f1;
-      attention(a, live_lists[li].data(), live_count[li], attn_scratch, pool.get());
+      attention(a, live_lists[li], attn_scratch, pool.get());
       return Ok{};
     }
     case Op::kRmsNorm: {

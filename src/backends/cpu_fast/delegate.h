@@ -88,8 +88,8 @@ class FastDelegate : public Delegate {
   Buffer arena;
   LinearScratch lin_scratch;
   AttentionScratch attn_scratch;
-  std::vector<std::vector<int32_t>> live_lists;
-  std::vector<int64_t> live_count;
+  std::vector<LiveSlots> live_lists;  // per distinct mask value, scanned by its first attention step
+  std::vector<uint8_t> live_scanned;   // per list: scanned in this execute
   std::vector<int> live_mask_value;
   std::vector<void*> ptr;  // per value, filled per execute
   size_t n_inputs = 0, n_outputs = 0;
