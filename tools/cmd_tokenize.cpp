@@ -39,9 +39,8 @@ struct Opts {
 hfs::Result<std::shared_ptr<const hfs::Tokenizer>> load(const std::string& model) {
   std::error_code ec;
   if (std::filesystem::is_directory(model, ec)) return hfs::Tokenizer::from_dir(model);
-  auto prog = hfs::Program::load(model);
-  if (!prog) return prog.error();
-  return hfs::Tokenizer::from_program(**prog);
+  HFS_ASSIGN_OR_RETURN(std::shared_ptr<const hfs::Program> prog, hfs::Program::load(model));
+  return hfs::Tokenizer::from_program(*prog);
 }
 
 int failed(const std::string& what) {

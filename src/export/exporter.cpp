@@ -21,20 +21,17 @@ Result<WeightsMode> weights_mode_from_name(std::string_view s) {
 }
 
 Result<ExportPlan> build_export_plan(const std::string& model_dir, const ExportOptions& options) {
-  auto cfg = read_hf_config(model_dir);
-  if (!cfg) return cfg.error();
-  ArchBuilder arch = find_arch(cfg->model_type);
+  HFS_ASSIGN_OR_RETURN(HfConfig cfg, read_hf_config(model_dir));
+  ArchBuilder arch = find_arch(cfg.model_type);
   if (!arch) {
     std::string list;
     for (const auto& a : supported_archs()) list += (list.empty() ? "" : ", ") + a;
-    return make_error(ErrorCode::kUnsupportedModel, model_dir + "/config.json: model_type '" + cfg->model_type +
+    return make_error(ErrorCode::kUnsupportedModel, model_dir + "/config.json: model_type '" + cfg.model_type +
                                                         "' is not supported (supported: " + list + ")");
   }
-  auto ckpt = Checkpoint::open(model_dir);
-  if (!ckpt) return ckpt.error();
-  auto spec = arch(*cfg, **ckpt);
-  if (!spec) return spec.error();
-  return assemble_plan(*spec, *cfg, *ckpt, options);
+  HFS_ASSIGN_OR_RETURN(std::shared_ptr<const Checkpoint> ckpt, Checkpoint::open(model_dir));
+  HFS_ASSIGN_OR_RETURN(ModelSpec spec, arch(cfg, *ckpt));
+  return assemble_plan(spec, cfg, ckpt, options);
 }
 
 namespace {
@@ -58,12 +55,12 @@ Status write_export_plan(ExportPlan plan, const std::string& out_path, bool prog
   // constant names stay valid. Renaming instead could only guess which content a method meant.
   HFS_TRY(check_constant_names(plan.constants));
   for (PlannedConstant& c : plan.constants) {
-    auto name = c.source_file.empty()
-                    ? w.add_constant_lazy(c.name, c.type, c.content_key, std::move(c.produce))
-                    : w.add_constant_from_file(c.name, c.type, c.content_key, c.source_file, c.source_offset);
-    if (!name) return name.error();
-    if (*name != c.name)
-      return make_error(ErrorCode::kInternal, "export: constant '" + c.name + "' was stored as '" + *name + "'");
+    HFS_ASSIGN_OR_RETURN(std::string name,
+                         c.source_file.empty()
+                             ? w.add_constant_lazy(c.name, c.type, c.content_key, std::move(c.produce))
+                             : w.add_constant_from_file(c.name, c.type, c.content_key, c.source_file, c.source_offset));
+    if (name != c.name)
+      return make_error(ErrorCode::kInternal, "export: constant '" + c.name + "' was stored as '" + name + "'");
   }
   for (MethodDef& m : plan.methods) HFS_TRY(w.add_method(std::move(m)));
   if (progress && isatty(STDERR_FILENO)) w.set_progress(&draw_progress);
@@ -71,9 +68,8 @@ Status write_export_plan(ExportPlan plan, const std::string& out_path, bool prog
 }
 
 Status export_checkpoint(const std::string& model_dir, const std::string& out_path, const ExportOptions& options) {
-  auto plan = build_export_plan(model_dir, options);
-  if (!plan) return plan.error();
-  return write_export_plan(std::move(*plan), out_path, options.progress);
+  HFS_ASSIGN_OR_RETURN(ExportPlan plan, build_export_plan(model_dir, options));
+  return write_export_plan(std::move(plan), out_path, options.progress);
 }
 
 }  // namespace hfs

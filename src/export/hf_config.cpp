@@ -24,9 +24,8 @@ Result<std::string> read_file(const std::string& path) {
 }
 
 Result<Value> read_json(const std::string& path) {
-  auto text = read_file(path);
-  if (!text) return text.error();
-  auto v = Value::parse_json(*text);
+  HFS_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  auto v = Value::parse_json(text);
   if (!v) return make_error(ErrorCode::kBadCheckpoint, path + ": not valid JSON: " + v.error().message());
   if (!v->is_object()) return make_error(ErrorCode::kBadCheckpoint, path + ": expected a JSON object");
   return std::move(*v);
@@ -130,10 +129,9 @@ std::string range_text(int64_t lo, int64_t hi, std::string_view why) {
 }  // namespace
 
 Result<int64_t> HfConfig::int_in(std::string_view key, int64_t lo, int64_t hi, std::string_view why) const {
-  auto v = require_int(key);
-  if (!v) return v.error();
-  if (*v < lo || *v > hi) return bad_value(key, range_text(lo, hi, why) + ", got " + std::to_string(*v));
-  return *v;
+  HFS_ASSIGN_OR_RETURN(int64_t v, require_int(key));
+  if (v < lo || v > hi) return bad_value(key, range_text(lo, hi, why) + ", got " + std::to_string(v));
+  return v;
 }
 
 Result<int64_t> HfConfig::int_in_or(std::string_view key, int64_t def, int64_t lo, int64_t hi, std::string_view why) const {
@@ -145,20 +143,18 @@ Result<int64_t> HfConfig::int_in_or(std::string_view key, int64_t def, int64_t l
 }
 
 Result<double> HfConfig::positive_or(std::string_view key, double def, double hi) const {
-  auto v = number_or(key, def);
-  if (!v) return v.error();
+  HFS_ASSIGN_OR_RETURN(double v, number_or(key, def));
   // Written so NaN fails too: JSON has neither NaN nor inf, but defaults and values set in code pass here.
-  if (!(*v > 0) || !(*v <= hi))
+  if (!(v > 0) || !(v <= hi))
     return bad_value(key, "expected a finite number > 0" + (hi < 1e308 ? " and ≤ " + number_text(hi) : std::string()) +
-                              ", got " + number_text(*v));
-  return *v;
+                              ", got " + number_text(v));
+  return v;
 }
 
 Result<double> HfConfig::non_negative_or(std::string_view key, double def) const {
-  auto v = number_or(key, def);
-  if (!v) return v.error();
-  if (!(*v >= 0) || !std::isfinite(*v)) return bad_value(key, "expected a finite number ≥ 0, got " + number_text(*v));
-  return *v;
+  HFS_ASSIGN_OR_RETURN(double v, number_or(key, def));
+  if (!(v >= 0) || !std::isfinite(v)) return bad_value(key, "expected a finite number ≥ 0, got " + number_text(v));
+  return v;
 }
 
 Result<HfConfig> read_hf_config(const std::string& dir) {
@@ -166,9 +162,8 @@ Result<HfConfig> read_hf_config(const std::string& dir) {
   cfg.dir = dir;
   const std::string path = dir + "/config.json";
   if (!file_exists(path)) return make_error(ErrorCode::kBadCheckpoint, path + ": not found (not a HuggingFace checkpoint directory?)");
-  auto root = read_json(path);
-  if (!root) return root.error();
-  cfg.root = std::move(*root);
+  HFS_ASSIGN_OR_RETURN(Value root, read_json(path));
+  cfg.root = std::move(root);
   const Value* mt = cfg.root.get("model_type");
   if (!mt || !mt->is_string())
     return make_error(ErrorCode::kBadCheckpoint, path + ": key 'model_type': required string, got " +
@@ -187,9 +182,8 @@ Result<HfConfig> read_hf_config(const std::string& dir) {
   if (tc && tc->is_object()) HFS_TRY(read_token_ids(*tc, cfg.where, &cfg));
   const std::string gen_path = dir + "/generation_config.json";
   if (file_exists(gen_path)) {
-    auto gen = read_json(gen_path);
-    if (!gen) return gen.error();
-    HFS_TRY(read_token_ids(*gen, gen_path, &cfg));
+    HFS_ASSIGN_OR_RETURN(Value gen, read_json(gen_path));
+    HFS_TRY(read_token_ids(gen, gen_path, &cfg));
   }
   return cfg;
 }
@@ -199,9 +193,8 @@ Result<std::vector<EmbeddedFile>> read_tokenizer_files(const std::string& dir) {
   for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
     const std::string path = dir + "/" + name;
     if (!file_exists(path)) continue;
-    auto bytes = read_file(path);
-    if (!bytes) return bytes.error();
-    out.push_back({name, std::make_shared<const std::string>(std::move(*bytes))});
+    HFS_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+    out.push_back({name, std::make_shared<const std::string>(std::move(bytes))});
   }
   return out;
 }

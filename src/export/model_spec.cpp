@@ -83,54 +83,54 @@ Status read_common_dims(const HfConfig& cfg, const Checkpoint& ck, ModelSpec* sp
   const std::string dim_why = b.max_dim > 0 ? "no tensor in the checkpoint has a larger dimension" : "the checkpoint has no tensors";
   const int64_t max_dim = std::max<int64_t>(b.max_dim, 1);
   auto dim = [&](std::string_view key, int64_t hi, int64_t* out) -> Status {
-    auto v = cfg.int_in(key, 1, std::min(hi, max_dim), hi < max_dim ? "the runtime's limit" : dim_why);
-    if (!v) return v.error();
-    *out = *v;
+    HFS_ASSIGN_OR_RETURN(int64_t v,
+                         cfg.int_in(key, 1, std::min(hi, max_dim), hi < max_dim ? "the runtime's limit" : dim_why));
+    *out = v;
     return Ok{};
   };
   HFS_TRY(dim("hidden_size", INT64_MAX, &spec->hidden));
   HFS_TRY(dim("num_attention_heads", INT64_MAX, &spec->n_heads));
   HFS_TRY(dim("intermediate_size", INT64_MAX, &spec->intermediate));
   HFS_TRY(dim("vocab_size", keys::kMaxVocabSize, &spec->vocab));
-  auto maxpos = cfg.int_in("max_position_embeddings", 1, INT64_MAX);
-  if (!maxpos) return maxpos.error();
-  spec->max_positions = *maxpos;
+  HFS_ASSIGN_OR_RETURN(int64_t maxpos, cfg.int_in("max_position_embeddings", 1, INT64_MAX));
+  spec->max_positions = maxpos;
   // Layers: at most what the tensor names number (each layer has its own weights), so a huge count fails here
   // rather than allocating per-layer descriptions.
   const int64_t layers_hi = std::min<int64_t>(b.n_layers, keys::kMaxLayers);
-  auto n_layers = cfg.int_in("num_hidden_layers", 1, std::max<int64_t>(layers_hi, 1),
-                             b.n_layers == 0 ? "the checkpoint has no 'layers.N.' tensors"
-                             : b.n_layers > keys::kMaxLayers
-                                 ? "the runtime's limit"
-                                 : "the checkpoint's tensors cover layers 0.." + std::to_string(b.n_layers - 1));
-  if (!n_layers) return n_layers.error();
-  auto kv = cfg.int_in_or("num_key_value_heads", spec->n_heads, 1, std::min(spec->n_heads, keys::kMaxKvHeads),
-                          "at most num_attention_heads and the runtime's limit");
-  if (!kv) return kv.error();
-  if (spec->n_heads % *kv != 0)
+  HFS_ASSIGN_OR_RETURN(int64_t n_layers,
+                       cfg.int_in("num_hidden_layers", 1, std::max<int64_t>(layers_hi, 1),
+                                  b.n_layers == 0 ? "the checkpoint has no 'layers.N.' tensors"
+                                  : b.n_layers > keys::kMaxLayers
+                                      ? "the runtime's limit"
+                                      : "the checkpoint's tensors cover layers 0.." + std::to_string(b.n_layers - 1)));
+  HFS_ASSIGN_OR_RETURN(
+      int64_t kv, cfg.int_in_or("num_key_value_heads", spec->n_heads, 1, std::min(spec->n_heads, keys::kMaxKvHeads),
+                                "at most num_attention_heads and the runtime's limit"));
+  if (spec->n_heads % kv != 0)
     return cfg.bad_value("num_key_value_heads", "must divide num_attention_heads " + std::to_string(spec->n_heads) +
-                                                    ", got " + std::to_string(*kv));
-  spec->n_kv_heads = *kv;
+                                                    ", got " + std::to_string(kv));
+  spec->n_kv_heads = kv;
   if (!cfg.get("head_dim") && spec->hidden % spec->n_heads != 0)
     return cfg.bad_value("hidden_size", std::to_string(spec->hidden) + " is not divisible by num_attention_heads " +
                                             std::to_string(spec->n_heads) + " and no head_dim is given");
   // The projections have num_attention_heads × head_dim rows: bounded by the tensors, so no product overflows.
   const int64_t hd_hi = std::min(keys::kMaxHeadDim, max_dim / spec->n_heads);
-  auto hd = cfg.int_in_or("head_dim", spec->hidden / spec->n_heads, 2, std::max<int64_t>(hd_hi, 2),
-                          hd_hi < keys::kMaxHeadDim ? "num_attention_heads × head_dim must not exceed the largest tensor "
-                                                      "dimension in the checkpoint, " + std::to_string(b.max_dim)
-                                                    : "the runtime's limit");
-  if (!hd) return hd.error();
-  if (*hd % 2 != 0) return cfg.bad_value("head_dim", "must be even (RoPE rotates pairs), got " + std::to_string(*hd));
-  if (*hd > hd_hi)  // hd_hi < 2: even head_dim 2 is too large for these tensors
+  HFS_ASSIGN_OR_RETURN(
+      int64_t hd,
+      cfg.int_in_or("head_dim", spec->hidden / spec->n_heads, 2, std::max<int64_t>(hd_hi, 2),
+                    hd_hi < keys::kMaxHeadDim ? "num_attention_heads × head_dim must not exceed the largest tensor "
+                                                "dimension in the checkpoint, " +
+                                                    std::to_string(b.max_dim)
+                                              : "the runtime's limit"));
+  if (hd % 2 != 0) return cfg.bad_value("head_dim", "must be even (RoPE rotates pairs), got " + std::to_string(hd));
+  if (hd > hd_hi)  // hd_hi < 2: even head_dim 2 is too large for these tensors
     return cfg.bad_value("head_dim", "num_attention_heads " + std::to_string(spec->n_heads) + " × head_dim " +
-                                         std::to_string(*hd) + " exceeds every tensor dimension in the checkpoint");
-  spec->head_dim = *hd;
-  auto eps = cfg.positive_or("rms_norm_eps", 1e-6);
-  if (!eps) return eps.error();
-  spec->rms_eps = *eps;
+                                         std::to_string(hd) + " exceeds every tensor dimension in the checkpoint");
+  spec->head_dim = hd;
+  HFS_ASSIGN_OR_RETURN(double eps, cfg.positive_or("rms_norm_eps", 1e-6));
+  spec->rms_eps = eps;
   spec->attn_scale = 1.0 / std::sqrt(static_cast<double>(spec->head_dim));
-  spec->layers.assign(static_cast<size_t>(*n_layers), LayerSpec{});
+  spec->layers.assign(static_cast<size_t>(n_layers), LayerSpec{});
   return Ok{};
 }
 
@@ -163,20 +163,19 @@ Status apply_rope_scaling(const HfConfig& cfg, const Value* rs, bool allow_llama
   };
   if (t == "default") return Ok{};
   if (t == "linear") {
-    auto factor = num("factor");
-    if (!factor) return factor.error();
-    for (float& f : *inv_freq) f = f / static_cast<float>(*factor);
+    HFS_ASSIGN_OR_RETURN(double factor, num("factor"));
+    for (float& f : *inv_freq) f = f / static_cast<float>(factor);
     return Ok{};
   }
   if (t == "llama3" && allow_llama3) {
-    auto factor = num("factor"), lo = num("low_freq_factor"), hi = num("high_freq_factor"),
-         old = num("original_max_position_embeddings");
-    for (auto* r : {&factor, &lo, &hi, &old})
-      if (!*r) return r->error();
-    if (*hi == *lo) return cfg.bad_value("rope_scaling", "high_freq_factor equals low_freq_factor");
+    HFS_ASSIGN_OR_RETURN(double factor, num("factor"));
+    HFS_ASSIGN_OR_RETURN(double lo, num("low_freq_factor"));
+    HFS_ASSIGN_OR_RETURN(double hi, num("high_freq_factor"));
+    HFS_ASSIGN_OR_RETURN(double old, num("original_max_position_embeddings"));
+    if (hi == lo) return cfg.bad_value("rope_scaling", "high_freq_factor equals low_freq_factor");
     // HF _compute_llama3_parameters, element-wise in float32.
-    const float f = static_cast<float>(*factor), lf = static_cast<float>(*lo), hf = static_cast<float>(*hi),
-                oc = static_cast<float>(*old);
+    const float f = static_cast<float>(factor), lf = static_cast<float>(lo), hf = static_cast<float>(hi),
+                oc = static_cast<float>(old);
     const float low_wavelen = oc / lf, high_wavelen = oc / hf;
     for (float& x : *inv_freq) {
       const float wavelen = static_cast<float>(2 * M_PI) / x;
@@ -291,20 +290,16 @@ Status decoder_skeleton(const HfConfig& cfg, const Checkpoint& ck, const LayerNa
                         bool tie_default, ModelSpec* spec) {
   spec->arch = cfg.model_type;
   HFS_TRY(read_common_dims(cfg, ck, spec));
-  auto theta = rope_base(cfg, "rope_theta", 10000.0);
-  if (!theta) return theta.error();
-  spec->inv_freq_global = rope_default_inv_freq(*theta, spec->head_dim);
+  HFS_ASSIGN_OR_RETURN(double theta, rope_base(cfg, "rope_theta", 10000.0));
+  spec->inv_freq_global = rope_default_inv_freq(theta, spec->head_dim);
   HFS_TRY(apply_rope_scaling(cfg, cfg.get("rope_scaling"), allow_llama3, &spec->inv_freq_global));
-  auto act = cfg.string_or("hidden_act", "silu");
-  if (!act) return act.error();
-  auto a = activation_from_config(cfg, "hidden_act", *act);
-  if (!a) return a.error();
-  spec->act = *a;
-  auto tied = cfg.bool_or("tie_word_embeddings", tie_default);
-  if (!tied) return tied.error();
+  HFS_ASSIGN_OR_RETURN(std::string act, cfg.string_or("hidden_act", "silu"));
+  HFS_ASSIGN_OR_RETURN(std::string a, activation_from_config(cfg, "hidden_act", act));
+  spec->act = std::move(a);
+  HFS_ASSIGN_OR_RETURN(bool tied, cfg.bool_or("tie_word_embeddings", tie_default));
   for (size_t i = 0; i < spec->layers.size(); ++i)
     spec->layers[i] = standard_layer(*spec, "model.", static_cast<int64_t>(i), naming);
-  standard_head(spec, "model.", *tied);
+  standard_head(spec, "model.", tied);
   return Ok{};
 }
 
@@ -316,9 +311,8 @@ Status set_sliding_layers(const HfConfig& cfg, const std::vector<LayerKind>& kin
   }
   if (!any) return Ok{};
   if (!cfg.get("sliding_window")) return cfg.bad_value("sliding_window", "required but missing (some layers are sliding)");
-  auto w = cfg.int_in("sliding_window", 1, INT64_MAX);
-  if (!w) return w.error();
-  spec->sliding_window = *w;
+  HFS_ASSIGN_OR_RETURN(int64_t w, cfg.int_in("sliding_window", 1, INT64_MAX));
+  spec->sliding_window = w;
   return Ok{};
 }
 
@@ -327,30 +321,25 @@ Status gemma_skeleton(const HfConfig& cfg, const Checkpoint& ck, const std::stri
   HFS_TRY(read_common_dims(cfg, ck, spec));
   spec->norm_unit_offset = spec->qk_norm_unit_offset = true;
   spec->embed_scale = std::sqrt(static_cast<double>(spec->hidden));
-  auto qpas = cfg.positive_or("query_pre_attn_scalar", static_cast<double>(spec->head_dim));
-  if (!qpas) return qpas.error();
-  spec->attn_scale = 1.0 / std::sqrt(*qpas);
-  auto attn_cap = cfg.non_negative_or("attn_logit_softcapping", 0.0);  // 0 (or null) = no soft-cap
-  if (!attn_cap) return attn_cap.error();
-  auto final_cap = cfg.non_negative_or("final_logit_softcapping", 0.0);
-  if (!final_cap) return final_cap.error();
-  spec->attn_softcap = *attn_cap;
-  spec->final_softcap = *final_cap;
+  HFS_ASSIGN_OR_RETURN(double qpas, cfg.positive_or("query_pre_attn_scalar", static_cast<double>(spec->head_dim)));
+  spec->attn_scale = 1.0 / std::sqrt(qpas);
+  // A soft-cap of 0 (or null) means none.
+  HFS_ASSIGN_OR_RETURN(double attn_cap, cfg.non_negative_or("attn_logit_softcapping", 0.0));
+  HFS_ASSIGN_OR_RETURN(double final_cap, cfg.non_negative_or("final_logit_softcapping", 0.0));
+  spec->attn_softcap = attn_cap;
+  spec->final_softcap = final_cap;
   // Gemma configs name the MLP activation hidden_activation (hidden_act is a legacy alias).
   const char* act_key = cfg.get("hidden_activation") ? "hidden_activation" : "hidden_act";
-  auto act = cfg.string_or(act_key, "gelu_pytorch_tanh");
-  if (!act) return act.error();
-  auto a = activation_from_config(cfg, act_key, *act);
-  if (!a) return a.error();
-  spec->act = *a;
-  auto tied = cfg.bool_or("tie_word_embeddings", true);
-  if (!tied) return tied.error();
+  HFS_ASSIGN_OR_RETURN(std::string act, cfg.string_or(act_key, "gelu_pytorch_tanh"));
+  HFS_ASSIGN_OR_RETURN(std::string a, activation_from_config(cfg, act_key, act));
+  spec->act = std::move(a);
+  HFS_ASSIGN_OR_RETURN(bool tied, cfg.bool_or("tie_word_embeddings", true));
   LayerNaming n;
   n.gemma_norms = true;
   n.qk_norm = qk_norm;
   for (size_t i = 0; i < spec->layers.size(); ++i)
     spec->layers[i] = standard_layer(*spec, prefix, static_cast<int64_t>(i), n);
-  standard_head(spec, prefix, *tied);
+  standard_head(spec, prefix, tied);
   return Ok{};
 }
 

@@ -109,9 +109,8 @@ Result<std::vector<SafetensorInfo>> parse_safetensors(std::span<const std::byte>
   std::vector<SafetensorInfo> out;
   for (const auto& [name, v] : header->as_object()) {
     if (name == "__metadata__") continue;
-    auto info = parse_entry(file, name, v, data_begin, data_size);
-    if (!info) return info.error();
-    out.push_back(std::move(*info));
+    HFS_ASSIGN_OR_RETURN(SafetensorInfo info, parse_entry(file, name, v, data_begin, data_size));
+    out.push_back(std::move(info));
   }
   // Overlap check on ranges sorted by start; empty tensors occupy nothing.
   std::vector<const SafetensorInfo*> by_offset;
@@ -143,9 +142,8 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
     if (p == MAP_FAILED) return make_error(ErrorCode::kIo, path + ": mmap failed: " + std::strerror(errno));
     f->map_ = static_cast<const std::byte*>(p);
   }
-  auto tensors = parse_safetensors({f->map_, f->size_}, path);
-  if (!tensors) return tensors.error();
-  f->tensors_ = std::move(*tensors);
+  HFS_ASSIGN_OR_RETURN(std::vector<SafetensorInfo> tensors, parse_safetensors({f->map_, f->size_}, path));
+  f->tensors_ = std::move(tensors);
   return f;
 }
 
@@ -180,11 +178,10 @@ Result<std::shared_ptr<const Checkpoint>> Checkpoint::open(const std::string& di
   if (file_exists(single)) {
     shard_names.push_back("model.safetensors");
   } else if (file_exists(index_path)) {
-    auto text = read_text(index_path);
-    if (!text) return text.error();
-    auto idx = Value::parse_json(*text);
+    HFS_ASSIGN_OR_RETURN(std::string text, read_text(index_path));
+    auto idx = Value::parse_json(text);
     if (!idx) return bad(index_path, "not valid JSON: " + idx.error().message());
-    if (auto dup = first_duplicate_key(*text)) {
+    if (auto dup = first_duplicate_key(text)) {
       if (dup->size() == 2 && dup->front() == "weight_map")
         return bad(index_path, "weight_map lists tensor '" + dup->back() + "' twice");
       std::string path;

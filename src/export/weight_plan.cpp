@@ -109,18 +109,17 @@ std::vector<PlannedConstant> quantized_constants(const WeightRef& w, DType to, s
   q.type = {to, shape};
   q.content_key = key + "|" + std::string(dtype_name(to));
   q.produce = [ck, source, name, rb, re, rows, k, to, report](std::span<std::byte> dst) -> Status {
-    auto f = weight_as_f32(*ck, source, rb, re);
-    if (!f) return f.error();
-    std::vector<float> back(f->size());
+    HFS_ASSIGN_OR_RETURN(std::vector<float> f, weight_as_f32(*ck, source, rb, re));
+    std::vector<float> back(f.size());
     if (to == DType::kQ4_0) {
-      HFS_TRY(quant::quantize_q4_0(f->data(), rows, k, reinterpret_cast<uint8_t*>(dst.data())));
+      HFS_TRY(quant::quantize_q4_0(f.data(), rows, k, reinterpret_cast<uint8_t*>(dst.data())));
       quant::dequantize_q4_0(reinterpret_cast<const uint8_t*>(dst.data()), rows, k, back.data());
     } else {
       std::vector<float> scale(static_cast<size_t>(rows));
-      quant::quantize_i8_per_channel(f->data(), rows, k, reinterpret_cast<int8_t*>(dst.data()), scale.data());
+      quant::quantize_i8_per_channel(f.data(), rows, k, reinterpret_cast<int8_t*>(dst.data()), scale.data());
       quant::dequantize_i8_per_channel(reinterpret_cast<const int8_t*>(dst.data()), scale.data(), rows, k, back.data());
     }
-    if (report) report(name, to, quant::relative_rms_error(f->data(), back.data(), static_cast<int64_t>(f->size())));
+    if (report) report(name, to, quant::relative_rms_error(f.data(), back.data(), static_cast<int64_t>(f.size())));
     return Ok{};
   };
   out.push_back(std::move(q));
@@ -130,10 +129,9 @@ std::vector<PlannedConstant> quantized_constants(const WeightRef& w, DType to, s
     s.type = {DType::kF32, {rows}};
     s.content_key = key + "|i8.scale";
     s.produce = [ck, source, rb, re, rows, k](std::span<std::byte> dst) -> Status {
-      auto f = weight_as_f32(*ck, source, rb, re);
-      if (!f) return f.error();
-      std::vector<int8_t> q(f->size());
-      quant::quantize_i8_per_channel(f->data(), rows, k, q.data(), reinterpret_cast<float*>(dst.data()));
+      HFS_ASSIGN_OR_RETURN(std::vector<float> f, weight_as_f32(*ck, source, rb, re));
+      std::vector<int8_t> q(f.size());
+      quant::quantize_i8_per_channel(f.data(), rows, k, q.data(), reinterpret_cast<float*>(dst.data()));
       return Ok{};
     };
     out.push_back(std::move(s));
@@ -181,20 +179,19 @@ Result<WeightPlan> plan_weights(const ModelSpec& spec, const HfConfig& cfg, cons
   std::map<std::string, const WeightRef*> planned;  // constant name → the reference it was planned from
   std::set<std::pair<std::string, DType>> listed;
   for (const WeightRef* w : all_weights(spec)) {
-    auto dt = check_weight(*w, *ck, cfg, opt.weights, w == &spec.embed || w == &spec.lm_head);
-    if (!dt) return dt.error();
+    HFS_ASSIGN_OR_RETURN(DType dt, check_weight(*w, *ck, cfg, opt.weights, w == &spec.embed || w == &spec.lm_head));
     // A name seen before is the same tensor referenced again (a tied LM head): stored once, in the dtype
     // first chosen.
     if (auto [it, first] = planned.emplace(w->name, w); !first) {
       HFS_TRY(check_same_source(spec, *it->second, *w));
     } else {
-      plan.stored[w->name] = *dt;
-      if (w == &spec.embed) plan.embed_dtype = *dt;
+      plan.stored[w->name] = dt;
+      if (w == &spec.embed) plan.embed_dtype = dt;
       plan.n_params += w->shape().numel();
-      if (*dt == DType::kI8 || *dt == DType::kQ4_0) {
-        for (PlannedConstant& c : quantized_constants(*w, *dt, ck, opt)) plan.constants.push_back(std::move(c));
+      if (dt == DType::kI8 || dt == DType::kQ4_0) {
+        for (PlannedConstant& c : quantized_constants(*w, dt, ck, opt)) plan.constants.push_back(std::move(c));
       } else {
-        plan.constants.push_back(weight_constant(*w, *dt, ck));
+        plan.constants.push_back(weight_constant(*w, dt, ck));
       }
     }
     if (std::pair<std::string, DType> v{w->source, plan.stored.at(w->name)}; listed.insert(v).second)

@@ -71,27 +71,23 @@ Result<const Value*> field(const Value& obj, const std::string& path, std::strin
 }
 
 Result<std::string> name_field(const Value& obj, const std::string& path, std::string_view key) {
-  auto v = field(obj, path, key, Value::Kind::kString);
-  if (!v) return v.error();
-  if ((*v)->as_string().empty()) return bad(path + "." + std::string(key), "must not be empty");
-  return (*v)->as_string();
+  HFS_ASSIGN_OR_RETURN(const Value* v, field(obj, path, key, Value::Kind::kString));
+  if (v->as_string().empty()) return bad(path + "." + std::string(key), "must not be empty");
+  return v->as_string();
 }
 
 Result<int64_t> uint_field(const Value& obj, const std::string& path, std::string_view key) {
-  auto v = field(obj, path, key, Value::Kind::kInt);
-  if (!v) return v.error();
-  if ((*v)->as_int() < 0) return bad(path + "." + std::string(key), "must be ≥ 0, got " + std::to_string((*v)->as_int()));
-  return (*v)->as_int();
+  HFS_ASSIGN_OR_RETURN(const Value* v, field(obj, path, key, Value::Kind::kInt));
+  if (v->as_int() < 0) return bad(path + "." + std::string(key), "must be ≥ 0, got " + std::to_string(v->as_int()));
+  return v->as_int();
 }
 
 Result<TensorType> type_fields(const Value& obj, const std::string& path) {
-  auto dt = field(obj, path, "dtype", Value::Kind::kString);
-  if (!dt) return dt.error();
-  auto dtype = dtype_from_name((*dt)->as_string());
+  HFS_ASSIGN_OR_RETURN(const Value* dt, field(obj, path, "dtype", Value::Kind::kString));
+  auto dtype = dtype_from_name(dt->as_string());
   if (!dtype) return bad(path + ".dtype", dtype.error().message());
-  auto sh = field(obj, path, "shape", Value::Kind::kArray);
-  if (!sh) return sh.error();
-  const Value::Array& dims = (*sh)->as_array();
+  HFS_ASSIGN_OR_RETURN(const Value* sh, field(obj, path, "shape", Value::Kind::kArray));
+  const Value::Array& dims = sh->as_array();
   if (dims.size() > static_cast<size_t>(kMaxRank))
     return bad(path + ".shape", "rank " + std::to_string(dims.size()) + " exceeds the maximum " + std::to_string(kMaxRank));
   std::vector<int64_t> out;
@@ -109,10 +105,9 @@ Result<TensorType> type_fields(const Value& obj, const std::string& path) {
 
 Result<std::vector<std::string>> string_list(const Value& obj, const std::string& path, std::string_view key,
                                              bool allow_empty) {
-  auto arr = field(obj, path, key, Value::Kind::kArray);
-  if (!arr) return arr.error();
+  HFS_ASSIGN_OR_RETURN(const Value* arr, field(obj, path, key, Value::Kind::kArray));
   std::vector<std::string> out;
-  const Value::Array& a = (*arr)->as_array();
+  const Value::Array& a = arr->as_array();
   for (size_t i = 0; i < a.size(); ++i) {
     std::string p = path + "." + std::string(key) + "[" + std::to_string(i) + "]";
     if (!a[i].is_string()) return wrong_kind(p, Value::Kind::kString, a[i]);
@@ -130,15 +125,12 @@ Result<IOSpec> decode_io(const Value& v, const std::string& path, bool is_output
     HFS_TRY(only_keys(v, path, {"name", "dtype", "shape", "role"}));
   }
   IOSpec io;
-  auto name = name_field(v, path, "name");
-  if (!name) return name.error();
-  io.name = *name;
-  auto type = type_fields(v, path);
-  if (!type) return type.error();
-  io.type = *type;
-  auto role = field(v, path, "role", Value::Kind::kString);
-  if (!role) return role.error();
-  auto r = io_role_from_name((*role)->as_string());
+  HFS_ASSIGN_OR_RETURN(std::string name, name_field(v, path, "name"));
+  io.name = std::move(name);
+  HFS_ASSIGN_OR_RETURN(TensorType type, type_fields(v, path));
+  io.type = std::move(type);
+  HFS_ASSIGN_OR_RETURN(const Value* role, field(v, path, "role", Value::Kind::kString));
+  auto r = io_role_from_name(role->as_string());
   if (!r) return bad(path + ".role", r.error().message());
   io.role = *r;
   if (const Value* a = v.get("alias_of")) {
@@ -152,15 +144,12 @@ Result<NodeDef> decode_node(const Value& v, const std::string& path) {
   if (!v.is_object()) return wrong_kind(path, Value::Kind::kObject, v);
   HFS_TRY(only_keys(v, path, {"op", "inputs", "outputs", "attrs"}));
   NodeDef n;
-  auto op = name_field(v, path, "op");
-  if (!op) return op.error();
-  n.op = *op;
-  auto ins = string_list(v, path, "inputs", /*allow_empty=*/true);
-  if (!ins) return ins.error();
-  n.inputs = std::move(*ins);
-  auto outs = string_list(v, path, "outputs", /*allow_empty=*/false);
-  if (!outs) return outs.error();
-  n.outputs = std::move(*outs);
+  HFS_ASSIGN_OR_RETURN(std::string op, name_field(v, path, "op"));
+  n.op = std::move(op);
+  HFS_ASSIGN_OR_RETURN(std::vector<std::string> ins, string_list(v, path, "inputs", /*allow_empty=*/true));
+  n.inputs = std::move(ins);
+  HFS_ASSIGN_OR_RETURN(std::vector<std::string> outs, string_list(v, path, "outputs", /*allow_empty=*/false));
+  n.outputs = std::move(outs);
   if (const Value* a = v.get("attrs")) {
     if (!a->is_object()) return wrong_kind(path + ".attrs", Value::Kind::kObject, *a);
     n.attrs = a->as_object();
@@ -172,26 +161,21 @@ Result<MethodDef> decode_method(const Value& v, const std::string& path) {
   if (!v.is_object()) return wrong_kind(path, Value::Kind::kObject, v);
   HFS_TRY(only_keys(v, path, {"name", "inputs", "outputs", "nodes"}));
   MethodDef m;
-  auto name = name_field(v, path, "name");
-  if (!name) return name.error();
-  m.name = *name;
+  HFS_ASSIGN_OR_RETURN(std::string name, name_field(v, path, "name"));
+  m.name = std::move(name);
   for (auto [key, is_output] : {std::pair{"inputs", false}, std::pair{"outputs", true}}) {
-    auto arr = field(v, path, key, Value::Kind::kArray);
-    if (!arr) return arr.error();
-    const Value::Array& a = (*arr)->as_array();
+    HFS_ASSIGN_OR_RETURN(const Value* arr, field(v, path, key, Value::Kind::kArray));
+    const Value::Array& a = arr->as_array();
     for (size_t i = 0; i < a.size(); ++i) {
-      auto io = decode_io(a[i], path + "." + key + "[" + std::to_string(i) + "]", is_output);
-      if (!io) return io.error();
-      (is_output ? m.outputs : m.inputs).push_back(std::move(*io));
+      HFS_ASSIGN_OR_RETURN(IOSpec io, decode_io(a[i], path + "." + key + "[" + std::to_string(i) + "]", is_output));
+      (is_output ? m.outputs : m.inputs).push_back(std::move(io));
     }
   }
-  auto nodes = field(v, path, "nodes", Value::Kind::kArray);
-  if (!nodes) return nodes.error();
-  const Value::Array& a = (*nodes)->as_array();
+  HFS_ASSIGN_OR_RETURN(const Value* nodes, field(v, path, "nodes", Value::Kind::kArray));
+  const Value::Array& a = nodes->as_array();
   for (size_t i = 0; i < a.size(); ++i) {
-    auto n = decode_node(a[i], path + ".nodes[" + std::to_string(i) + "]");
-    if (!n) return n.error();
-    m.nodes.push_back(std::move(*n));
+    HFS_ASSIGN_OR_RETURN(NodeDef n, decode_node(a[i], path + ".nodes[" + std::to_string(i) + "]"));
+    m.nodes.push_back(std::move(n));
   }
   return m;
 }
@@ -200,18 +184,14 @@ Result<ConstantInfo> decode_tensor(const Value& v, const std::string& path) {
   if (!v.is_object()) return wrong_kind(path, Value::Kind::kObject, v);
   HFS_TRY(only_keys(v, path, {"name", "dtype", "shape", "offset", "nbytes"}));
   ConstantInfo c;
-  auto name = name_field(v, path, "name");
-  if (!name) return name.error();
-  c.name = *name;
-  auto type = type_fields(v, path);
-  if (!type) return type.error();
-  c.type = *type;
-  auto off = uint_field(v, path, "offset");
-  if (!off) return off.error();
-  c.offset = static_cast<uint64_t>(*off);
-  auto nb = uint_field(v, path, "nbytes");
-  if (!nb) return nb.error();
-  c.nbytes = static_cast<uint64_t>(*nb);
+  HFS_ASSIGN_OR_RETURN(std::string name, name_field(v, path, "name"));
+  c.name = std::move(name);
+  HFS_ASSIGN_OR_RETURN(TensorType type, type_fields(v, path));
+  c.type = std::move(type);
+  HFS_ASSIGN_OR_RETURN(int64_t off, uint_field(v, path, "offset"));
+  c.offset = static_cast<uint64_t>(off);
+  HFS_ASSIGN_OR_RETURN(int64_t nb, uint_field(v, path, "nbytes"));
+  c.nbytes = static_cast<uint64_t>(nb);
   return c;
 }
 
@@ -268,17 +248,15 @@ Result<Manifest> decode_manifest(const Value& root) {
   if (!ts) return bad("tensors", "missing required field");
   if (!ts->is_array()) return wrong_kind("tensors", Value::Kind::kArray, *ts);
   for (size_t i = 0; i < ts->as_array().size(); ++i) {
-    auto t = decode_tensor(ts->as_array()[i], "tensors[" + std::to_string(i) + "]");
-    if (!t) return t.error();
-    m.tensors.push_back(std::move(*t));
+    HFS_ASSIGN_OR_RETURN(ConstantInfo t, decode_tensor(ts->as_array()[i], "tensors[" + std::to_string(i) + "]"));
+    m.tensors.push_back(std::move(t));
   }
   auto ms = root.get("methods");
   if (!ms) return bad("methods", "missing required field");
   if (!ms->is_array()) return wrong_kind("methods", Value::Kind::kArray, *ms);
   for (size_t i = 0; i < ms->as_array().size(); ++i) {
-    auto md = decode_method(ms->as_array()[i], "methods[" + std::to_string(i) + "]");
-    if (!md) return md.error();
-    m.methods.push_back(std::move(*md));
+    HFS_ASSIGN_OR_RETURN(MethodDef md, decode_method(ms->as_array()[i], "methods[" + std::to_string(i) + "]"));
+    m.methods.push_back(std::move(md));
   }
   return m;
 }

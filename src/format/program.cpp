@@ -167,11 +167,10 @@ Status parse(format::LoadedProgram& p, bool verify) {
   std::string_view text(reinterpret_cast<const char*>(p.bytes + h.manifest_offset), h.manifest_size);
   auto json = Value::parse_json(text, text.size());
   if (!json) return make_error(ErrorCode::kBadManifest, "manifest: " + json.error().message());
-  auto manifest = format::decode_manifest(*json);
-  if (!manifest) return manifest.error();
-  p.metadata = std::move(manifest->metadata);
-  p.constants = std::move(manifest->tensors);
-  p.methods = std::move(manifest->methods);
+  HFS_ASSIGN_OR_RETURN(format::Manifest manifest, format::decode_manifest(*json));
+  p.metadata = std::move(manifest.metadata);
+  p.constants = std::move(manifest.tensors);
+  p.methods = std::move(manifest.methods);
   HFS_TRY(check_tensors(p, h.data_size));
   for (size_t i = 0; i < p.methods.size(); ++i) {
     if (!p.method_index.emplace(p.methods[i].name, i).second)
@@ -196,12 +195,11 @@ Program::~Program() = default;
 Result<std::shared_ptr<const Program>> Program::load(const std::string& path, LoadOptions opts) {
   auto ctx = [&](const Error& e) { return e.with_context("format: " + path); };
   // A FIFO, directory or device is refused without blocking (a FIFO's open would wait for a writer).
-  auto file = io::open_regular_file(path);
-  if (!file) return file.error().with_context("format");
-  const int fd = file->fd();
+  HFS_ASSIGN_OR_RETURN_CTX(io::RegularFile file, io::open_regular_file(path), "format");
+  const int fd = file.fd();
   auto impl = std::make_unique<Impl>();
   impl->path = path;
-  impl->size = file->size();
+  impl->size = file.size();
   if (opts.use_mmap && impl->size > 0) {
     void* addr = ::mmap(nullptr, static_cast<size_t>(impl->size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (addr != MAP_FAILED) {

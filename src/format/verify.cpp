@@ -225,16 +225,18 @@ class Verifier {
                         m_.nodes[it->second].op + ") updated its buffer in place");
       in_types[k] = &type_of(v);
     }
-    auto inferred = op->infer ? op->infer(in_types, node.attrs)
-                              : Result<std::vector<TensorType>>(make_error(ErrorCode::kInternal, "op has no shape rule"));
-    if (!inferred) return inferred.error().with_context(where(n));
-    if (inferred->size() != node.outputs.size())
+    HFS_ASSIGN_OR_RETURN_CTX(
+        std::vector<TensorType> inferred,
+        op->infer ? op->infer(in_types, node.attrs)
+                  : Result<std::vector<TensorType>>(make_error(ErrorCode::kInternal, "op has no shape rule")),
+        where(n));
+    if (inferred.size() != node.outputs.size())
       return fail(ErrorCode::kInternal, where(n),
-                  "shape rule returned " + std::to_string(inferred->size()) + " types for " +
+                  "shape rule returned " + std::to_string(inferred.size()) + " types for " +
                       std::to_string(node.outputs.size()) + " outputs");
     for (size_t k = 0; k < node.outputs.size(); ++k) {
-      HFS_TRY(check_type(where(n) + " output '" + node.outputs[k] + "'", (*inferred)[k]));
-      types_[node.outputs[k]] = (*inferred)[k];
+      HFS_TRY(check_type(where(n) + " output '" + node.outputs[k] + "'", inferred[k]));
+      types_[node.outputs[k]] = inferred[k];
     }
     if (op->alias_input >= 0) HFS_TRY(track_alias(n, *op));
     return Ok{};

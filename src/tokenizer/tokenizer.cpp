@@ -104,14 +104,12 @@ Status Tokenizer::Impl::encode_text(std::string_view text, std::vector<int32_t>&
       processed = std::move(joined);
     }
     if (lowercase_and_remove_accent) {
-      auto low = tok::unicode_lowercase(processed);
-      if (!low) return low.error();
-      processed = tok::remove_marks(*low);
+      HFS_ASSIGN_OR_RETURN(std::string low, tok::unicode_lowercase(processed));
+      processed = tok::remove_marks(low);
     }
     if (normalizer) {
-      auto n = normalizer->normalize(std::move(processed));
-      if (!n) return n.error();
-      processed = std::move(*n);
+      HFS_ASSIGN_OR_RETURN(std::string n, normalizer->normalize(std::move(processed)));
+      processed = std::move(n);
     }
     if (processed.empty()) continue;
     split_added(*this, split_norm, processed, subs);
@@ -132,16 +130,14 @@ Tokenizer::~Tokenizer() = default;
 
 Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_json(std::string_view tokenizer_json,
                                                               std::string_view tokenizer_config_json, std::string name) {
-  auto impl = load_tokenizer_impl(tokenizer_json, tokenizer_config_json, name);
-  if (!impl) return impl.error();
-  return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(*impl)));
+  HFS_ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, load_tokenizer_impl(tokenizer_json, tokenizer_config_json, name));
+  return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(impl)));
 }
 
 namespace {
 
 Result<std::string> read_file(const std::string& path) {
-  auto text = io::read_regular_file(path);
-  if (!text) return text.error().with_context("tokenizer");
+  HFS_ASSIGN_OR_RETURN_CTX(std::string text, io::read_regular_file(path), "tokenizer");
   return text;
 }
 
@@ -154,10 +150,10 @@ class MappedFile {
     if (fd_ >= 0) close(fd_);
   }
   Status open(const std::string& path) {
-    auto file = io::open_regular_file(path);  // a FIFO or directory is refused, never waited on
-    if (!file) return file.error().with_context("tokenizer");
-    size_ = static_cast<size_t>(file->size());
-    fd_ = file->release();
+    // A FIFO or directory is refused, never waited on.
+    HFS_ASSIGN_OR_RETURN_CTX(io::RegularFile file, io::open_regular_file(path), "tokenizer");
+    size_ = static_cast<size_t>(file.size());
+    fd_ = file.release();
     if (size_ == 0) return Ok{};
     void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd_, 0);
     if (p == MAP_FAILED) return make_error(ErrorCode::kIo, "tokenizer: cannot map '" + path + "': " + std::strerror(errno));
@@ -184,9 +180,8 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_dir(const std::string& 
   std::string cfg;
   struct stat cfg_st {};
   if (::stat((base + "tokenizer_config.json").c_str(), &cfg_st) == 0) {  // optional; if present it must be readable
-    auto c = read_file(base + "tokenizer_config.json");
-    if (!c) return c.error();
-    cfg = std::move(*c);
+    HFS_ASSIGN_OR_RETURN(std::string c, read_file(base + "tokenizer_config.json"));
+    cfg = std::move(c);
   }
   return from_json(tj.view(), cfg, base + "tokenizer.json");
 }

@@ -15,9 +15,8 @@ using hfs::Value;
 
 hfs::Result<std::string> render(const std::string& src, Value::Object vars = {}, hfs::RenderLimits limits = {},
                                 int64_t now = -1) {
-  auto t = ChatTemplate::parse(src);
-  if (!t) return t.error();
-  return t->render_variables(vars, limits, now);
+  HFS_ASSIGN_OR_RETURN(ChatTemplate t, ChatTemplate::parse(src));
+  return t.render_variables(vars, limits, now);
 }
 
 std::string ok(const std::string& src, Value::Object vars = {}) {

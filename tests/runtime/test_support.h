@@ -180,9 +180,8 @@ class TestBackend final : public Backend {
       for (size_t s : ins) in_types.push_back(d->slot_views_[s].type());
       std::vector<const TensorType*> in_ptrs;
       for (const TensorType& t : in_types) in_ptrs.push_back(&t);
-      auto out_types = find_op(n.op)->infer(in_ptrs, n.attrs);
-      if (!out_types) return out_types.error();
-      for (size_t k = 0; k < n.outputs.size(); ++k) outs.push_back(slot_of(n.outputs[k], (*out_types)[k]));
+      HFS_ASSIGN_OR_RETURN(std::vector<TensorType> out_types, find_op(n.op)->infer(in_ptrs, n.attrs));
+      for (size_t k = 0; k < n.outputs.size(); ++k) outs.push_back(slot_of(n.outputs[k], out_types[k]));
       d->nodes_.push_back(n);
       d->node_in_.push_back(ins);
       d->node_out_.push_back(outs);

@@ -27,13 +27,11 @@ hfs::Result<std::string> stream_after(const hfs::Tokenizer& tok, const std::vect
   HFS_TRY(sd.prime(prompt));
   std::string acc;
   for (int32_t id : gen) {
-    auto piece = sd.feed(id);
-    if (!piece) return piece.error();
-    acc += *piece;
+    HFS_ASSIGN_OR_RETURN(std::string piece, sd.feed(id));
+    acc += piece;
   }
-  auto rest = sd.flush();
-  if (!rest) return rest.error();
-  return acc + *rest;
+  HFS_ASSIGN_OR_RETURN(std::string rest, sd.flush());
+  return acc + rest;
 }
 
 }  // namespace

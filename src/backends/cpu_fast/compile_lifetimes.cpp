@@ -53,9 +53,8 @@ Status plan_lifetimes(FastDelegate& d) {
   }
   const size_t arena_bytes = plan_arena(items);
   for (size_t i = 0; i < items.size(); ++i) d.vals[static_cast<size_t>(item_val[i])].offset = items[i].offset;
-  auto arena = huge_page_allocator()->allocate(arena_bytes);
-  if (!arena.ok()) return arena.error().with_context("cpu_fast: arena");
-  d.arena = std::move(*arena);
+  HFS_ASSIGN_OR_RETURN_CTX(Buffer arena, huge_page_allocator()->allocate(arena_bytes), "cpu_fast: arena");
+  d.arena = std::move(arena);
   return Ok{};
 }
 

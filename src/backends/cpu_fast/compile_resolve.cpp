@@ -138,18 +138,16 @@ Status resolve_node(CompileState& c, size_t ni) {
       types.push_back(nullptr);
       continue;
     }
-    auto id = lookup(c, name, where);
-    if (!id.ok()) return id.error();
-    s.in.push_back(*id);
-    types.push_back(&d.vals[static_cast<size_t>(*id)].type);
+    HFS_ASSIGN_OR_RETURN(int id, lookup(c, name, where));
+    s.in.push_back(id);
+    types.push_back(&d.vals[static_cast<size_t>(id)].type);
   }
   if (!supports_node(node, types))
     return make_error(ErrorCode::kUnsupported, "cpu_fast: " + where + ": operand types not supported");
-  auto ot = out_type(s.op, node, types);
-  if (!ot.ok()) return ot.error().with_context("cpu_fast: " + where);
+  HFS_ASSIGN_OR_RETURN_CTX(TensorType ot, out_type(s.op, node, types), "cpu_fast: " + where);
   Val out;
   out.name = node.outputs[0];
-  out.type = *ot;
+  out.type = std::move(ot);
   out.def = static_cast<int>(d.steps.size());
   if (s.op == Op::kReshape || s.op == Op::kKvWrite) {
     out.kind = Val::kAlias;

@@ -41,16 +41,19 @@ Status pack_linear_weight(CompileState& c, Step& s) {
     // Float weights read in place: a runtime one gets its pointer per execute (a placeholder keeps
     // pack_weight happy); a constant whose pages would stay resident is not worth a second copy.
     static const float kPlaceholder = 0;
-    auto pw = pack_weight(wv.type.dtype, is_const ? wv.ptr : &kPlaceholder, n, k, scale);
-    if (!pw.ok()) return pw.error().with_context("cpu_fast: " + s.label);
-    packed = std::make_shared<PackedWeight>(std::move(*pw));
+    HFS_ASSIGN_OR_RETURN_CTX(PackedWeight pw,
+                             pack_weight(wv.type.dtype, is_const ? wv.ptr : &kPlaceholder, n, k, scale),
+                             "cpu_fast: " + s.label);
+    packed = std::make_shared<PackedWeight>(std::move(pw));
   } else {
     // Only the packed copy (for float weights: the copy on huge pages) is read from now on: a
     // file-mapped program drops the original's pages as packing moves through it, so peak RSS holds
     // one copy of the weights, not two.
-    auto pw = shared_packed_weight(wv.type.dtype, wv.ptr, n, k, scale, page_releaser(c.sg.constants, wv.name), c.pool);
-    if (!pw.ok()) return pw.error().with_context("cpu_fast: " + s.label);
-    packed = std::move(*pw);
+    HFS_ASSIGN_OR_RETURN_CTX(
+        std::shared_ptr<PackedWeight> pw,
+        shared_packed_weight(wv.type.dtype, wv.ptr, n, k, scale, page_releaser(c.sg.constants, wv.name), c.pool),
+        "cpu_fast: " + s.label);
+    packed = std::move(pw);
   }
   s.weight = static_cast<int>(d.weights.size());
   d.weights.push_back(std::move(packed));
@@ -77,11 +80,12 @@ Status pack_embedding_tables(CompileState& c) {
     } else if (!is_float_weight(table.type.dtype) || !c.copy_floats) {
       continue;
     }
-    auto pw = shared_packed_weight(table.type.dtype, table.ptr, table.type.shape[0], table.type.shape[1], scale_ptr,
-                                   page_releaser(c.sg.constants, table.name), c.pool);
-    if (!pw.ok()) return pw.error().with_context("cpu_fast: " + s.label);
+    HFS_ASSIGN_OR_RETURN_CTX(std::shared_ptr<PackedWeight> pw,
+                             shared_packed_weight(table.type.dtype, table.ptr, table.type.shape[0], table.type.shape[1],
+                                                  scale_ptr, page_releaser(c.sg.constants, table.name), c.pool),
+                             "cpu_fast: " + s.label);
     s.weight = static_cast<int>(d.weights.size());
-    d.weights.push_back(std::move(*pw));
+    d.weights.push_back(std::move(pw));
     d.weight_runtime_value.push_back(-1);
   }
   return Ok{};

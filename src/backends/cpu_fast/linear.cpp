@@ -263,13 +263,12 @@ Result<std::shared_ptr<PackedWeight>> shared_packed_weight(DType format, const v
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(key); it != cache.end())
     if (auto sp = it->second.lock()) return sp;
-  auto w = pack_weight(format, data, n, k, channel_scale, done);
-  if (!w) return w.error();
-  if (!w->is_integer()) {
+  HFS_ASSIGN_OR_RETURN(PackedWeight w, pack_weight(format, data, n, k, channel_scale, done));
+  if (!w.is_integer()) {
     // A copy, 4 MiB at a time so that `done` can release the source as it goes.
-    const size_t bytes = w->weight_bytes();
+    const size_t bytes = w.weight_bytes();
     try {
-      w->copy = AlignedArray<uint8_t>(bytes, AlignedArray<uint8_t>::Init::kNone);
+      w.copy = AlignedArray<uint8_t>(bytes, AlignedArray<uint8_t>::Init::kNone);
     } catch (const std::bad_alloc&) {
       return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate a copy of " + std::string(dtype_name(format)) +
                                                            " weight [" + std::to_string(n) + ", " + std::to_string(k) + "]");
@@ -282,13 +281,13 @@ Result<std::shared_ptr<PackedWeight>> shared_packed_weight(DType format, const v
       run_tasks(pool, parts, [&](int64_t t) {
         const size_t a = len * static_cast<size_t>(t) / static_cast<size_t>(parts);
         const size_t b = len * static_cast<size_t>(t + 1) / static_cast<size_t>(parts);
-        std::memcpy(w->copy.data() + off + a, static_cast<const uint8_t*>(data) + off + a, b - a);
+        std::memcpy(w.copy.data() + off + a, static_cast<const uint8_t*>(data) + off + a, b - a);
       });
       if (done) done(off + len);
     }
-    w->raw = w->copy.data();
+    w.raw = w.copy.data();
   }
-  auto sp = std::make_shared<PackedWeight>(std::move(*w));
+  auto sp = std::make_shared<PackedWeight>(std::move(w));
   for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() ? cache.erase(it) : std::next(it);
   cache[key] = sp;
   return sp;

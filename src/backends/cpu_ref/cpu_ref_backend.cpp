@@ -96,8 +96,7 @@ class CpuRefBackend final : public Backend {
   Result<std::unique_ptr<Delegate>> compile(const Subgraph& sg) override {
     const std::string where = "cpu_ref: subgraph";
     if (!sg.constants) return make_error(ErrorCode::kInvalidArgument, where + ": no constant store");
-    Result<detail::TypeMap> types = detail::infer_value_types(sg.inputs, sg.nodes, *sg.constants, where);
-    if (!types) return types.error();
+    HFS_ASSIGN_OR_RETURN(detail::TypeMap types, detail::infer_value_types(sg.inputs, sg.nodes, *sg.constants, where));
     auto aliases = detail::alias_info(sg.nodes);
     auto root_of = [&](const std::string& v) {
       auto it = aliases.find(v);
@@ -146,7 +145,7 @@ class CpuRefBackend final : public Backend {
     std::vector<std::string> item_roots;
     for (const auto& [root, range] : life) {
       scratch_item[root] = items.size();
-      items.push_back(PlanItem{(*types)[root].nbytes(), range.first, range.second, 0});
+      items.push_back(PlanItem{types[root].nbytes(), range.first, range.second, 0});
       item_roots.push_back(root);
     }
     size_t total = plan_arena(items);
@@ -155,16 +154,15 @@ class CpuRefBackend final : public Backend {
 
     auto d = std::make_unique<CpuRefDelegate>();
     if (total) {
-      Result<Buffer> buf = allocator()->allocate(total);
-      if (!buf) return buf.error().with_context(where + ": scratch");
-      d->scratch_ = std::move(buf.value());
+      HFS_ASSIGN_OR_RETURN_CTX(Buffer buf, allocator()->allocate(total), where + ": scratch");
+      d->scratch_ = std::move(buf);
     }
     d->nodes_ = sg.nodes;
     d->num_inputs_ = sg.inputs.size();
     d->num_outputs_ = sg.outputs.size();
     auto operand = [&](const std::string& v) -> Operand {
       if (v.empty()) return Operand{};
-      return Operand{storage.at(root_of(v)), (*types)[v]};
+      return Operand{storage.at(root_of(v)), types[v]};
     };
     for (size_t i = 0; i < sg.nodes.size(); ++i) {
       Step s{i, d->operands_.size(), sg.nodes[i].inputs.size(), 0, sg.nodes[i].outputs.size()};

@@ -36,25 +36,22 @@ Result<ModelSpec> build_gemma3(const HfConfig& in_cfg, const Checkpoint& ck) {
   if (s.lm_head.name != s.embed.name && prefix != "model.")  // untied multimodal: the head sits beside the decoder
     s.lm_head.source = prefix == "language_model.model." ? "language_model.lm_head.weight" : "lm_head.weight";
 
-  auto theta = rope_base(cfg, "rope_theta", 1000000.0);
-  if (!theta) return theta.error();
-  auto local = rope_base(cfg, "rope_local_base_freq", 10000.0);
-  if (!local) return local.error();
-  s.inv_freq_global = rope_default_inv_freq(*theta, s.head_dim);
+  HFS_ASSIGN_OR_RETURN(double theta, rope_base(cfg, "rope_theta", 1000000.0));
+  HFS_ASSIGN_OR_RETURN(double local, rope_base(cfg, "rope_local_base_freq", 10000.0));
+  s.inv_freq_global = rope_default_inv_freq(theta, s.head_dim);
   HFS_TRY(apply_rope_scaling(cfg, cfg.get("rope_scaling"), /*allow_llama3=*/false, &s.inv_freq_global));
-  s.inv_freq_sliding = rope_default_inv_freq(*local, s.head_dim);
+  s.inv_freq_sliding = rope_default_inv_freq(local, s.head_dim);
 
   const size_t n = s.layers.size();
-  auto from_types = layer_kinds_from_config(cfg, static_cast<int64_t>(n));
-  if (!from_types) return from_types.error();
+  HFS_ASSIGN_OR_RETURN(const std::optional<std::vector<LayerKind>>& from_types,
+                       layer_kinds_from_config(cfg, static_cast<int64_t>(n)));
   std::vector<LayerKind> kinds(n);
-  if (*from_types) {
-    kinds = **from_types;
+  if (from_types) {
+    kinds = *from_types;
   } else {
-    auto pattern = cfg.int_in_or("sliding_window_pattern", 6, 1, INT64_MAX);
-    if (!pattern) return pattern.error();
+    HFS_ASSIGN_OR_RETURN(int64_t pattern, cfg.int_in_or("sliding_window_pattern", 6, 1, INT64_MAX));
     for (size_t i = 0; i < n; ++i)
-      kinds[i] = (static_cast<int64_t>(i) + 1) % *pattern != 0 ? LayerKind::kSliding : LayerKind::kGlobal;
+      kinds[i] = (static_cast<int64_t>(i) + 1) % pattern != 0 ? LayerKind::kSliding : LayerKind::kGlobal;
   }
   HFS_TRY(set_sliding_layers(cfg, kinds, &s));
   return s;

@@ -6,13 +6,11 @@ namespace {
 
 Result<ModelSpec> build_llama(const HfConfig& cfg, const Checkpoint& ck) {
   ModelSpec s;
-  auto bias = cfg.bool_or("attention_bias", false);
-  if (!bias) return bias.error();
-  auto mlp_bias = cfg.bool_or("mlp_bias", false);
-  if (!mlp_bias) return mlp_bias.error();
+  HFS_ASSIGN_OR_RETURN(bool bias, cfg.bool_or("attention_bias", false));
+  HFS_ASSIGN_OR_RETURN(bool mlp_bias, cfg.bool_or("mlp_bias", false));
   LayerNaming n;
-  n.qkv_bias = n.o_bias = *bias;
-  n.mlp_bias = *mlp_bias;
+  n.qkv_bias = n.o_bias = bias;
+  n.mlp_bias = mlp_bias;
   HFS_TRY(decoder_skeleton(cfg, ck, n, /*allow_llama3=*/true, /*tie_default=*/false, &s));
   return s;
 }

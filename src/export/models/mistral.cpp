@@ -8,10 +8,10 @@ Result<ModelSpec> build_mistral(const HfConfig& cfg, const Checkpoint& ck) {
   ModelSpec s;
   HFS_TRY(decoder_skeleton(cfg, ck, LayerNaming{}, /*allow_llama3=*/false, /*tie_default=*/false, &s));
   const size_t n = s.layers.size();
-  auto from_types = layer_kinds_from_config(cfg, static_cast<int64_t>(n));
-  if (!from_types) return from_types.error();
+  HFS_ASSIGN_OR_RETURN(const std::optional<std::vector<LayerKind>>& from_types,
+                       layer_kinds_from_config(cfg, static_cast<int64_t>(n)));
   std::vector<LayerKind> kinds(n, cfg.get("sliding_window") ? LayerKind::kSliding : LayerKind::kGlobal);
-  if (*from_types) kinds = **from_types;
+  if (from_types) kinds = *from_types;
   HFS_TRY(set_sliding_layers(cfg, kinds, &s));
   return s;
 }

@@ -13,15 +13,13 @@ Result<ModelSpec> build_phi3(const HfConfig& cfg, const Checkpoint& ck) {
   HFS_TRY(decoder_skeleton(cfg, ck, LayerNaming{}, /*allow_llama3=*/false, /*tie_default=*/false, &s));
   if (const Value* rs = cfg.get("rope_scaling"))
     return cfg.unsupported("rope_scaling", "phi3 rope scaling " + rs->to_json() + " (only null is supported)");
-  auto prf = cfg.positive_or("partial_rotary_factor", 1.0, 1.0);
-  if (!prf) return prf.error();
-  const auto rotary_dim = static_cast<int64_t>(std::floor(static_cast<double>(s.head_dim) * *prf));
+  HFS_ASSIGN_OR_RETURN(double prf, cfg.positive_or("partial_rotary_factor", 1.0, 1.0));
+  const auto rotary_dim = static_cast<int64_t>(std::floor(static_cast<double>(s.head_dim) * prf));
   if (rotary_dim < 2 || rotary_dim % 2 != 0)
     return cfg.bad_value("partial_rotary_factor", "gives rotary dim " + std::to_string(rotary_dim) + " for head_dim " +
                                                       std::to_string(s.head_dim) + " (need an even value in [2, head_dim])");
-  auto theta = rope_base(cfg, "rope_theta", 10000.0);
-  if (!theta) return theta.error();
-  s.inv_freq_global = rope_default_inv_freq(*theta, rotary_dim);
+  HFS_ASSIGN_OR_RETURN(double theta, rope_base(cfg, "rope_theta", 10000.0));
+  s.inv_freq_global = rope_default_inv_freq(theta, rotary_dim);
 
   const int64_t q_rows = s.n_heads * s.head_dim, kv_rows = s.n_kv_heads * s.head_dim;
   const Shape qkv_shape{q_rows + 2 * kv_rows, s.hidden}, gate_up_shape{2 * s.intermediate, s.hidden};

@@ -7,19 +7,16 @@ namespace hfs {
 // Declared in model_spec.h: qwen3 uses the same rule.
 Status qwen_sliding_layers(const HfConfig& cfg, ModelSpec* s) {
   const int64_t n = static_cast<int64_t>(s->layers.size());
-  auto from_types = layer_kinds_from_config(cfg, n);
-  if (!from_types) return from_types.error();
+  HFS_ASSIGN_OR_RETURN(const std::optional<std::vector<LayerKind>>& from_types, layer_kinds_from_config(cfg, n));
   std::vector<LayerKind> kinds(static_cast<size_t>(n), LayerKind::kGlobal);
-  if (*from_types) {
-    kinds = **from_types;
+  if (from_types) {
+    kinds = *from_types;
   } else {
-    auto use = cfg.bool_or("use_sliding_window", false);
-    if (!use) return use.error();
+    HFS_ASSIGN_OR_RETURN(bool use, cfg.bool_or("use_sliding_window", false));
     // Layers from max_window_layers on slide; a count beyond the layers means none do.
-    auto max_window_layers = cfg.int_in_or("max_window_layers", n, 0, INT64_MAX);
-    if (!max_window_layers) return max_window_layers.error();
-    if (*use)
-      for (int64_t i = *max_window_layers; i < n; ++i) kinds[static_cast<size_t>(i)] = LayerKind::kSliding;
+    HFS_ASSIGN_OR_RETURN(int64_t max_window_layers, cfg.int_in_or("max_window_layers", n, 0, INT64_MAX));
+    if (use)
+      for (int64_t i = max_window_layers; i < n; ++i) kinds[static_cast<size_t>(i)] = LayerKind::kSliding;
   }
   return set_sliding_layers(cfg, kinds, s);
 }

@@ -8,10 +8,9 @@ namespace {
 
 Result<ModelSpec> build_qwen3(const HfConfig& cfg, const Checkpoint& ck) {
   ModelSpec s;
-  auto bias = cfg.bool_or("attention_bias", false);
-  if (!bias) return bias.error();
+  HFS_ASSIGN_OR_RETURN(bool bias, cfg.bool_or("attention_bias", false));
   LayerNaming n;
-  n.qkv_bias = n.o_bias = *bias;
+  n.qkv_bias = n.o_bias = bias;
   n.qk_norm = true;
   HFS_TRY(decoder_skeleton(cfg, ck, n, /*allow_llama3=*/false, /*tie_default=*/false, &s));
   HFS_TRY(qwen_sliding_layers(cfg, &s));
