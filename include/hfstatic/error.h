@@ -141,6 +141,14 @@ inline Error make_error(ErrorCode code, std::string message) { return Error(code
     if (!hfs_try_status_.ok()) return hfs_try_status_.error(); \
   } while (0)
 
+// HFS_TRY with context: the error's message gains "<context>: " in front (evaluated only on failure).
+//   HFS_TRY_CTX(check_attrs(op, attrs), "node 'l0.attn'");
+#define HFS_TRY_CTX(expr, context)                                                   \
+  do {                                                                               \
+    auto hfs_try_status_ = (expr);                                                   \
+    if (!hfs_try_status_.ok()) return hfs_try_status_.error().with_context(context); \
+  } while (0)
+
 // Declares `decl` from the value of a Result, or returns its error from the enclosing function
 // (the `?` C++ lacks; a function cannot return from its caller, hence macros):
 //

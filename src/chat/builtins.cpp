@@ -329,7 +329,7 @@ Result<JValue> filter_sort(const JValue& v, const CallArgs& args) {
     }
     return reverse ? c.value() > 0 : c.value() < 0;
   });
-  if (!err.ok()) return err.error();
+  HFS_TRY(std::move(err));
   JArray out;
   for (size_t i : order) out.push_back(sorted[i]);
   return JValue::array(std::move(out));

@@ -54,15 +54,14 @@ Result<RegularFile> open_regular_file(const std::string& path) {
 }
 
 Result<std::string> read_regular_file(const std::string& path) {
-  auto file = open_regular_file(path);
-  if (!file) return file.error();
-  std::string out(static_cast<size_t>(file->size()), '\0');
+  HFS_ASSIGN_OR_RETURN(RegularFile file, open_regular_file(path));
+  std::string out(static_cast<size_t>(file.size()), '\0');
   size_t done = 0;
   for (;;) {
     if (done == out.size()) {
       // The size fstat gave is read; one more byte says whether the file grew meanwhile.
       char probe;
-      ssize_t r = ::read(file->fd(), &probe, 1);
+      ssize_t r = ::read(file.fd(), &probe, 1);
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) return make_error(ErrorCode::kIo, path + ": read failed: " + std::strerror(errno));
       if (r == 0) break;
@@ -71,7 +70,7 @@ Result<std::string> read_regular_file(const std::string& path) {
       done += 1;
       continue;
     }
-    ssize_t r = ::read(file->fd(), out.data() + done, out.size() - done);
+    ssize_t r = ::read(file.fd(), out.data() + done, out.size() - done);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return make_error(ErrorCode::kIo, path + ": read failed: " + std::strerror(errno));
     if (r == 0) break;

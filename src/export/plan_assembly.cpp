@@ -208,10 +208,9 @@ Status check_tokenizer(const std::vector<EmbeddedFile>& files, const HfConfig& c
 // Embeds the checkpoint's tokenizer files (checked first) as "file:<name>" constants, so a program carries
 // everything the runner needs to turn text into ids.
 Status add_tokenizer_constants(const HfConfig& cfg, int64_t vocab, std::vector<PlannedConstant>* constants) {
-  auto files = read_tokenizer_files(cfg.dir);
-  if (!files) return files.error();
-  HFS_TRY(check_tokenizer(*files, cfg, vocab));
-  for (const EmbeddedFile& f : *files) {
+  HFS_ASSIGN_OR_RETURN(auto files, read_tokenizer_files(cfg.dir));
+  HFS_TRY(check_tokenizer(files, cfg, vocab));
+  for (const EmbeddedFile& f : files) {
     if (f.bytes->empty()) continue;  // a zero-length constant carries nothing
     constants->push_back(bytes_constant(std::string(keys::kFilePrefix) + f.file_name,
                                         {DType::kU8, {static_cast<int64_t>(f.bytes->size())}}, std::string(keys::kFilePrefix) + f.file_name, f.bytes));
@@ -355,36 +354,33 @@ Result<ExportPlan> assemble_plan(const ModelSpec& spec, const HfConfig& cfg, std
   HFS_TRY(check_options(spec, cfg, opt));
   // Every weight is checked before anything else is planned: nothing is produced before the whole
   // checkpoint checks out.
-  auto weights = plan_weights(spec, cfg, ck, opt);
-  if (!weights) return weights.error();
-  auto g = plan_geometry(spec, cfg, opt);
-  if (!g) return g.error();
+  HFS_ASSIGN_OR_RETURN(auto weights, plan_weights(spec, cfg, ck, opt));
+  HFS_ASSIGN_OR_RETURN(const Geometry g, plan_geometry(spec, cfg, opt));
 
   ExportPlan plan;
-  plan.n_params = weights->n_params;
-  plan.constants = std::move(weights->constants);
-  const RopeTables rope = add_rope_constants(spec, *g, &plan.constants);
+  plan.n_params = weights.n_params;
+  plan.constants = std::move(weights.constants);
+  const RopeTables rope = add_rope_constants(spec, g, &plan.constants);
   HFS_TRY(add_tokenizer_constants(cfg, spec.vocab, &plan.constants));
   HFS_TRY(check_constant_names(plan.constants));
-  auto variants = prefill_variants(opt, g->chunk);
-  if (!variants) return variants.error();
+  HFS_ASSIGN_OR_RETURN(const auto variants, prefill_variants(opt, g.chunk));
 
-  plan.methods.push_back(build_method("prefill", g->chunk, opt.logits_all, spec, *g, opt, rope, weights->stored));
-  plan.methods.push_back(build_method("decode", 1, opt.logits_all, spec, *g, opt, rope, weights->stored));
+  plan.methods.push_back(build_method("prefill", g.chunk, opt.logits_all, spec, g, opt, rope, weights.stored));
+  plan.methods.push_back(build_method("decode", 1, opt.logits_all, spec, g, opt, rope, weights.stored));
   std::vector<std::string> variant_names, step_names;
-  for (int64_t t : *variants) {
+  for (int64_t t : variants) {
     variant_names.push_back("prefill_" + std::to_string(t));
-    plan.methods.push_back(build_method(variant_names.back(), t, opt.logits_all, spec, *g, opt, rope, weights->stored));
+    plan.methods.push_back(build_method(variant_names.back(), t, opt.logits_all, spec, g, opt, rope, weights.stored));
   }
-  for (int64_t t : g->steps) {
+  for (int64_t t : g.steps) {
     step_names.push_back("step_" + std::to_string(t));
-    plan.methods.push_back(build_method(step_names.back(), t, /*all_rows=*/true, spec, *g, opt, rope, weights->stored));
+    plan.methods.push_back(build_method(step_names.back(), t, /*all_rows=*/true, spec, g, opt, rope, weights.stored));
   }
 
   HFS_TRY(check_token_ids(cfg, spec.vocab));
-  plan.metadata = program_metadata(spec, cfg, opt, *g, weights->embed_dtype, *variants, variant_names, step_names);
+  plan.metadata = program_metadata(spec, cfg, opt, g, weights.embed_dtype, variants, variant_names, step_names);
   // Weight values last: the one pass over the data runs only once everything cheaper checked out.
-  HFS_TRY(check_weight_values(*ck, weights->value_checks));
+  HFS_TRY(check_weight_values(*ck, weights.value_checks));
   return plan;
 }
 

@@ -89,8 +89,7 @@ Result<std::vector<float>> weight_as_f32(const Checkpoint& ck, const std::string
   }
   const size_t n = src.size() / dtype_info(t->dtype).block_bytes;
   std::vector<float> out(n);
-  Status st = convert_floats(src, t->dtype, std::as_writable_bytes(std::span(out)), DType::kF32);
-  if (!st) return st.error().with_context("tensor '" + source + "'");
+  HFS_TRY_CTX(convert_floats(src, t->dtype, std::as_writable_bytes(std::span(out)), DType::kF32), "tensor '" + source + "'");
   return out;
 }
 
@@ -164,8 +163,7 @@ PlannedConstant weight_constant(const WeightRef& w, DType to, std::shared_ptr<co
       const uint64_t row_bytes = t->shape[0] > 0 ? t->nbytes / static_cast<uint64_t>(t->shape[0]) : 0;
       src = src.subspan(static_cast<size_t>(rb) * row_bytes, static_cast<size_t>(re - rb) * row_bytes);
     }
-    Status st = convert_floats(src, t->dtype, dst, to);
-    if (!st) return st.error().with_context("tensor '" + source + "'");
+    HFS_TRY_CTX(convert_floats(src, t->dtype, dst, to), "tensor '" + source + "'");
     return Ok{};
   };
   return c;

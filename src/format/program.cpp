@@ -235,7 +235,7 @@ Result<std::shared_ptr<const Program>> Program::from_bytes(std::span<const std::
   if (!impl->owned) return make_error(ErrorCode::kResourceExhausted, "cannot allocate " + std::to_string(impl->size) + " bytes");
   if (!bytes.empty()) std::memcpy(impl->owned, bytes.data(), bytes.size());
   impl->bytes = impl->owned;
-  if (auto s = parse(*impl, /*verify=*/true); !s) return s.error().with_context("format: " + impl->path);
+  HFS_TRY_CTX(parse(*impl, /*verify=*/true), "format: " + impl->path);
   return std::shared_ptr<const Program>(new Program(std::move(impl)));
 }
 

@@ -164,7 +164,7 @@ struct ProgramWriter::Impl {
         } catch (...) {
           st = make_error(ErrorCode::kInternal, "producer threw");
         }
-        if (!st) return st.error().with_context("constant '" + c.info.name + "'");
+        HFS_TRY_CTX(std::move(st), "constant '" + c.info.name + "'");
         src = buf.data();
       }
       HFS_TRY(write_all(fd, src, c.info.nbytes, "constant '" + c.info.name + "'"));

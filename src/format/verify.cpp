@@ -199,7 +199,7 @@ class Verifier {
     const NodeDef& node = m_.nodes[n];
     const OpSchema* op = find_op(node.op);
     if (!op) return fail(ErrorCode::kUnknownOp, where(n), "unknown op '" + node.op + "'");
-    if (auto st = check_attrs(*op, node.attrs); !st) return st.error().with_context(where(n));
+    HFS_TRY_CTX(check_attrs(*op, node.attrs), where(n));
     const size_t nin = node.inputs.size();
     if (nin < static_cast<size_t>(op->min_inputs) || nin > static_cast<size_t>(op->max_inputs)) {
       std::string want = op->min_inputs == op->max_inputs

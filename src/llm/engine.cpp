@@ -79,7 +79,7 @@ struct Engine::Impl {
     if (config.max_new_tokens < 0)
       return make_error(ErrorCode::kInvalidArgument, std::string("engine: ") + what + ": max_new_tokens must be ≥ 0, got " +
                                                          std::to_string(config.max_new_tokens));
-    if (Status st = validate(config.sampling); !st) return st.error().with_context(std::string("engine: ") + what);
+    HFS_TRY_CTX(validate(config.sampling), std::string("engine: ") + what);
     HFS_TRY(check_tokens(tokens, what));
     const int64_t n = static_cast<int64_t>(tokens.size()), N = io->info().context_length;
     if (length + n > N)

@@ -128,8 +128,7 @@ class HfStaticIO final : public IOManager {
 
   // --- several sequences ------------------------------------------------------------------------------
   Result<int32_t> add_sequence() override {
-    auto s = pool_.add();
-    if (!s) return s.error().with_context("hf_static: add_sequence");
+    HFS_ASSIGN_OR_RETURN_CTX(int32_t s, pool_.add(), "hf_static: add_sequence");
     return s;
   }
 
@@ -143,9 +142,8 @@ class HfStaticIO final : public IOManager {
                         where + ": the sliding layers' ring (" + std::to_string(R) + " slots) no longer holds the last " +
                             std::to_string(spec_.sliding_window) + " positions before " + std::to_string(tokens) +
                             " (the parent is at " + std::to_string(L) + ")");
-    auto child = pool_.fork(parent, tokens);
-    if (!child) return child.error().with_context(where);
-    if (R > 0) copy_ring(parent, *child);
+    HFS_ASSIGN_OR_RETURN_CTX(int32_t child, pool_.fork(parent, tokens), where);
+    if (R > 0) copy_ring(parent, child);
     return child;
   }
 
@@ -279,10 +277,9 @@ class HfStaticIO final : public IOManager {
       TensorType t{spec_.cache_dtype,
                    {1, spec_.n_kv_heads, spec_.layer_cache_lengths[static_cast<size_t>(i)], spec_.head_dim}};
       for (int kv = 0; kv < 2; ++kv) {
-        auto b = checked.allocate(t.nbytes());
-        if (!b) return b.error().with_context("hf_static: allocating cache for layer " + std::to_string(i));
-        cache_views_.emplace_back(b->data(), t.dtype, t.shape);
-        caches_.push_back(std::move(*b));
+        HFS_ASSIGN_OR_RETURN_CTX(Buffer b, checked.allocate(t.nbytes()), "hf_static: allocating cache for layer " + std::to_string(i));
+        cache_views_.emplace_back(b.data(), t.dtype, t.shape);
+        caches_.push_back(std::move(b));
       }
     }
 
@@ -318,11 +315,10 @@ class HfStaticIO final : public IOManager {
         m.inputs.push_back(cache_views_[cache_i++]);
         continue;
       }
-      auto b = alloc.allocate(in.type.nbytes());
-      if (!b) return b.error().with_context("hf_static: allocating input '" + in.name + "'");
-      m.inputs.emplace_back(b->data(), in.type.dtype, in.type.shape);
-      void* p = b->data();
-      m.owned.push_back(std::move(*b));
+      HFS_ASSIGN_OR_RETURN_CTX(Buffer b, alloc.allocate(in.type.nbytes()), "hf_static: allocating input '" + in.name + "'");
+      m.inputs.emplace_back(b.data(), in.type.dtype, in.type.shape);
+      void* p = b.data();
+      m.owned.push_back(std::move(b));
       if (in.name == keys::kInputIds) m.ids = static_cast<int32_t*>(p);
       else if (in.name == keys::kPositionIds) m.positions = static_cast<int32_t*>(p);
       else if (in.name == keys::kLogitsIndex) m.logits_index = static_cast<int32_t*>(p);
@@ -336,14 +332,13 @@ class HfStaticIO final : public IOManager {
         m.outputs.emplace_back();  // the Method fills in the aliased input's view
         continue;
       }
-      auto b = alloc.allocate(out.type.nbytes());
-      if (!b) return b.error().with_context("hf_static: allocating output '" + out.name + "'");
-      m.outputs.emplace_back(b->data(), out.type.dtype, out.type.shape);
+      HFS_ASSIGN_OR_RETURN_CTX(Buffer b, alloc.allocate(out.type.nbytes()), "hf_static: allocating output '" + out.name + "'");
+      m.outputs.emplace_back(b.data(), out.type.dtype, out.type.shape);
       if (out.name == keys::kLogits) {
-        m.logits = static_cast<const float*>(b->data());
+        m.logits = static_cast<const float*>(b.data());
         m.logits_output = m.outputs.size() - 1;
       }
-      m.owned.push_back(std::move(*b));
+      m.owned.push_back(std::move(b));
     }
     return Ok{};
   }
@@ -544,8 +539,7 @@ class HfStaticIO final : public IOManager {
 };
 
 Status validate_hf_static(const Program& program) {
-  auto spec = checked_spec(program);
-  if (!spec) return spec.error();
+  HFS_TRY(checked_spec(program));
   return Ok{};
 }
 

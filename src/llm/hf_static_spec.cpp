@@ -25,45 +25,41 @@ class Reader {
     return v;
   }
   Result<int64_t> integer(std::string_view key, int64_t lo, int64_t hi) {
-    auto v = get(key);
-    if (!v) return v.error();
-    if (!(*v)->is_int()) return bad(key, "an integer", (*v)->to_json());
-    int64_t x = (*v)->as_int();
+    HFS_ASSIGN_OR_RETURN(const Value* v, get(key));
+    if (!v->is_int()) return bad(key, "an integer", v->to_json());
+    int64_t x = v->as_int();
     if (x < lo || x > hi)
       return bad(key, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", std::to_string(x));
     return x;
   }
   Result<std::string> string(std::string_view key, std::vector<std::string_view> allowed = {}) {
-    auto v = get(key);
-    if (!v) return v.error();
-    if (!(*v)->is_string() || (*v)->as_string().empty()) return bad(key, "a non-empty string", (*v)->to_json());
-    const std::string& s = (*v)->as_string();
+    HFS_ASSIGN_OR_RETURN(const Value* v, get(key));
+    if (!v->is_string() || v->as_string().empty()) return bad(key, "a non-empty string", v->to_json());
+    const std::string& s = v->as_string();
     if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
       std::string list;
       for (auto a : allowed) list += (list.empty() ? "\"" : ", \"") + std::string(a) + "\"";
-      return bad(key, "one of " + list, (*v)->to_json());
+      return bad(key, "one of " + list, v->to_json());
     }
     return s;
   }
   Result<std::vector<int64_t>> int_list(std::string_view key, int64_t lo, int64_t hi) {
-    auto v = get(key);
-    if (!v) return v.error();
-    if (!(*v)->is_array()) return bad(key, "an array of integers", (*v)->to_json());
+    HFS_ASSIGN_OR_RETURN(const Value* v, get(key));
+    if (!v->is_array()) return bad(key, "an array of integers", v->to_json());
     std::vector<int64_t> out;
-    for (const Value& e : (*v)->as_array()) {
+    for (const Value& e : v->as_array()) {
       if (!e.is_int() || e.as_int() < lo || e.as_int() > hi)
-        return bad(key, "integers in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", (*v)->to_json());
+        return bad(key, "integers in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", v->to_json());
       out.push_back(e.as_int());
     }
     return out;
   }
   Result<std::vector<std::string>> string_list(std::string_view key) {
-    auto v = get(key);
-    if (!v) return v.error();
-    if (!(*v)->is_array()) return bad(key, "an array of method names", (*v)->to_json());
+    HFS_ASSIGN_OR_RETURN(const Value* v, get(key));
+    if (!v->is_array()) return bad(key, "an array of method names", v->to_json());
     std::vector<std::string> out;
-    for (const Value& e : (*v)->as_array()) {
-      if (!e.is_string() || e.as_string().empty()) return bad(key, "non-empty strings", (*v)->to_json());
+    for (const Value& e : v->as_array()) {
+      if (!e.is_string() || e.as_string().empty()) return bad(key, "non-empty strings", v->to_json());
       out.push_back(e.as_string());
     }
     return out;
@@ -162,14 +158,13 @@ Result<Spec> read_spec(const Program& program) {
   if (contract != keys::kContractHfStatic)
     return r.bad(keys::kContract, "\"hf_static\"", "\"" + contract + "\"");
   {
-    auto v = r.get(keys::kContractVersion);
-    if (!v) return v.error();
-    if (!(*v)->is_int()) return r.bad(keys::kContractVersion, "an integer", (*v)->to_json());
-    if ((*v)->as_int() < kMinVersion || (*v)->as_int() > kMaxVersion)
-      return make_error(ErrorCode::kBadMetadata, r.where() + "contract version " + std::to_string((*v)->as_int()) +
+    HFS_ASSIGN_OR_RETURN(const Value* v, r.get(keys::kContractVersion));
+    if (!v->is_int()) return r.bad(keys::kContractVersion, "an integer", v->to_json());
+    if (v->as_int() < kMinVersion || v->as_int() > kMaxVersion)
+      return make_error(ErrorCode::kBadMetadata, r.where() + "contract version " + std::to_string(v->as_int()) +
                                                      " is not supported (this runtime implements versions " +
                                                      std::to_string(kMinVersion) + " to " + std::to_string(kMaxVersion) + ")");
-    s.version = (*v)->as_int();
+    s.version = v->as_int();
   }
   HFS_ASSIGN_OR_RETURN(auto pm, r.string(keys::kPrefillMethod));
   HFS_ASSIGN_OR_RETURN(auto dm, r.string(keys::kDecodeMethod));

@@ -52,15 +52,13 @@ std::vector<std::string> registered_contracts() {
 
 Result<std::unique_ptr<IOManager>> create_io_manager(std::shared_ptr<const Program> program,
                                                      const IOManagerOptions& options) {
-  auto entry = find_entry(*program);
-  if (!entry) return entry.error();
-  return (*entry)->make(std::move(program), options);
+  HFS_ASSIGN_OR_RETURN(const auto* entry, find_entry(*program));
+  return entry->make(std::move(program), options);
 }
 
 Status validate_contract(const Program& program) {
-  auto entry = find_entry(program);
-  if (!entry) return entry.error();
-  return (*entry)->validate ? (*entry)->validate(program) : Status();
+  HFS_ASSIGN_OR_RETURN(const auto* entry, find_entry(program));
+  return entry->validate ? entry->validate(program) : Status();
 }
 
 }  // namespace hfs

@@ -218,18 +218,16 @@ Runner::~Runner() = default;
 
 Result<std::unique_ptr<Runner>> Runner::load(const std::string& path, const RunnerOptions& options) {
   auto t0 = Clock::now();
-  auto program = Program::load(path, options.load);
-  if (!program) return program.error();
-  auto r = create(std::move(*program), options);
+  HFS_ASSIGN_OR_RETURN(auto program, Program::load(path, options.load));
+  auto r = create(std::move(program), options);
   if (r) (*r)->impl_->stats.load_ms = ms_since(t0);
   return r;
 }
 
 Result<std::unique_ptr<Runner>> Runner::create(std::shared_ptr<const Program> program, const RunnerOptions& options) {
   auto t0 = Clock::now();
-  auto io = create_io_manager(std::move(program), options.io);
-  if (!io) return io.error();
-  auto r = create(std::move(*io), options);
+  HFS_ASSIGN_OR_RETURN(auto io, create_io_manager(std::move(program), options.io));
+  auto r = create(std::move(io), options);
   if (r) (*r)->impl_->stats.load_ms = ms_since(t0);
   return r;
 }
@@ -362,7 +360,7 @@ Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> promp
   if (config.max_new_tokens < 0)
     return make_error(ErrorCode::kInvalidArgument,
                       "generate: max_new_tokens must be ≥ 0, got " + std::to_string(config.max_new_tokens));
-  if (Status st = validate(config.sampling); !st) return st.error().with_context("generate");
+  HFS_TRY_CTX(validate(config.sampling), "generate");
   auto t0 = Clock::now();
   bool cancelled = false;
   HFS_TRY(m.prefill(prompt, config.cancel, &cancelled));
@@ -374,22 +372,20 @@ Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> promp
 
 Result<GenerationResult> Runner::generate(std::span<const int32_t> prompt, const GenerationConfig& config,
                                           const TokenCallback& on_token) {
-  auto gen = start(prompt, config);
-  if (!gen) return gen.error();
+  HFS_ASSIGN_OR_RETURN(auto gen, start(prompt, config));
   GenerationResult out;
   for (;;) {
-    auto tok = (*gen)->next();
-    if (!tok) return tok.error();
-    if (!*tok) {
-      out.stop = (*gen)->stop_reason();
+    HFS_ASSIGN_OR_RETURN(std::optional<int32_t> tok, gen->next());
+    if (!tok) {
+      out.stop = gen->stop_reason();
       break;
     }
-    if (on_token && !on_token(**tok)) {
+    if (on_token && !on_token(*tok)) {
       out.stop = GenerationResult::Stop::kCancelled;
       break;
     }
   }
-  out.tokens = (*gen)->tokens();
+  out.tokens = gen->tokens();
   return out;
 }
 

@@ -154,8 +154,7 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
   const std::vector<IOSpec> in_sig = def.inputs, out_sig = def.outputs;
   auto run_pass = [&](const Pass& p, std::string_view owner) -> Status {
     if (!p.run) return Ok{};
-    Status st = p.run(def, *constants);
-    if (!st) return st.error().with_context(where + ": " + std::string(owner) + " pass '" + p.name + "'");
+    HFS_TRY_CTX(p.run(def, *constants), where + ": " + std::string(owner) + " pass '" + p.name + "'");
     if (!same_signature(def.inputs, in_sig) || !same_signature(def.outputs, out_sig))
       return make_error(ErrorCode::kInvalidArgument,
                         where + ": " + std::string(owner) + " pass '" + p.name + "' changed the method's I/O signature");
@@ -171,10 +170,7 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
       HFS_TRY(run_pass(p, "backend '" + std::string(b->name()) + "'"));
       rewritten = true;
     }
-  if (rewritten) {
-    Status st = verify_method(def, referenced_constants(def, *constants));
-    if (!st) return st.error().with_context(where + ": after lowering passes");
-  }
+  if (rewritten) HFS_TRY_CTX(verify_method(def, referenced_constants(def, *constants)), where + ": after lowering passes");
 
   HFS_ASSIGN_OR_RETURN(std::vector<Partition> parts, partitioner.partition(def, *constants));
   HFS_ASSIGN_OR_RETURN(detail::TypeMap types, detail::infer_value_types(def.inputs, def.nodes, *constants, where));

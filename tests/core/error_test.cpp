@@ -76,5 +76,25 @@ TEST(AssignOrReturn, ContextIsAddedOnlyOnFailure) {
   EXPECT_EQ(st.error().message(), "value -1: expected > 0, got -1");
 }
 
+Status try_with_context(int v, int* calls) {
+  auto context = [&] {
+    ++*calls;
+    return "check " + std::to_string(v);
+  };
+  HFS_TRY_CTX(parse_positive(v), context());
+  return Ok{};
+}
+
+TEST(TryWithContext, ContextIsAddedOnlyOnFailure) {
+  int calls = 0;
+  EXPECT_TRUE(try_with_context(3, &calls).ok());
+  EXPECT_EQ(calls, 0);
+  Status st = try_with_context(0, &calls);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(st.error().code(), ErrorCode::kOutOfRange);
+  EXPECT_EQ(st.error().message(), "check 0: expected > 0, got 0");
+}
+
 }  // namespace
 }  // namespace hfs

@@ -88,8 +88,7 @@ Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
     if (!profile.on()) {
-      Status st = run_step(s);
-      if (!st.ok()) return st.error().with_context("cpu_fast: " + s.label);
+      HFS_TRY_CTX(run_step(s), "cpu_fast: " + s.label);
       continue;
     }
     const ThreadPool::Accounting a0 = pool->accounting();
@@ -97,7 +96,7 @@ Status FastDelegate::execute(std::span<const TensorView> inputs, std::span<const
     Status st = run_step(s);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     profile.add(i, seconds, pool->accounting() - a0);
-    if (!st.ok()) return st.error().with_context("cpu_fast: " + s.label);
+    HFS_TRY_CTX(std::move(st), "cpu_fast: " + s.label);
   }
   for (auto [v, o] : output_copies) {
     const TensorView& tv = outputs[static_cast<size_t>(o)];
@@ -195,7 +194,7 @@ Status FastDelegate::run_rope_kv_group(const Step& last) {
     if (s.op == Op::kRope) prepare_rope(s);
     if (s.op == Op::kKvWrite) {
       bool inc = true;
-      if (Status st = check_slots(s, &inc); !st.ok()) return st.error().with_context("cpu_fast: " + s.label);
+      HFS_TRY_CTX(check_slots(s, &inc), "cpu_fast: " + s.label);
       increasing = increasing && inc;
     }
   }

@@ -51,8 +51,7 @@ class CpuRefDelegate final : public Delegate {
     for (const Step& s : steps_) {
       std::span<const TensorView> in(views_.data() + s.in_begin, s.in_count);
       std::span<const TensorView> out(views_.data() + s.out_begin, s.out_count);
-      Status st = run_reference(nodes_[s.node], in, out);
-      if (!st.ok()) return st.error().with_context("cpu_ref: " + detail::node_label(s.node, nodes_[s.node]));
+      HFS_TRY_CTX(run_reference(nodes_[s.node], in, out), "cpu_ref: " + detail::node_label(s.node, nodes_[s.node]));
     }
     for (const CopyOut& c : copies_) {
       const void* src = resolve(c.src, inputs, outputs);
