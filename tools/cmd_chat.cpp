@@ -28,6 +28,7 @@ struct ChatArgs {
   std::string system;
   int n = 512;
   SamplingConfig sampling{.temperature = 0.7f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
+  DraftConfig draft;
   std::vector<std::string> backends = {"cpu_fast"};
 };
 
@@ -63,6 +64,7 @@ int chat(const ChatArgs& a) {
   GenerationConfig g;
   g.max_new_tokens = a.n;
   g.sampling = a.sampling;
+  g.draft = a.draft;
   g.cancel = install_interrupt_flag();
   const auto& eos = (*tok)->eos_ids();
   ChatContext ctx;
@@ -168,6 +170,7 @@ RunFn setup(CLI::App& sub) {
       ->capture_default_str()
       ->transform(integer_in(1, INT32_MAX, "an integer in [1, 2147483647]"));
   add_sampling_options(sub, a->sampling);
+  add_draft_options(sub, a->draft);
   sub.add_option("--backend", a->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
   sub.footer(std::string("In the chat: ") + kCommands +
              " (a line starting with // is sent with one leading /). A line the template cannot render, the "

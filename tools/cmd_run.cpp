@@ -24,6 +24,7 @@ struct RunArgs {
   std::string prompt_file;
   int n = 128;
   SamplingConfig sampling{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
+  DraftConfig draft;
   bool json = false;
   bool ignore_eos = false;
   std::string tail = "auto";
@@ -94,6 +95,7 @@ int run(const RunArgs& a) {
   g.max_new_tokens = a.n;
   g.ignore_eos = a.ignore_eos;
   g.sampling = a.sampling;
+  g.draft = a.draft;
   g.cancel = install_interrupt_flag();
 
   // A failed write (stdout or the dump file) stops generation at once: nothing is produced into the void.
@@ -156,6 +158,7 @@ RunFn setup(CLI::App& sub) {
       ->capture_default_str()
       ->transform(integer_in(0, INT32_MAX, "an integer in [0, 2147483647]"));
   add_sampling_options(sub, a->sampling);
+  add_draft_options(sub, a->draft);
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-sequence tokens");
   sub.add_option("--tail", a->tail,
                  "Prompt tail (after the full chunks): auto (least estimated time), pad (no decode steps), "

@@ -55,7 +55,10 @@ nlohmann::json stats_json(const RunnerStats& s) {
           {"generated_tokens", s.generated_tokens},
           {"decode_ms", s.decode_ms},
           {"decode_tok_s", s.decode_tok_s()},
-          {"peak_rss_mib", static_cast<double>(s.peak_rss_bytes) / (1 << 20)}};
+          {"peak_rss_mib", static_cast<double>(s.peak_rss_bytes) / (1 << 20)},
+          {"verify_steps", s.verify_steps},
+          {"draft_tokens", s.draft_tokens},
+          {"draft_accepted", s.draft_accepted}};
 }
 
 void print_stats_line(const RunnerStats& s) {
@@ -65,6 +68,12 @@ void print_stats_line(const RunnerStats& s) {
                s.load_ms, static_cast<long long>(s.prompt_tokens), s.prefill_tok_s(), s.ttft_ms,
                static_cast<long long>(s.generated_tokens), s.decode_tok_s(),
                static_cast<double>(s.peak_rss_bytes) / (1 << 20));
+  if (s.verify_steps > 0)
+    std::fprintf(stderr, "drafts: %lld proposed, %lld accepted (%.0f%%) | %lld verification steps, %.2f tokens each\n",
+                 static_cast<long long>(s.draft_tokens), static_cast<long long>(s.draft_accepted),
+                 s.draft_tokens > 0 ? 100.0 * static_cast<double>(s.draft_accepted) / static_cast<double>(s.draft_tokens) : 0.0,
+                 static_cast<long long>(s.verify_steps),
+                 static_cast<double>(s.draft_accepted + s.verify_steps) / static_cast<double>(s.verify_steps));
 }
 
 std::function<void(int64_t, int64_t)> prefill_progress_bar() {

@@ -66,4 +66,19 @@ void add_sampling_options(CLI::App& sub, SamplingConfig& c) {
       ->transform(any_uint64());
 }
 
+void add_draft_options(CLI::App& sub, DraftConfig& d) {
+  sub.add_option_function<std::string>(
+         "--draft",
+         [&d](const std::string& v) { d.kind = v == "ngram" ? DraftKind::kNgram : DraftKind::kNone; },
+         "Speculative decoding: none, or ngram (drafts from the text so far, verified several per step; needs a "
+         "program with step methods: export --step-sizes, or --sequences > 1). The output is the same as without")
+      ->default_str("none")
+      ->check(one_of({"none", "ngram"}));
+  sub.add_option("--draft-max", d.max_tokens,
+                 "The most drafts verified per step, an integer in [1, 1024] (also capped by the program's largest "
+                 "step method - 1); the count adapts to how many are accepted")
+      ->capture_default_str()
+      ->transform(integer_in(1, 1024, "an integer in [1, 1024]"));
+}
+
 }  // namespace hfs::cli

@@ -5,11 +5,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "hfstatic/llm_runner.h"
 #include "hfstatic/sampler.h"
 
 namespace hfs::cli {
 
 // Adds the options to `sub`, writing into `config`; its values when called are the defaults --help shows.
 void add_sampling_options(CLI::App& sub, SamplingConfig& config);
+// --draft none|ngram and --draft-max K (speculative decoding: GenerationConfig::draft).
+void add_draft_options(CLI::App& sub, DraftConfig& config);
 
 }  // namespace hfs::cli

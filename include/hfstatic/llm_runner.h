@@ -48,8 +48,26 @@ struct RunnerOptions {
   std::function<void(int64_t done, int64_t total)> on_prefill_progress;
 };
 
+// Speculative decoding: proposed continuations verified K + 1 rows at a time in one multi-row step of the
+// program (a step_<T> method, or prefill methods exported with --logits all), accepted by the sampler's
+// rule (Sampler::verify), so the output is exactly what decoding without drafts gives: the same tokens
+// when greedy, the same distribution when sampling.
+enum class DraftKind : uint8_t {
+  kNone,
+  kNgram,  // prompt lookup: what followed the latest earlier occurrence of the last tokens (no extra model)
+};
+
+struct DraftConfig {
+  DraftKind kind = DraftKind::kNone;
+  // The most drafts per verification step; also capped by the program's largest all-rows method (T − 1),
+  // the context left and the tokens still to generate. The count adapts to recent acceptance, and drafting
+  // pauses while verification steps produce fewer tokens per unit of time than decode steps.
+  int32_t max_tokens = 8;
+};
+
 struct GenerationConfig {
   int32_t max_new_tokens = 128;
+  DraftConfig draft;
   std::vector<int32_t> stop_tokens;  // in addition to the program's eos ids (unless ignore_eos)
   bool ignore_eos = false;
   SamplingConfig sampling;
@@ -67,6 +85,11 @@ struct RunnerStats {
   double decode_ms = 0;
   double ttft_ms = 0;          // prompt start → first generated token available
   int64_t peak_rss_bytes = 0;
+  // Speculative decoding (GenerationConfig::draft): verification steps, drafts proposed and accepted. Their
+  // time and committed tokens count in decode_ms / decode_steps.
+  int64_t verify_steps = 0;
+  int64_t draft_tokens = 0;
+  int64_t draft_accepted = 0;
   double prefill_tok_s() const { return prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0; }
   double decode_tok_s() const { return decode_ms > 0 ? decode_steps * 1000.0 / decode_ms : 0; }
 };

@@ -53,7 +53,22 @@ class Sampler {
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
   void reseed(uint64_t seed);
 
+  // Speculative decoding with a proposed token `draft` (a point-mass proposal: an n-gram lookup, a greedy
+  // draft model): accepted with probability p(draft) under this config's distribution (greedy: iff it is
+  // the argmax); when rejected, `token` is drawn from p without the draft, renormalized. The accepted or
+  // drawn token is then distributed exactly as sample()'s (Leviathan et al.'s rule with q = δ_draft).
+  struct Verdict {
+    bool accepted = false;
+    int32_t token = 0;  // the draft when accepted, else the replacement
+  };
+  Verdict verify(std::span<const float> logits, std::span<const int32_t> history, int32_t draft);
+
  private:
+  // The processed distribution: candidates order_[0, n) with probabilities in work_[id] (greedy: the
+  // argmax alone). Returns n.
+  size_t distribution(std::span<const float> logits, std::span<const int32_t> history);
+  // A candidate of order_[0, n) by probability, never `skip`.
+  int32_t draw(size_t n, int32_t skip);
   SamplingConfig cfg_;
   std::mt19937_64 rng_;
   std::vector<float> work_;       // [vocab] adjusted logits

@@ -118,6 +118,8 @@ class Runner:
         stop: _Stop = None,  # str: stop strings (text is cut before them); int: extra stop token ids
         ignore_eos: bool = False,
         add_special: bool | None = None,  # None: add BOS etc. only when the sequence is empty
+        draft: Literal["none", "ngram"] | None = None,  # speculative decoding; same output as without
+        draft_max: int = 8,  # most drafts per verification step (also capped by the program's step methods)
     ) -> str:
         """Encodes `prompt` with the program's tokenizer and returns the generated text (the token that
         ended generation — EOS or a stop id — is not rendered; text is cut before a stop string)."""
@@ -135,6 +137,8 @@ class Runner:
         stop: int | Sequence[int] | None = None,
         ignore_eos: bool = False,
         add_special: bool | None = None,
+        draft: Literal["none", "ngram"] | None = None,
+        draft_max: int = 8,
     ) -> list[int]:
         """Token prompt → generated ids (the stop token included when one ended generation)."""
     def stream(
@@ -150,6 +154,8 @@ class Runner:
         stop: _Stop = None,
         ignore_eos: bool = False,
         add_special: bool | None = None,
+        draft: Literal["none", "ngram"] | None = None,
+        draft_max: int = 8,
     ) -> Stream:
         """Like generate() but stepwise; the prompt is prefilled now (errors raise here). The pieces of a
         str prompt's stream concatenate to what generate() returns."""

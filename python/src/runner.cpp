@@ -104,7 +104,8 @@ struct GenerateArgs {
 };
 
 GenerateArgs generate_args(int32_t max_new_tokens, float temperature, int32_t top_k, float top_p, float min_p,
-                           float repetition_penalty, uint64_t seed, const py::object& stop, bool ignore_eos) {
+                           float repetition_penalty, uint64_t seed, const py::object& stop, bool ignore_eos,
+                           const std::optional<std::string>& draft, int32_t draft_max) {
   auto bad = [](const std::string& msg) { raise(ErrorCode::kInvalidArgument, "generate: " + msg); };
   if (max_new_tokens < 0) bad("max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
   GenerateArgs a;
@@ -113,6 +114,11 @@ GenerateArgs generate_args(int32_t max_new_tokens, float temperature, int32_t to
   a.config.sampling = {temperature, top_k, top_p, min_p, repetition_penalty, seed};
   // The library's ranges (Runner::start checks them too), before anything is encoded or run.
   if (Status st = validate(a.config.sampling); !st) raise(st.error().with_context("generate"));
+  if (draft && *draft != "ngram" && *draft != "none")
+    bad("draft must be None, 'none' or 'ngram', got '" + *draft + "'");
+  if (draft_max < 1 || draft_max > 1024) bad("draft_max must be in [1, 1024], got " + std::to_string(draft_max));
+  a.config.draft.kind = draft && *draft == "ngram" ? DraftKind::kNgram : DraftKind::kNone;
+  a.config.draft.max_tokens = draft_max;
   if (stop.is_none()) return a;
   auto add = [&](py::handle item) {
     if (py::isinstance<py::str>(item)) {
@@ -288,6 +294,9 @@ py::dict stats_dict(const RunnerStats& s) {
   d["prefill_ms"] = s.prefill_ms;
   d["generated_tokens"] = s.generated_tokens;
   d["decode_steps"] = s.decode_steps;
+  d["verify_steps"] = s.verify_steps;
+  d["draft_tokens"] = s.draft_tokens;
+  d["draft_accepted"] = s.draft_accepted;
   d["decode_ms"] = s.decode_ms;
   d["ttft_ms"] = s.ttft_ms;
   d["peak_rss_bytes"] = s.peak_rss_bytes;
@@ -432,29 +441,31 @@ committed at the start of the next call, so consecutive generate() calls continu
           "generate",
           [](py::object self, const py::object& prompt, int32_t max_new_tokens, float temperature, int32_t top_k,
              float top_p, float min_p, float repetition_penalty, uint64_t seed, const py::object& stop,
-             bool ignore_eos, std::optional<bool> add_special) {
+             bool ignore_eos, std::optional<bool> add_special, const std::optional<std::string>& draft,
+             int32_t draft_max) {
             GenerateArgs a = generate_args(max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed,
-                                           stop, ignore_eos);
+                                           stop, ignore_eos, draft, draft_max);
             return generate(self, prompt, a, add_special);
           },
           py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
           py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
           py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
-          py::arg("add_special") = py::none(),
+          py::arg("add_special") = py::none(), py::arg("draft") = py::none(), py::arg("draft_max") = 8,
           "str prompt → generated text; token-id prompt → generated ids. See the .pyi stub.")
       .def(
           "stream",
           [](py::object self, const py::object& prompt, int32_t max_new_tokens, float temperature, int32_t top_k,
              float top_p, float min_p, float repetition_penalty, uint64_t seed, const py::object& stop,
-             bool ignore_eos, std::optional<bool> add_special) {
+             bool ignore_eos, std::optional<bool> add_special, const std::optional<std::string>& draft,
+             int32_t draft_max) {
             GenerateArgs a = generate_args(max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed,
-                                           stop, ignore_eos);
+                                           stop, ignore_eos, draft, draft_max);
             return stream(self, prompt, a, add_special);
           },
           py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
           py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
           py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
-          py::arg("add_special") = py::none(),
+          py::arg("add_special") = py::none(), py::arg("draft") = py::none(), py::arg("draft_max") = 8,
           "Like generate(), but returns a Stream yielding text pieces (str prompt) or ids (token prompt).")
       .def(
           "reset",

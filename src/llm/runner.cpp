@@ -8,6 +8,9 @@
 #include <cstring>
 #include <limits>
 
+#include "llm/draft_policy.h"
+#include "llm/ngram_draft.h"
+
 namespace hfs {
 namespace {
 
@@ -63,6 +66,9 @@ struct Runner::Impl {
   // Set when generation met logits it cannot sample from (see unusable_logits): the caches were computed
   // from the same numbers, so, as after a failed step, nothing runs until reset(). Holds the error's text.
   std::string poisoned;
+  // The most rows one step can verify with every row's logits (a step method, or prefill methods returning
+  // every row): K drafts + the pending token. 0 or 1: no speculative decoding.
+  int64_t verify_rows = 0;
 
   // Before a step kind is measured, a T-row prefill step is taken to cost 1 + (T − 1)/kPriorRows decode
   // steps: one pass over the weights, as decode makes, plus the rows' compute, here one more pass per 16
@@ -243,6 +249,8 @@ Result<std::unique_ptr<Runner>> Runner::create(std::unique_ptr<IOManager> io, co
   impl->prefill_steps.assign(impl->sizes.size(), 0);
   impl->plan_cost.assign(static_cast<size_t>(info.prefill_tokens), 0.0);
   impl->plan_step.assign(static_cast<size_t>(info.prefill_tokens), Impl::kDecodeStep);
+  impl->verify_rows = info.step_sizes.empty() ? 0 : info.step_sizes.back();
+  if (info.logits_all) impl->verify_rows = std::max(impl->verify_rows, info.prefill_tokens);
   impl->io = std::move(io);
   impl->options = options;
   impl->stats.peak_rss_bytes = peak_rss_bytes();
@@ -291,11 +299,32 @@ struct Generation::Impl {
   bool done = false;
   GenerationResult::Stop stop = GenerationResult::Stop::kMaxTokens;
   Clock::time_point started;
+  // Speculative decoding (config.draft): the drafter over the committed tokens, the policy, and the
+  // verified tokens still to hand out (all but the last already committed; the last becomes pending).
+  std::optional<NgramDraft> ngram;
+  DraftPolicy policy;
+  std::vector<int32_t> verified;
+  size_t verified_next = 0;
+  std::vector<int32_t> rows;  // scratch: the pending token and the drafts of one verification step
 
   Impl(Runner::Impl* r, const GenerationConfig& c)
-      : runner(r), config(c), sampler(c.sampling, r->io->info().vocab_size) {
+      : runner(r), config(c), sampler(c.sampling, r->io->info().vocab_size), policy(c.draft.max_tokens) {
     tokens.reserve(static_cast<size_t>(std::max(0, c.max_new_tokens)));
+    if (c.draft.kind == DraftKind::kNgram && r->verify_rows >= 2) {
+      ngram.emplace(r->io->info().context_length);
+      for (int32_t t : r->history) ngram->push(t);
+      rows.reserve(static_cast<size_t>(r->verify_rows));
+      verified.reserve(static_cast<size_t>(r->verify_rows));
+    }
   }
+
+  // The tokens the caller may still be handed: the budget left, counting the verified ones not yet out.
+  int64_t budget() const { return config.max_new_tokens - static_cast<int64_t>(tokens.size()); }
+
+  // Commits the pending token: through a verification step with drafts (*verified = true: `verified` holds
+  // the next tokens), or a plain decode step (the logits after it are then io->last_logits()).
+  Status advance(int32_t token, bool* verified);
+  Status decode_plain(int32_t token);
   bool is_stop(int32_t t) const {
     const auto& eos = runner->io->info().eos_token_ids;
     if (!config.ignore_eos && std::find(eos.begin(), eos.end(), t) != eos.end()) return true;
@@ -320,16 +349,24 @@ Result<std::optional<int32_t>> Generation::next() {
   if (g.done) return std::optional<int32_t>();
   HFS_TRY(m.check_usable());  // a failed next() leaves the runner needing reset: never resume silently
   if (g.config.cancel && g.config.cancel->load(std::memory_order_relaxed)) return g.finish(GenerationResult::Stop::kCancelled);
+  // Verified tokens from the last speculative step go out first, each checked as a sampled token would be.
+  if (g.verified_next < g.verified.size()) {
+    const int32_t prev = g.tokens.back();
+    if (g.is_stop(prev)) return g.finish(GenerationResult::Stop::kStopToken);
+    const int32_t tok = g.verified[g.verified_next++];
+    g.tokens.push_back(tok);
+    if (g.verified_next == g.verified.size()) g.pending = tok;
+    m.stats.generated_tokens += 1;
+    return std::optional<int32_t>(tok);
+  }
   if (g.pending) {
     const int32_t last = *g.pending;
     if (g.is_stop(last)) return g.finish(GenerationResult::Stop::kStopToken);
     if (static_cast<int32_t>(g.tokens.size()) >= g.config.max_new_tokens) return g.finish(GenerationResult::Stop::kMaxTokens);
     if (!m.io->can_accept(1)) return g.finish(GenerationResult::Stop::kContextFull);
-    auto td = Clock::now();
-    HFS_TRY(m.run_decode(last));
-    m.stats.decode_ms += ms_since(td);
-    m.stats.decode_steps += 1;
-    g.pending.reset();
+    bool verified = false;
+    HFS_TRY(g.advance(last, &verified));
+    if (verified) return next();  // hands out the first verified token
   } else if (static_cast<int32_t>(g.tokens.size()) >= g.config.max_new_tokens) {
     return g.finish(GenerationResult::Stop::kMaxTokens);
   }
@@ -350,6 +387,88 @@ Result<std::optional<int32_t>> Generation::next() {
   g.pending = tok;
   m.stats.generated_tokens += 1;
   return std::optional<int32_t>(tok);
+}
+
+Status Generation::Impl::decode_plain(int32_t token) {
+  Runner::Impl& m = *runner;
+  auto td = Clock::now();
+  HFS_TRY(m.run_decode(token));
+  const double ms = ms_since(td);
+  m.stats.decode_ms += ms;
+  m.stats.decode_steps += 1;
+  if (ngram) {
+    ngram->push(token);
+    policy.on_decode(ms);
+  }
+  pending.reset();
+  return Ok{};
+}
+
+// With drafts: the pending token and up to K drafts in one multi-row step, each row's logits checked by the
+// sampler's rule (Sampler::verify) against the draft that follows it. The accepted drafts and one more
+// token — the replacement for the first rejected draft, or a bonus token from the last row — become
+// `verified`; the rows after them are forgotten (truncate_sequence: counters only). No draft proposed, or
+// the policy pausing: a plain decode step.
+Status Generation::Impl::advance(int32_t last, bool* was_verified) {
+  *was_verified = false;
+  Runner::Impl& m = *runner;
+  // Rows: the pending token + K drafts, within the context and the method, and no more drafts than tokens
+  // still wanted (the token after the last draft is generated too).
+  const int64_t room = m.io->info().context_length - m.io->position();
+  const int64_t k = ngram ? std::min<int64_t>({policy.want(), m.verify_rows - 1, room - 1, budget() - 1}) : 0;
+  if (k < 1) return decode_plain(last);
+  // The pending token is context for the lookup, not yet in the drafter.
+  rows.assign(static_cast<size_t>(1 + k), 0);
+  rows[0] = last;
+  ngram->push(last);
+  const size_t drafted = ngram->propose(static_cast<size_t>(k), rows.data() + 1);
+  ngram->pop();
+  rows.resize(1 + drafted);
+  if (drafted == 0) return decode_plain(last);
+  const int64_t base = m.io->position();
+  auto t0 = Clock::now();
+  const SequenceTokens part{0, rows};
+  HFS_TRY(m.io->run_step(std::span<const SequenceTokens>(&part, 1), StepLogits::kAllRows));
+  const std::span<const float> all = m.io->last_step_logits();
+  const size_t V = static_cast<size_t>(m.io->info().vocab_size);
+  m.history.push_back(last);
+  verified.clear();
+  verified_next = 0;
+  size_t accepted = 0;
+  for (size_t i = 0; i <= drafted; ++i) {
+    const std::span<const float> row = all.subspan(i * V, V);
+    if (std::string why = unusable_logits(row); !why.empty()) {
+      m.poisoned = "verification step (position " + std::to_string(base + static_cast<int64_t>(i)) + "): " + why;
+      return make_error(ErrorCode::kExecution, "generate: " + m.poisoned + " (non-finite weights or activations?); the runner needs reset()");
+    }
+    if (i == drafted) {  // every draft accepted: the last row gives one more token
+      verified.push_back(sampler.sample(row, m.history));
+      break;
+    }
+    const Sampler::Verdict v = sampler.verify(row, m.history, rows[i + 1]);
+    verified.push_back(v.token);
+    if (!v.accepted || is_stop(v.token)) break;
+    ++accepted;
+    m.history.push_back(v.token);
+  }
+  // Cut at the budget; a stop token among them ends the list (it is handed out, never fed).
+  if (static_cast<int64_t>(verified.size()) > budget()) verified.resize(static_cast<size_t>(budget()));
+  // Committed: the pending token and every verified token but the last.
+  const int64_t committed = static_cast<int64_t>(verified.size());
+  HFS_TRY(m.io->truncate_sequence(0, base + committed));
+  m.history.resize(static_cast<size_t>(base + committed));
+  const double ms = ms_since(t0);
+  policy.on_verify(static_cast<int32_t>(drafted), static_cast<int32_t>(accepted), ms);
+  m.stats.decode_ms += ms;
+  m.stats.decode_steps += committed;
+  m.stats.verify_steps += 1;
+  m.stats.draft_tokens += static_cast<int64_t>(drafted);
+  m.stats.draft_accepted += static_cast<int64_t>(accepted);
+  ngram->push(last);
+  for (size_t i = 0; i + 1 < verified.size(); ++i) ngram->push(verified[i]);
+  pending.reset();
+  *was_verified = true;
+  return Ok{};
 }
 
 Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> prompt, const GenerationConfig& config) {

@@ -48,7 +48,7 @@ Sampler::Sampler(const SamplingConfig& config, int64_t vocab_size)
 
 void Sampler::reseed(uint64_t seed) { rng_.seed(seed); }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+size_t Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history) {
   const size_t V = std::min(logits.size(), work_.size());
   std::copy_n(logits.begin(), V, work_.begin());
   std::span<float> w(work_.data(), V);
@@ -64,7 +64,11 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     for (int32_t t : history)
       if (t >= 0 && static_cast<size_t>(t) < V) seen_[static_cast<size_t>(t)] = 0;
   }
-  if (cfg_.temperature <= 0.0f) return argmax(w);
+  if (cfg_.temperature <= 0.0f) {
+    order_[0] = argmax(w);
+    w[static_cast<size_t>(order_[0])] = 1.0f;
+    return 1;
+  }
 
   for (float& l : w) l /= cfg_.temperature;
   // Candidates sorted by logit, descending (ties: lower id first, so results are deterministic).
@@ -106,15 +110,46 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     while (keep < n && w[static_cast<size_t>(order_[keep])] >= floor) ++keep;
     n = keep;
   }
+  return n;
+}
+
+int32_t Sampler::draw(size_t n, int32_t skip) {
+  const std::span<float> w(work_);
   double total = 0;
-  for (size_t i = 0; i < n; ++i) total += w[static_cast<size_t>(order_[i])];
+  for (size_t i = 0; i < n; ++i)
+    if (order_[i] != skip) total += w[static_cast<size_t>(order_[i])];
   std::uniform_real_distribution<double> u(0.0, total);
   double r = u(rng_);
+  int32_t last = order_[0];
   for (size_t i = 0; i < n; ++i) {
+    if (order_[i] == skip) continue;
+    last = order_[i];
     r -= w[static_cast<size_t>(order_[i])];
     if (r < 0) return order_[i];
   }
-  return order_[n - 1];
+  return last;
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  const size_t n = distribution(logits, history);
+  if (cfg_.temperature <= 0.0f) return order_[0];
+  return draw(n, -1);
+}
+
+Sampler::Verdict Sampler::verify(std::span<const float> logits, std::span<const int32_t> history, int32_t draft) {
+  const size_t n = distribution(logits, history);
+  if (cfg_.temperature <= 0.0f) return {order_[0] == draft, order_[0]};
+  // p(draft) among the candidates (0 outside them), from the same numbers draw() uses.
+  double total = 0, p = 0;
+  for (size_t i = 0; i < n; ++i) {
+    total += work_[static_cast<size_t>(order_[i])];
+    if (order_[i] == draft) p = work_[static_cast<size_t>(order_[i])];
+  }
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  if (p > 0 && u(rng_) < p / total) return {true, draft};
+  // Rejected: the residual max(0, p − q) with q the point mass on the draft is p without the draft,
+  // renormalized. When the draft was the only candidate (p = total) acceptance was certain above.
+  return {false, draw(n, draft)};
 }
 
 }  // namespace hfs

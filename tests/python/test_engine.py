@@ -87,3 +87,23 @@ def test_engine_errors_are_hfstatic_errors(tmp_path):
     with pytest.raises(hfstatic.Error):
         e.remove(42)
     assert e.sequences() == []
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_greedy_with_ngram_drafts_equals_greedy(tmp_path, arch):
+    """Speculative decoding (Runner.generate(draft="ngram")) gives greedy's tokens exactly, 200+ tokens, past
+    the sliding window, on a prompt whose repetition gives prompt lookup drafts to verify."""
+    ckpt = make_checkpoint(tmp_path, arch)
+    prog = hfstatic.export(ckpt, tmp_path / "steps.hfs", prefill_chunk=4, context=256, step_sizes=[2, 4, 8])
+    rng = np.random.default_rng(11)
+    half = [int(t) for t in rng.integers(3, 500, size=12)]
+    prompt = half + half
+    plain = hfstatic.Runner(prog)
+    want = plain.generate(prompt, max_new_tokens=220, ignore_eos=True)
+    spec = hfstatic.Runner(prog)
+    got = spec.generate(prompt, max_new_tokens=220, ignore_eos=True, draft="ngram", draft_max=7)
+    assert got == want
+    assert len(got) == 220 and spec.stats["verify_steps"] > 0
+    with pytest.raises(hfstatic.Error) as err:
+        spec.generate(prompt, max_new_tokens=4, draft="medusa")
+    assert "draft" in str(err.value)

@@ -45,6 +45,8 @@ INTS = {  # (command, option): out-of-range values beyond NON_NUMBERS and INT_ON
     ("export", "--prefill-chunk"): ["0", "-1", "9223372036854775808"],
     ("export", "--context"): ["0", "-1", "9223372036854775808"],
     ("export", "--sequences"): ["0", "-1", "4097"],
+    ("run", "--draft-max"): ["0", "-1", "1025"],
+    ("chat", "--draft-max"): ["0", "1025"],
     ("export", "--pool-slots"): ["0", "-1", "9223372036854775808"],
 }
 CHOICES = {  # (command, option): values outside the set
@@ -56,6 +58,8 @@ CHOICES = {  # (command, option): values outside the set
     ("export", "--cache-dtype"): ["f64", ""],
     ("export", "--weights"): ["int3", "F16", ""],
     ("export", "--logits"): ["first", ""],
+    ("run", "--draft"): ["medusa", "NGRAM", ""],
+    ("chat", "--draft"): ["eagle"],
 }
 
 
@@ -220,6 +224,19 @@ def test_export_sequences_and_step_sizes(tmp_path):
         assert r.returncode == 1 and want in r.stderr, (flag, value, r.stderr)
     r = cli("export", STORIES, "-o", tmp_path / "bad.hfs", "--step-sizes", "2,x", timeout=TIMEOUT)
     assert r.returncode == USAGE and "--step-sizes" in r.stderr, r.stderr
+
+
+def test_run_with_ngram_drafts_gives_the_same_tokens(tmp_path):
+    """run --draft ngram verifies drafts in step methods and prints exactly what run without drafts prints."""
+    prog = tmp_path / "steps.hfs"
+    cli("export", STORIES, "-o", prog, "--context", "512", "--step-sizes", "4,8,16", timeout=TIMEOUT, check=True)
+    args = ["run", "-m", prog, "-p", "Once upon a time, there was a little girl named Lily.", "-n", "200", "--temp", "0",
+            "--json"]
+    plain = json.loads(cli(*args, timeout=TIMEOUT, check=True).stdout)
+    spec = json.loads(cli(*args, "--draft", "ngram", "--draft-max", "6", timeout=TIMEOUT, check=True).stdout)
+    assert spec["tokens"] == plain["tokens"] and spec["text"] == plain["text"]
+    assert spec["stats"]["verify_steps"] > 0 and spec["stats"]["draft_accepted"] > 0
+    assert plain["stats"]["verify_steps"] == 0
 
 
 def test_bench_sequences(tmp_path):
