@@ -9,23 +9,13 @@
 #include <optional>
 #include <unordered_map>
 
+#include "llm/logits_check.h"
+
 namespace hfs {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
-
-// Why these logits cannot be sampled from ("" when they can): a NaN or +inf, or every logit −inf.
-std::string unusable(std::span<const float> logits) {
-  bool all_masked = !logits.empty();
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const float l = logits[i];
-    if (std::isnan(l) || l == std::numeric_limits<float>::infinity())
-      return std::string("logits contain ") + (std::isnan(l) ? "NaN" : "+inf") + " at id " + std::to_string(i);
-    all_masked = all_masked && l == -std::numeric_limits<float>::infinity();
-  }
-  return all_masked ? "every logit is -inf" : "";
-}
 
 }  // namespace
 
@@ -202,7 +192,7 @@ struct Engine::Impl {
   }
 
   void sample(Seq& s, std::span<const float> logits, Clock::time_point now) {
-    if (std::string why = unusable(logits); !why.empty() || logits.empty()) {
+    if (std::string why = unusable_logits(logits); !why.empty() || logits.empty()) {
       s.info.error = "position " + std::to_string(io->sequence_length(s.index) - 1) + ": " +
                      (logits.empty() ? "no logits were computed" : why);
       finish(s, SequenceStop::kError);

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "llm/draft_policy.h"
+#include "llm/logits_check.h"
 #include "llm/ngram_draft.h"
 
 namespace hfs {
@@ -28,20 +29,6 @@ int64_t peak_rss_bytes() {
     if (std::strncmp(line, "VmHWM:", 6) == 0) kb = std::atoll(line + 6);
   std::fclose(f);
   return kb * 1024;
-}
-
-// Why sampling from these logits would be meaningless, or empty: a NaN or +inf (−inf is a masked token, as
-// HF's processors write it, and fine while some token is not masked). Without this check greedy argmax
-// picks id 0 from all-NaN logits and a broken program streams token 0 with no error.
-std::string unusable_logits(std::span<const float> logits) {
-  bool all_masked = !logits.empty();
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const float l = logits[i];
-    if (std::isnan(l) || l == std::numeric_limits<float>::infinity())
-      return std::string("logits contain ") + (std::isnan(l) ? "NaN" : "+inf") + " at id " + std::to_string(i);
-    all_masked = all_masked && l == -std::numeric_limits<float>::infinity();
-  }
-  return all_masked ? "every logit is -inf" : "";
 }
 
 }  // namespace
