@@ -4,8 +4,9 @@
 // sequences at once (export --sequences N). Each step() packs pending work into one fixed-shape method call:
 // one decode row for every running sequence first, then prompt tokens of new sequences in the rows left
 // (and, while prompts wait, every other step a whole prefill chunk of one of them), so a long prompt never
-// stalls running sequences for its whole prefill. Each sequence has its own sampling config, seed, stop
-// conditions and stats; its output does not depend on which other sequences share its steps beyond
+// stalls running sequences for its whole prefill. A sequence with GenerationConfig::draft also gets rows
+// for its drafts (after every running sequence's one row), verified in the same step. Each sequence has its
+// own sampling config, seed, stop conditions and stats; its output does not depend on which other sequences share its steps beyond
 // floating-point summation order (logits within 1e-5 of a solo run). Cache slots come from a pool in
 // fixed-size blocks; a sequence that cannot get a block ends alone (Stop::kContextFull), every other
 // sequence untouched. Slot, mask and padding logic live in the IO manager, shared with the single-sequence
@@ -83,6 +84,8 @@ struct EngineStats {
   int64_t padded_rows = 0;  // pad rows the chosen methods added
   int64_t decode_rows = 0;  // rows of sequences generating (one token each)
   int64_t prompt_rows = 0;  // rows of prompt tokens
+  int64_t draft_tokens = 0;    // drafts verified (GenerationConfig::draft)
+  int64_t draft_accepted = 0;  // of which accepted
   double step_ms = 0;       // time inside steps
 };
 

@@ -38,9 +38,19 @@ std::vector<int32_t> ids_of(py::handle obj, const char* what) {
   }
 }
 
+// None / "none" / "ngram".
+DraftKind draft_kind(py::handle v) {
+  if (v.is_none()) return DraftKind::kNone;
+  const std::string s = py::str(v);
+  if (s == "none") return DraftKind::kNone;
+  if (s == "ngram") return DraftKind::kNgram;
+  raise(ErrorCode::kInvalidArgument, "engine: draft must be None, 'none' or 'ngram', got '" + s + "'");
+}
+
 // The generation keywords add/fork/append take (all optional): max_new_tokens, temperature, top_k, top_p,
 // min_p, repetition_penalty, seed, stop (int token ids: stop strings need detokenizing, which the engine
-// leaves to its caller), ignore_eos. An unknown keyword is an error naming it.
+// leaves to its caller), ignore_eos, draft (None | "none" | "ngram"), draft_max. An unknown keyword is an
+// error naming it.
 GenerationConfig config_of(const py::kwargs& kw) {
   GenerationConfig g;
   for (auto [key, value] : kw) {
@@ -54,10 +64,14 @@ GenerationConfig config_of(const py::kwargs& kw) {
     else if (k == "seed") g.sampling.seed = value.cast<uint64_t>();
     else if (k == "stop") g.stop_tokens = value.is_none() ? std::vector<int32_t>{} : ids_of(value, "stop");
     else if (k == "ignore_eos") g.ignore_eos = value.cast<bool>();
+    else if (k == "draft") g.draft.kind = draft_kind(value);
+    else if (k == "draft_max") g.draft.max_tokens = value.cast<int32_t>();
     else
       raise(ErrorCode::kInvalidArgument, "engine: unknown keyword '" + k + "' (max_new_tokens, temperature, top_k, top_p, "
-                                         "min_p, repetition_penalty, seed, stop, ignore_eos)");
+                                         "min_p, repetition_penalty, seed, stop, ignore_eos, draft, draft_max)");
   }
+  if (g.draft.max_tokens < 1 || g.draft.max_tokens > 1024)
+    raise(ErrorCode::kInvalidArgument, "engine: draft_max must be in [1, 1024], got " + std::to_string(g.draft.max_tokens));
   return g;
 }
 
@@ -183,6 +197,8 @@ ids), ignore_eos.)")
                                d["padded_rows"] = s.padded_rows;
                                d["decode_rows"] = s.decode_rows;
                                d["prompt_rows"] = s.prompt_rows;
+                               d["draft_tokens"] = s.draft_tokens;
+                               d["draft_accepted"] = s.draft_accepted;
                                d["step_ms"] = s.step_ms;
                                return d;
                              })

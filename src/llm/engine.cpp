@@ -9,7 +9,9 @@
 #include <optional>
 #include <unordered_map>
 
+#include "llm/draft_policy.h"
 #include "llm/logits_check.h"
+#include "llm/ngram_draft.h"
 
 namespace hfs {
 namespace {
@@ -34,6 +36,12 @@ struct Engine::Impl {
     int64_t served = -1;             // the last step that gave it rows: who waited longest goes first
     int64_t logits_step = -1;        // the step whose part `logits_part` holds its logits
     size_t logits_part = 0;
+    // Speculative decoding (config.draft): prompt lookup over its committed tokens, the draft-count policy,
+    // and this step's verification rows (the pending token + drafts; drafts == 0: a plain row).
+    std::optional<NgramDraft> ngram;
+    std::optional<DraftPolicy> policy;
+    std::vector<int32_t> rows;
+    size_t drafts = 0;
 
     int64_t left() const { return static_cast<int64_t>(pending.size() - fed); }
     bool generating() const { return !info.finished && config.max_new_tokens > 0; }
@@ -54,6 +62,7 @@ struct Engine::Impl {
   std::vector<SequenceTokens> parts;
   std::vector<Seq*> part_seq;
   std::vector<StepEvent> events;
+  std::vector<int32_t> verified;  // one sequence's verified tokens (verify_drafts)
 
   Status check_tokens(std::span<const int32_t> tokens, const char* what) const {
     const int64_t V = io->info().vocab_size;
@@ -93,6 +102,14 @@ struct Engine::Impl {
     s.started = Clock::now();
     s.order = arrivals++;
     s.logits_step = -1;
+    s.ngram.reset();
+    s.policy.reset();
+    if (config.draft.kind == DraftKind::kNgram && config.max_new_tokens > 0 && rows_max >= 2) {
+      s.ngram.emplace(io->info().context_length);
+      for (int32_t t : s.history) s.ngram->push(t);
+      s.policy.emplace(config.draft.max_tokens);
+      s.rows.reserve(static_cast<size_t>(rows_max));
+    }
   }
 
   Seq& make_seq(int32_t index) {
@@ -162,26 +179,75 @@ struct Engine::Impl {
     int64_t rows = 0;
     for (Seq* s : order)
       if (s->left() == 1 && rows < rows_max && take(s, 1)) ++rows;
+    // Drafts next (they are running sequences' tokens too), then prompt tokens in the rows left.
+    bool any_drafts = false;
+    for (size_t i = 0; i < parts.size() && rows < rows_max; ++i) {
+      const int64_t d = add_drafts(*part_seq[i], rows_max - rows, &blocks);
+      if (d == 0) continue;
+      parts[i].tokens = part_seq[i]->rows;
+      rows += d;
+      any_drafts = true;
+    }
     for (Seq* s : order)
       if (s->left() > 1 && rows < rows_max) {
         const int64_t n = std::min(s->left(), rows_max - rows);
         if (take(s, n)) rows += n;
       }
     prefill_turn = any_prompt;
-    return StepLogits::kKeep;
+    return any_drafts ? StepLogits::kAllRows : StepLogits::kKeep;
   }
 
-  // After a successful step: advance every part's sequence; sample where its input is used up.
-  void after_step(StepLogits kept) {
+  // Up to `room` drafts after a running sequence's pending token (0: none, a plain row), within its context,
+  // its token budget and the pool; its part's rows then are s.rows.
+  int64_t add_drafts(Seq& s, int64_t room, int64_t* blocks) {
+    s.drafts = 0;
+    if (!s.ngram || s.left() != 1) return 0;
+    const int64_t len = io->sequence_length(s.index);
+    const int64_t budget = s.config.max_new_tokens - static_cast<int64_t>(s.info.generated.size());
+    const int64_t k = std::min<int64_t>({s.policy->want(), room, io->info().context_length - len - 1, budget - 1});
+    if (k < 1) return 0;
+    const int32_t last = s.pending[s.fed];
+    s.rows.assign(static_cast<size_t>(1 + k), 0);
+    s.rows[0] = last;
+    s.ngram->push(last);  // context for the lookup; committed only by the step
+    size_t d = s.ngram->propose(static_cast<size_t>(k), s.rows.data() + 1);
+    s.ngram->pop();
+    // The pool must hold the extra rows too.
+    while (d > 0) {
+      const int64_t extra = io->blocks_needed(s.index, 1 + static_cast<int64_t>(d)) - io->blocks_needed(s.index, 1);
+      if (*blocks + extra <= io->free_blocks()) {
+        *blocks += extra;
+        break;
+      }
+      --d;
+    }
+    s.rows.resize(1 + d);
+    s.drafts = d;
+    return static_cast<int64_t>(d);
+  }
+
+  // After a successful step: advance every part's sequence; sample where its input is used up, or verify
+  // its drafts.
+  void after_step(StepLogits kept, double step_ms) {
     const Clock::time_point now = Clock::now();
+    int64_t row = 0;  // the part's first row in the step
     for (size_t i = 0; i < parts.size(); ++i) {
       Seq& s = *part_seq[i];
       const size_t n = parts[i].tokens.size();
       s.served = steps_run;
+      const int64_t first_row = row;
+      row += static_cast<int64_t>(n);
+      if (s.drafts > 0) {
+        verify_drafts(s, first_row, step_ms, now);
+        continue;
+      }
       s.history.insert(s.history.end(), parts[i].tokens.begin(), parts[i].tokens.end());
+      if (s.ngram)
+        for (int32_t t : parts[i].tokens) s.ngram->push(t);
+      if (s.policy && n == 1 && !s.info.generated.empty()) s.policy->on_decode(step_ms);
       s.fed += n;
       if (s.left() > 0) continue;
-      s.logits_step = kept == StepLogits::kKeep ? steps_run : -1;
+      s.logits_step = kept != StepLogits::kSkip ? steps_run : -1;
       s.logits_part = i;
       if (!s.generating()) {
         if (s.config.max_new_tokens == 0) s.pending.clear(), s.fed = 0;
@@ -189,6 +255,57 @@ struct Engine::Impl {
       }
       sample(s, io->step_logits(i), now);
     }
+  }
+
+  // The sequence's rows were its pending token and s.drafts drafts: each row's logits check the draft after
+  // it (Sampler::verify); the accepted drafts and one more token (the replacement for the first rejected
+  // draft, or a bonus token from the last row) are generated; the rows after them are forgotten
+  // (truncate_sequence), so the caches hold what a step without drafts would have left.
+  void verify_drafts(Seq& s, int64_t first_row, double step_ms, Clock::time_point now) {
+    const size_t V = static_cast<size_t>(io->info().vocab_size);
+    const std::span<const float> all = io->last_step_logits();
+    const int64_t base = io->sequence_length(s.index) - static_cast<int64_t>(s.rows.size());
+    if (all.size() < (static_cast<size_t>(first_row) + s.rows.size()) * V)
+      s.info.error = "position " + std::to_string(base) + ": the step returned no logits for its draft rows";
+    s.history.push_back(s.rows[0]);
+    verified.clear();
+    size_t accepted = 0;
+    for (size_t i = 0; i <= s.drafts && s.info.error.empty(); ++i) {
+      const std::span<const float> logits = all.subspan((static_cast<size_t>(first_row) + i) * V, V);
+      if (std::string why = unusable_logits(logits); !why.empty()) {
+        s.info.error = "position " + std::to_string(base + static_cast<int64_t>(i)) + ": " + why;
+        break;
+      }
+      if (i == s.drafts) {
+        verified.push_back(s.sampler->sample(logits, s.history));
+        break;
+      }
+      const Sampler::Verdict v = s.sampler->verify(logits, s.history, s.rows[i + 1]);
+      verified.push_back(v.token);
+      if (!v.accepted || is_stop(s, v.token)) break;
+      ++accepted;
+      s.history.push_back(v.token);
+    }
+    const int64_t budget = s.config.max_new_tokens - static_cast<int64_t>(s.info.generated.size());
+    if (static_cast<int64_t>(verified.size()) > budget) verified.resize(static_cast<size_t>(budget));
+    // Committed: the pending token and every verified token but the last (which becomes pending).
+    const int64_t committed = std::max<int64_t>(1, static_cast<int64_t>(verified.size()));
+    (void)io->truncate_sequence(s.index, base + committed);  // within the sequence's length: cannot fail
+    s.history.resize(static_cast<size_t>(base + committed));
+    s.ngram->push(s.rows[0]);
+    for (size_t i = 0; i + 1 < verified.size(); ++i) s.ngram->push(verified[i]);
+    s.policy->on_verify(static_cast<int32_t>(s.drafts), static_cast<int32_t>(accepted), step_ms);
+    s.fed = s.pending.size();
+    s.logits_step = -1;
+    s.drafts = 0;
+    if (!s.info.error.empty()) {
+      finish(s, SequenceStop::kError);
+      events.push_back({s.id, -1, true});
+      return;
+    }
+    stats.draft_tokens += static_cast<int64_t>(s.rows.size()) - 1;
+    stats.draft_accepted += static_cast<int64_t>(accepted);
+    for (size_t i = 0; i < verified.size() && !s.info.finished; ++i) emit(s, verified[i], now, i + 1 == verified.size());
   }
 
   void sample(Seq& s, std::span<const float> logits, Clock::time_point now) {
@@ -199,7 +316,12 @@ struct Engine::Impl {
       events.push_back({s.id, -1, true});
       return;
     }
-    const int32_t tok = s.sampler->sample(logits, s.history);
+    emit(s, s.sampler->sample(logits, s.history), now, true);
+  }
+
+  // A generated token: recorded, announced, and either the sequence's next input or its last token.
+  // `last`: no token follows it in this step (tokens before it are already in the caches).
+  void emit(Seq& s, int32_t tok, Clock::time_point now, bool last) {
     if (s.info.generated.empty()) s.info.ttft_ms = ms_between(s.started, now);
     else s.info.max_gap_ms = std::max(s.info.max_gap_ms, ms_between(s.last_token, now));
     s.last_token = now;
@@ -207,7 +329,7 @@ struct Engine::Impl {
     StepEvent ev{s.id, tok, false};
     if (is_stop(s, tok)) finish(s, SequenceStop::kStopToken);
     else if (static_cast<int32_t>(s.info.generated.size()) >= s.config.max_new_tokens) finish(s, SequenceStop::kMaxTokens);
-    else if (io->sequence_length(s.index) + 1 > io->info().context_length) finish(s, SequenceStop::kContextFull);
+    else if (last && io->sequence_length(s.index) + 1 > io->info().context_length) finish(s, SequenceStop::kContextFull);
     else s.pending.assign(1, tok), s.fed = 0;
     ev.finished = s.info.finished;
     events.push_back(ev);
@@ -250,7 +372,8 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<IOManager> io, co
   impl->order.reserve(n);
   impl->parts.reserve(n);
   impl->part_seq.reserve(n);
-  impl->events.reserve(n);
+  impl->events.reserve(n + static_cast<size_t>(impl->rows_max));
+  impl->verified.reserve(static_cast<size_t>(impl->rows_max));
   impl->io = std::move(io);
   impl->options = options;
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
@@ -327,14 +450,15 @@ Result<std::span<const StepEvent>> Engine::step() {
   for (size_t i = 0; i < m.parts.size(); ++i) {
     const int64_t n = static_cast<int64_t>(m.parts[i].tokens.size());
     rows += n;
-    const bool decode = n == 1 && !m.part_seq[i]->info.generated.empty();  // feeds back a generated token
+    // Feeds back a generated token (with its drafts, when it has some).
+    const bool decode = (n == 1 || m.part_seq[i]->drafts > 0) && !m.part_seq[i]->info.generated.empty();
     (decode ? m.stats.decode_rows : m.stats.prompt_rows) += n;
   }
   m.stats.steps += 1;
   m.stats.rows += rows;
   m.stats.padded_rows += m.io->last_step_tokens() - rows;
   m.stats.step_ms += ms;
-  m.after_step(kept);
+  m.after_step(kept, ms);
   ++m.steps_run;
   return std::span<const StepEvent>(m.events);
 }

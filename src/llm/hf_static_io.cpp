@@ -166,8 +166,7 @@ class HfStaticIO final : public IOManager {
                                                          std::to_string(length) + "): " +
                                                          (pool_.active(seq) ? "the sequence holds " + std::to_string(pool_.length(seq)) + " positions"
                                                                             : std::string("not an active sequence")));
-    pool_.truncate(seq, length);
-    forget_last();
+    pool_.truncate(seq, length);  // the last step's logits stay readable: the other parts' verification reads them
     return Ok{};
   }
   int64_t blocks_needed(int32_t seq, int64_t n) const override { return pool_.active(seq) ? pool_.blocks_needed(seq, n) : 0; }

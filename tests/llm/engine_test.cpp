@@ -379,6 +379,46 @@ TEST(Engine, DiscardedRowsNeverOverwriteWhatLaterRowsNeed) {
   }
 }
 
+// Sequences with prompt-lookup drafts, sharing steps with each other and with a sequence without drafts,
+// generate greedy's tokens exactly — each as the Runner generates it alone — to the end of the context.
+TEST(Engine, SequencesWithDraftsGenerateWhatTheyGenerateAlone) {
+  for (const std::string arch : {"llama", "mistral"}) {
+    TinyModel m{arch, 4, 96};
+    m.sliding_window = arch == "mistral" ? 8 : 0;
+    m.sequences = 3;
+    m.step_sizes = std::vector<int64_t>{2, 4, 8, 16};
+    const std::string prog = test::tiny_program(m), solo = test::tiny_program(solo_of(m));
+    auto e = Engine::load(prog);
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<SequenceId> ids;
+    for (int i = 0; i < 3; ++i) {
+      auto half = test::random_tokens(6 + 3 * i, 512, 40 + i);
+      std::vector<int32_t> p = half;
+      p.insert(p.end(), half.begin(), half.end());  // repeats: prompt lookup proposes from the first step
+      GenerationConfig g = greedy(i == 0 ? 200 : 40);  // the first runs into the end of the context
+      if (i < 2) g.draft.kind = DraftKind::kNgram, g.draft.max_tokens = 6;
+      auto id = (*e)->add(p, g);
+      ASSERT_TRUE(id.ok());
+      ids.push_back(*id);
+      prompts.push_back(p);
+    }
+    while (!(*e)->idle()) ASSERT_TRUE((*e)->step().ok());
+    EXPECT_GT((*e)->stats().draft_tokens, 0) << arch;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto info = (*e)->sequence(ids[i]);
+      ASSERT_TRUE(info.ok());
+      auto r = Runner::load(solo);
+      ASSERT_TRUE(r.ok());
+      auto want = (*r)->generate(prompts[i], greedy(i == 0 ? 200 : 40));
+      ASSERT_TRUE(want.ok());
+      EXPECT_EQ(info->generated, want->tokens) << arch << " sequence " << i;
+      if (i == 0) EXPECT_EQ(info->stop, SequenceStop::kContextFull) << arch;
+      EXPECT_EQ(info->length, (*r)->position()) << arch << " sequence " << i;
+    }
+  }
+}
+
 TEST(Engine, BadInputIsRejectedAndNothingChanges) {
   TinyModel m{"llama", 4, 24};
   m.sequences = 2;

@@ -107,3 +107,22 @@ def test_greedy_with_ngram_drafts_equals_greedy(tmp_path, arch):
     with pytest.raises(hfstatic.Error) as err:
         spec.generate(prompt, max_new_tokens=4, draft="medusa")
     assert "draft" in str(err.value)
+
+
+def test_engine_sequences_with_drafts_generate_what_runner_generates(tmp_path):
+    ckpt = make_checkpoint(tmp_path, "qwen2")
+    multi = hfstatic.export(ckpt, tmp_path / "m.hfs", context=128, sequences=2)
+    e = hfstatic.Engine(multi)
+    rng = np.random.default_rng(5)
+    half = [int(t) for t in rng.integers(3, 500, size=10)]
+    a = e.add(half + half, max_new_tokens=60, ignore_eos=True, draft="ngram", draft_max=6)
+    b = e.add(half[:5], max_new_tokens=30, ignore_eos=True)
+    while not e.idle:
+        e.step()
+    assert e.stats["draft_tokens"] > 0
+    for seq, prompt, n in [(a, half + half, 60), (b, half[:5], 30)]:
+        want = hfstatic.Runner(multi).generate(prompt, max_new_tokens=n, ignore_eos=True)
+        assert e.sequence(seq)["generated"] == want
+    with pytest.raises(hfstatic.Error) as err:
+        e.add([5], draft="lookahead")
+    assert "draft" in str(err.value)
