@@ -48,12 +48,19 @@ Result<Run> run_once(Engine& e, int count, const SequencesBench& b, uint64_t see
     for (const StepEvent& x : ev) started += e.sequence(x.sequence)->generated.size() == 1 ? 1 : 0;
   }
   r.prefill_s = seconds_since(t0);
+  // Decode: from the step after every sequence has its first token until the first one finishes, so every
+  // step measured carries all B sequences (the ones that started first would otherwise finish first and
+  // leave the last steps with fewer rows).
   t0 = Clock::now();
+  bool all_running = true;
   while (!e.idle()) {
     HFS_ASSIGN_OR_RETURN(auto ev, e.step());
+    if (!all_running) continue;
     r.decode_tokens += static_cast<int64_t>(ev.size());
+    for (const StepEvent& x : ev) all_running = all_running && !x.finished;
+    if (!all_running) r.decode_s = seconds_since(t0);
   }
-  r.decode_s = seconds_since(t0);
+  if (all_running) r.decode_s = seconds_since(t0);
   r.steps = e.stats().steps - before.steps;
   r.rows = e.stats().rows - before.rows;
   r.pad_rows = e.stats().padded_rows - before.padded_rows;

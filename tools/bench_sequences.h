@@ -19,7 +19,8 @@ struct SequencesBench {
 };
 
 // Prints a table (or one JSON object): per B, prefill tok/s over all prompts, aggregate decode tok/s (all
-// sequences' tokens after every prompt was fed ÷ the time), per-sequence decode tok/s, the aggregate's
+// sequences' tokens from when every one has its first token until the first one finishes ÷ that time),
+// per-sequence decode tok/s, the aggregate's
 // ratio to B = the first count, rows per step, pad rows, and the packing policy's latency: the worst time to
 // first token and the worst wait between two tokens of one sequence. Exit status as the other commands.
 int bench_sequences(std::shared_ptr<const Program> program, const BackendOptions& backends, const SequencesBench& b);
