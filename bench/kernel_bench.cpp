@@ -533,7 +533,7 @@ void layer() {
 // 1 while R grows; R separate passes would make it R.
 // Each call is timed alone and a copy's best call is kept (the mean over the copies is printed): on a shared
 // machine a call another process interrupted then does not count, while every call still reads its copy
-// from memory. `kernel_bench rows T` runs T threads.
+// from memory. The R values take turns within each repetition. `kernel_bench rows T` runs T threads.
 void rows(int threads) {
   ThreadPool pool(threads);
   std::printf("isa %s  threads %d  triad %.1f GB/s\n", std::string(isa_name(active_isa())).c_str(), threads,
@@ -563,20 +563,26 @@ void rows(int threads) {
     for (size_t c = 0; c < copies; ++c)
       packed.push_back(std::move(pack_weight(f, sources[c % sources.size()].data(), n, k, sc.data()).value()));
     LinearScratch scratch(packed[0].k_padded, 16);
-    double base = 0;
-    std::printf("  %-5s N=%lld K=%lld:", std::string(dtype_name(f)).c_str(), static_cast<long long>(n), static_cast<long long>(k));
-    for (int64_t r : {1, 2, 4, 8, 16}) {
-      std::vector<double> best(packed.size(), 1e30);
-      for (int rep = 0; rep < 10; ++rep)
+    // The R values take turns within each repetition, so that what the machine is doing meanwhile weighs on
+    // every R alike.
+    constexpr int64_t kRows[] = {1, 2, 4, 8, 16};
+    constexpr size_t kR = std::size(kRows);
+    std::vector<double> best(kR * packed.size(), 1e30);
+    for (int rep = 0; rep < 10; ++rep)
+      for (size_t ri = 0; ri < kR; ++ri)
         for (size_t c = 0; c < packed.size(); ++c) {
           const auto t0 = Clock::now();
-          linear(packed[c], x.data(), r, nullptr, y.data(), scratch, &pool);
-          best[c] = std::min(best[c], std::chrono::duration<double>(Clock::now() - t0).count());
+          linear(packed[c], x.data(), kRows[ri], nullptr, y.data(), scratch, &pool);
+          double& b = best[ri * packed.size() + c];
+          b = std::min(b, std::chrono::duration<double>(Clock::now() - t0).count());
         }
+    std::printf("  %-5s N=%lld K=%lld:", std::string(dtype_name(f)).c_str(), static_cast<long long>(n), static_cast<long long>(k));
+    double base = 0;
+    for (size_t ri = 0; ri < kR; ++ri) {
       double s = 0;
-      for (double b : best) s += b / static_cast<double>(packed.size());
-      if (r == 1) base = s;
-      std::printf("  R=%-2lld %7.1f us (%4.2fx)", static_cast<long long>(r), s * 1e6, s / base);
+      for (size_t c = 0; c < packed.size(); ++c) s += best[ri * packed.size() + c] / static_cast<double>(packed.size());
+      if (ri == 0) base = s;
+      std::printf("  R=%-2lld %7.1f us (%4.2fx)", static_cast<long long>(kRows[ri]), s * 1e6, s / base);
     }
     std::printf("\n");
   }
