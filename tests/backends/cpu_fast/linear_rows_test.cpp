@@ -1,0 +1,94 @@
+// A few activation rows through one weight pass: 2..16 rows, as a multi-sequence engine packs the decode
+// rows of several sequences (or draft tokens) into one step. Float weights take the row-wise kernels of
+// linear_float_driver.h up to kFloatRowsMax rows, integer weights the tile loops of their prefill kernels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/cpu_fast/cpu_features.h"
+#include "backends/cpu_fast/linear.h"
+#include "backends/cpu_fast/thread_pool.h"
+#include "isa_fixture.h"
+#include "linear_reference.h"
+
+namespace hfs::cpu_fast {
+namespace {
+
+constexpr DType kFormats[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kI8, DType::kQ8_0, DType::kQ4_0};
+
+bool is_float(DType f) { return f == DType::kF32 || f == DType::kF16 || f == DType::kBF16; }
+
+class CpuFastLinearRows : public IsaTest {};
+
+// Every format × R × bias or none × 1 and 2 threads, against the double-precision loop. N = 37 ends on a
+// weight group of 1 after groups of 4 (integer: a 16-row tile that is mostly padding); float K = 203 has
+// whole 4-vector steps, leftover whole vectors on AVX2 and a 3- or 11-element tail, K = 1000 f16/bf16 rows
+// are shorter than the prefetch distance (the prefetch moves on to the next group's rows) and K = 9 has no
+// whole step; integer K = 160 is 5 blocks, padded to 192 (i8 also takes K = 203, which q8_0/q4_0 cannot).
+TEST_P(CpuFastLinearRows, EveryFormatMatchesDoubleReference) {
+  ThreadPool pools[2] = {ThreadPool(1), ThreadPool(2)};
+  for (DType f : kFormats) {
+    std::vector<std::pair<int64_t, int64_t>> shapes = {{37, 160}, {21, 1024}};
+    if (is_float(f)) shapes = {{37, 203}, {9, 1000}, {6, 9}};
+    if (f == DType::kI8) shapes.emplace_back(37, 203);
+    for (int64_t m : {2, 3, 4, 5, 7, 8, 9, 15, 16})
+      for (auto [n, k] : shapes)
+        for (bool bias : {true, false})
+          for (ThreadPool& pool : pools) check(f, m, n, k, pool, bias);
+  }
+}
+
+// Decode (R = 1) adds a row's products in the same order as the multi-row kernels for integer weights
+// (exact int32 block sums, then one float accumulation per block), on the portable path, and for f32 on
+// AVX-512. f16/bf16 decode on AVX2 and AVX-512, and f32 on AVX2, keep one weight row at a time with four
+// chains (docs/cpu-fast-backend.md): a different rounding.
+bool decode_shares_row_order(DType f) {
+  return !is_float(f) || active_isa() == Isa::kScalar || (f == DType::kF32 && active_isa() >= Isa::kAvx512);
+}
+
+// A row's outputs do not depend on which other rows share its call (batch invariance): for every format,
+// R = 2..16 rows taken at several offsets into 16 rows give, bit for bit, what the 16-row call gives
+// those rows, on 1 and 2 threads (a pool task's range changes where the weight groups start). Decode
+// matches them bit for bit where it shares their order (decode_shares_row_order), and to rounding elsewhere.
+TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
+  constexpr int64_t kRows = 16;
+  ThreadPool pools[2] = {ThreadPool(1), ThreadPool(2)};
+  for (DType f : kFormats) {
+    const int64_t n = 37, k = is_float(f) ? 203 : 160;
+    Weight w = make_weight(f, n, k, 5);
+    auto pw = pack_weight(f, w.bytes.data(), n, k, w.scale.empty() ? nullptr : w.scale.data());
+    ASSERT_TRUE(pw.ok()) << pw.error().to_string();
+    std::mt19937 rng(9);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(kRows * k)), bias(static_cast<size_t>(n));
+    for (auto& v : x) v = d(rng);
+    for (auto& v : bias) v = d(rng);
+    LinearScratch scratch(pw->k_padded, kRows);
+    std::vector<float> all(static_cast<size_t>(kRows * n));
+    linear(*pw, x.data(), kRows, bias.data(), all.data(), scratch, &pools[0]);
+    for (ThreadPool& pool : pools)
+      for (int64_t r = 1; r <= kRows; ++r)
+        for (int64_t off : {int64_t{0}, (kRows - r) / 2, kRows - r}) {
+          SCOPED_TRACE(std::string(dtype_name(f)) + " R=" + std::to_string(r) + " rows from " + std::to_string(off) +
+                       " threads=" + std::to_string(pool.size()) + " isa=" + std::string(isa_name(active_isa())));
+          std::vector<float> y(static_cast<size_t>(r * n), -7.0f);
+          linear(*pw, x.data() + off * k, r, bias.data(), y.data(), scratch, &pool);
+          const float* want = all.data() + off * n;
+          if (r > 1 || decode_shares_row_order(f)) {
+            ASSERT_EQ(0, std::memcmp(y.data(), want, y.size() * sizeof(float)));
+            continue;
+          }
+          for (int64_t j = 0; j < n; ++j) ASSERT_NEAR(y[static_cast<size_t>(j)], want[j], 1e-4f * (1 + std::fabs(want[j])));
+        }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, CpuFastLinearRows, all_isas(), isa_test_name);
+
+}  // namespace
+}  // namespace hfs::cpu_fast
