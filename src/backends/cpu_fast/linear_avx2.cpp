@@ -40,9 +40,6 @@ struct Avx2 {
   // 8 accumulators, two panel vectors and four broadcasts per k. (BLAS libraries' 6×16 micro-kernel needs
   // all 16 registers; GCC then spilled accumulators, and 5 or 6 rows ran at half the speed of 4.)
   static constexpr int64_t kPanelCols = 16, kPanelK = 256, kPanelRows = 4;
-  // Decode: one weight row with four chains (4 rows with one chain each took 1.0-1.3x the time).
-  template <class Fmt>
-  static constexpr int kDecodeRows = 1;
   // 2..16 rows: 2 activation rows × 4 weight rows, 8 accumulators; 3 × 3 and 4 × 2 were slower (4 × 2:
   // 1.5x at R = 16), 2 × 5 the same.
   static constexpr int kRowsMR = 2, kRowsNB = 4;

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 #include <utility>
 
 #include "backends/cpu_fast/isa_target.h"
@@ -57,10 +56,6 @@ struct Avx512 {
   // the FMA peak.
   static constexpr int64_t kPanelCols = 32, kPanelK = 256, kPanelRows = 8;
   static constexpr bool kPlainFullStores = false;
-  // Decode: f32 takes 4 weight rows at once with one chain each (DRAM-resident weights, 2 threads: 0.65-0.8x
-  // the time of one row with four chains), f16/bf16 one row with four chains (4 rows: 1.05-1.25x the time).
-  template <class Fmt>
-  static constexpr int kDecodeRows = std::is_same_v<Fmt, F32> ? 4 : 1;
   // 2..16 rows: 6 activation rows × 4 weight rows, 24 accumulators; 2 × 4 and 3 × 3 took 1.4-2x the time of
   // 6 × 4 at R = 16, and a fifth weight row or blocking K (weights kept in L1) gained nothing.
   static constexpr int kRowsMR = 6, kRowsNB = 4;

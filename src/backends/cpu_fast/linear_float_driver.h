@@ -7,22 +7,21 @@
 // It includes nothing itself: what it uses (<immintrin.h>, <algorithm>, <utility>, linear_kernels.h) the
 // file includes before the target switch, so that no shared inline code is compiled for the ISA.
 // What differs genuinely per ISA stays in the traits: how a weight vector is loaded and widened, the
-// panel transpose, the row-wise kernels' prefetch policy, tail and tile sizes, the panel sizes the
-// register file allows, and whether full vectors take plain stores. The traits struct provides:
+// panel transpose, the GEMV's prefetch policy and tail, the row-wise tile and panel sizes the register
+// file allows, and whether full vectors take plain stores. The traits struct provides:
 //
 //   V, Mask                       a float vector; a lane mask for partial vectors
 //   kLanes                        floats per V
-//   kDecodeRows<Fmt>              decode (1 row): weight rows per tile, 1 (four chains each) or 4 (one each)
-//   kRowsMR, kRowsNB              2..kFloatRowsMax rows: activation rows × weight rows per tile (one chain)
+//   kRowsMR, kRowsNB              2..kFloatRowsMax rows: activation rows × weight rows per row-wise tile
 //   kPanelCols, kPanelK, kPanelRows   prefill panel: outputs (2·kLanes) × K, activation rows per pass
 //   kPlainFullStores              full vectors of a panel row take plain stores, not masked ones
 //   zero(), load(p), load_aligned(p), bcast(p), fma(a, b, c), add(a, b), store(p, v)
 //   mask(n), full(mask), load_mask(p, mask), store_mask(p, mask, v)   lanes [0, n) (all for n ≥ kLanes)
 //   wload(Fmt{}, base, i)         kLanes weights of format Fmt at element i, as floats
-//   gemv_prefetch<Fmt>()          whether the row-wise kernels prefetch the weight stream
+//   gemv_prefetch<Fmt>()          whether the GEMV and the row-wise tiles prefetch the weight stream
 //   gemv_tail(k)                  what the sums below need for the last k % kLanes elements (once per call)
-//   gemv_sum<Fmt>(a0, a1, a2, a3, x, wr, j, k, tail)   an output's sum from four chains + elements [j, k)
-//   chain_sum<Fmt>(a, x, wr, j, k, tail)               the same from one chain
+//   gemv_sum<Fmt>(a0, a1, a2, a3, x, wr, j, k, tail)   a GEMV row's sum: the accumulators + elements [j, k)
+//   chain_sum<Fmt>(a, x, wr, j, k, tail)               a row-wise tile's output: one accumulator + [j, k)
 //   pack_panel<Fmt>(w, n, n_end, k0, kc, p)      p[kk][kPanelCols] = W[n + c][k0 + kk], 0 past n_end
 #pragma once
 
@@ -48,6 +47,36 @@ constexpr int64_t elem_size(BF16) { return 2; }
 template <class Isa>
 using TailOf = decltype(Isa::gemv_tail(int64_t{0}));
 
+// Decode (one activation row): weight rows one after another with four accumulators, so the read is a
+// single sequential stream the prefetchers follow. Interleaving 4 rows (the prefill tile) splits it into 4
+// short strided streams, which the hardware prefetcher follows far worse (AVX-512 f16: 17 vs 28 GB/s per
+// core; AVX2, two interleaved rows: 0.6-0.7x). Four independent FMA chains instead of two let the core run
+// further ahead of the loads (AVX-512, DRAM-resident weights: f16/bf16 read 17-20 GB/s on 2 threads with
+// four, 15-18 with two, and 9.5-10.5 against 8-9 on one; f32 reads the same either way).
+template <class Isa, class Fmt>
+void float_gemv(const PackedWeight& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
+  using V = typename Isa::V;
+  constexpr int64_t L = Isa::kLanes;
+  const int64_t k = w.k, es = elem_size(Fmt{});
+  const char* base = static_cast<const char*>(w.raw);
+  const auto tail = Isa::gemv_tail(k);
+  for (int64_t n = n0; n < n1; ++n) {
+    const char* wr = base + n * k * es;
+    V a0 = Isa::zero(), a1 = Isa::zero(), a2 = Isa::zero(), a3 = Isa::zero();
+    int64_t j = 0;
+    for (; j + 4 * L <= k; j += 4 * L) {
+      if constexpr (Isa::template gemv_prefetch<Fmt>())
+        for (int64_t off = 0; off < 4 * L * es; off += 64) _mm_prefetch(wr + j * es + kPrefetchAhead + off, _MM_HINT_T0);
+      a0 = Isa::fma(Isa::load(x + j), Isa::wload(Fmt{}, wr, j), a0);
+      a1 = Isa::fma(Isa::load(x + j + L), Isa::wload(Fmt{}, wr, j + L), a1);
+      a2 = Isa::fma(Isa::load(x + j + 2 * L), Isa::wload(Fmt{}, wr, j + 2 * L), a2);
+      a3 = Isa::fma(Isa::load(x + j + 3 * L), Isa::wload(Fmt{}, wr, j + 3 * L), a3);
+    }
+    for (; j + L <= k; j += L) a0 = Isa::fma(Isa::load(x + j), Isa::wload(Fmt{}, wr, j), a0);
+    y[n] = Isa::template gemv_sum<Fmt>(a0, a1, a2, a3, x, wr, j, k, tail) + (bias ? bias[n] : 0.0f);
+  }
+}
+
 // What a row-wise tile reads and writes (float_rows).
 template <class Isa>
 struct RowsArgs {
@@ -60,54 +89,46 @@ struct RowsArgs {
   TailOf<Isa> tail;
 };
 
-// Row-wise kernels (decode and small R, up to kFloatRowsMax activation rows): MR activation rows × NB
-// weight rows at once, K along the lanes. Each weight vector is loaded (and an f16/bf16 one widened) once
-// for the MR rows, each activation vector once for the NB weight rows, so one pass over the weights
-// serves every row. Each output has CH accumulators: CH = 4 takes vector u of each 4-vector step into
-// chain u, what is left after the last whole step into chain 0, and finishes with gemv_sum; CH = 1 takes
-// every vector in order into one and finishes with chain_sum (K tail, lane sum). Then + bias. The
-// operations on one output are the same whatever MR and NB are, so among calls with the same CH a row's
-// result does not depend on the other rows of the call.
-// Decode (MR = 1) of f16/bf16 weights (and every format on AVX2) takes one weight row at a time with four
-// chains: a single sequential stream the prefetchers follow (4 rows at once took 1.05-1.25x the time), and
-// four chains rather than two let the core run further ahead of the loads (AVX-512, DRAM-resident weights:
-// f16/bf16 read 17-20 GB/s on 2 threads with four, 15-18 with two). Two or more activation rows need one
-// chain per output: four would take 4·MR·NB registers, and the largest tile that fits (2 × 3) took 2-2.5x
-// the time of 6 × 4 with one chain at R = 8 and 16.
-// With `prefetch` (the first row group over a weight group: the one that reads the weights from memory)
-// each weight row is prefetched kPrefetchAhead bytes ahead; a row running past its end prefetches the next
-// group's row instead (rows are contiguous, so address + (NB - 1) rows).
-template <class Isa, class Fmt, int MR, int NB, int CH>
+// 2..kFloatRowsMax activation rows (several sequences' decode rows in one step, or draft tokens): MR
+// activation rows × NB weight rows at once, K along the lanes as in float_gemv. Each weight vector is
+// loaded (and an f16/bf16 one widened) once for the MR rows, each activation vector once for the NB weight
+// rows, so one pass over the weights serves every row. Each output has one accumulator, over its K vectors
+// in order, then the K tail and the lane sum (Isa::chain_sum) and + bias: the same operations whatever MR
+// and NB are, so a row's result does not depend on the other rows of the call. float_gemv's four chains
+// per output would take 4·MR·NB registers: the largest such tile that fits (2 × 3) took 2-2.5x the time of
+// 6 × 4 with one chain at R = 8 and 16. (Decode through the tile, 1 × 4 with one chain each, was up to 25 %
+// slower than float_gemv for f16/bf16 and 5-10 % for f32 at K = 576-896, so decode keeps float_gemv.)
+// The first row group over a weight group reads the weights from memory and prefetches each row
+// kPrefetchAhead bytes ahead; a row running past its end prefetches the next group's row instead (rows are
+// contiguous, so address + (NB - 1) rows). The other row groups find the weights in L1/L2.
+template <class Isa, class Fmt, int MR, int NB>
 inline void rows_tile(const RowsArgs<Isa>& a, bool prefetch) {
-  static_assert(CH == 1 || CH == 4);
   using V = typename Isa::V;
   constexpr int64_t L = Isa::kLanes, es = elem_size(Fmt{});
   const char* wr = a.wr;
   const int64_t row_bytes = a.row_bytes, k = a.k;
   const float* x = a.x;
-  V acc[MR][NB][CH];
+  V acc[MR][NB];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 8
-    for (int r = 0; r < NB; ++r)
-#pragma GCC unroll 4
-      for (int c = 0; c < CH; ++c) acc[i][r][c] = Isa::zero();
+    for (int r = 0; r < NB; ++r) acc[i][r] = Isa::zero();
   // Inlined by force: GCC otherwise calls the step out of line and keeps the accumulators in memory.
-  auto step = [&](int64_t j, int c) __attribute__((always_inline)) {
+  auto step = [&](int64_t j) __attribute__((always_inline)) {
     V wv[NB];
 #pragma GCC unroll 8
     for (int r = 0; r < NB; ++r) {
       wv[r] = Isa::wload(Fmt{}, wr + r * row_bytes, j);
       // In a register: GCC would fold an f32 weight into each row's FMA as a memory operand, so MR loads
       // of one line, all waiting on the same miss and holding load-queue entries other lines need (f32
-      // R = 2 then took 1.6x the time of R = 1, 1.1x with this).
-      if constexpr (MR > 1) asm("" : "+v"(wv[r]));
+      // R = 2 took 1.6x the time of R = 1 that way, 1.1x with this).
+      asm("" : "+v"(wv[r]));
     }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const V xv = Isa::load(x + i * k + j);
 #pragma GCC unroll 8
-      for (int r = 0; r < NB; ++r) acc[i][r][c] = Isa::fma(xv, wv[r], acc[i][r][c]);
+      for (int r = 0; r < NB; ++r) acc[i][r] = Isa::fma(xv, wv[r], acc[i][r]);
     }
   };
   const int64_t skip = (NB - 1) * row_bytes;
@@ -122,41 +143,35 @@ inline void rows_tile(const RowsArgs<Isa>& a, bool prefetch) {
           for (int64_t off = 0; off < 4 * L * es; off += 64)
             _mm_prefetch(wr + r * row_bytes + ahead + past + off, _MM_HINT_T0);
       }
-    step(j, 0);
-    step(j + L, 1 % CH);
-    step(j + 2 * L, 2 % CH);
-    step(j + 3 * L, 3 % CH);
+    step(j);
+    step(j + L);
+    step(j + 2 * L);
+    step(j + 3 * L);
   }
-  for (; j + L <= k; j += L) step(j, 0);
+  for (; j + L <= k; j += L) step(j);
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 8
-    for (int r = 0; r < NB; ++r) {
-      const float* xi = x + i * k;
-      const char* wri = wr + r * row_bytes;
-      float s;
-      if constexpr (CH == 4)
-        s = Isa::template gemv_sum<Fmt>(acc[i][r][0], acc[i][r][1], acc[i][r][2], acc[i][r][3], xi, wri, j, k, a.tail);
-      else
-        s = Isa::template chain_sum<Fmt>(acc[i][r][0], xi, wri, j, k, a.tail);
-      a.y[i * a.ldy + r] = s + (a.bias ? a.bias[r] : 0.0f);
-    }
+    for (int r = 0; r < NB; ++r)
+      a.y[i * a.ldy + r] = Isa::template chain_sum<Fmt>(acc[i][r], x + i * k, wr + r * row_bytes, j, k, a.tail) +
+                           (a.bias ? a.bias[r] : 0.0f);
 }
 
 // rows_tile for mr ≤ MR activation rows × nb ≤ NB weight rows (the tails of a call's rows and of a range).
-template <class Isa, class Fmt, int MR, int NB, int CH>
+template <class Isa, class Fmt, int MR, int NB>
 inline void rows_tile_any(int mr, int nb, const RowsArgs<Isa>& a, bool prefetch) {
   if constexpr (MR > 1)
-    if (mr < MR) return rows_tile_any<Isa, Fmt, MR - 1, NB, CH>(mr, nb, a, prefetch);
+    if (mr < MR) return rows_tile_any<Isa, Fmt, MR - 1, NB>(mr, nb, a, prefetch);
   if constexpr (NB > 1)
-    if (nb < NB) return rows_tile_any<Isa, Fmt, MR, NB - 1, CH>(mr, nb, a, prefetch);
-  rows_tile<Isa, Fmt, MR, NB, CH>(a, prefetch);
+    if (nb < NB) return rows_tile_any<Isa, Fmt, MR, NB - 1>(mr, nb, a, prefetch);
+  rows_tile<Isa, Fmt, MR, NB>(a, prefetch);
 }
 
 // Weight groups of NB rows outermost, every row group of MR activation rows against each: the group's
 // weights are read from memory once per call, by the first row group, and from L1/L2 by the others.
-template <class Isa, class Fmt, int MR, int NB, int CH>
+template <class Isa, class Fmt>
 void float_rows(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0, int64_t n1) {
+  constexpr int MR = Isa::kRowsMR, NB = Isa::kRowsNB;
   const int64_t k = w.k, row_bytes = k * elem_size(Fmt{});
   const char* base = static_cast<const char*>(w.raw);
   const auto tail = Isa::gemv_tail(k);
@@ -166,7 +181,7 @@ void float_rows(const PackedWeight& w, const float* x, int64_t m, const float* b
       const int mr = static_cast<int>(std::min<int64_t>(MR, m - i));
       const RowsArgs<Isa> a{base + n * row_bytes, row_bytes, k,   x + i * k,
                             y + i * w.n + n,      w.n,       bias ? bias + n : nullptr, tail};
-      rows_tile_any<Isa, Fmt, MR, NB, CH>(mr, nb, a, i == 0);
+      rows_tile_any<Isa, Fmt, MR, NB>(mr, nb, a, i == 0);
     }
   }
 }
@@ -256,10 +271,9 @@ void linear_float(const PackedWeight& w, const float* x, int64_t m, const float*
   auto run = [&](auto fmt) {
     using Fmt = decltype(fmt);
     if (m == 1)
-      float_rows<Isa, Fmt, 1, Isa::template kDecodeRows<Fmt>, 4 / Isa::template kDecodeRows<Fmt>>(w, x, m, bias, y,
-                                                                                                 n0, n1);
+      float_gemv<Isa, Fmt>(w, x, bias, y, n0, n1);
     else if (m <= kFloatRowsMax)
-      float_rows<Isa, Fmt, Isa::kRowsMR, Isa::kRowsNB, 1>(w, x, m, bias, y, n0, n1);
+      float_rows<Isa, Fmt>(w, x, m, bias, y, n0, n1);
     else
       float_gemm<Isa, Fmt>(w, x, m, bias, y, n0, n1);
   };

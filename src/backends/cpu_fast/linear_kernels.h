@@ -49,9 +49,9 @@ inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 32) * st
 // at 32; AVX2 0.94 vs 1.15 at 8, 1.97 vs 1.88 at 16 (f32 at 16: 2.17 vs 2.21). 16 is the multi-sequence
 // engine's largest step, so every step it packs takes the row kernels.
 inline constexpr int64_t kFloatRowsMax = 16;
-// Float weights: the output rows a pool task's range is a multiple of — 4 for the row-wise kernels (their
-// weight groups of 1 or 4 rows), and the AVX-512 prefill GEMM's 32-row panel otherwise (a range ending
-// mid-panel would compute a whole panel for a few rows).
+// Float weights: the output rows a pool task's range is a multiple of — 4 for decode's row-wise GEMV and
+// the small-R tiles (weight groups of 4 rows), and the AVX-512 prefill GEMM's 32-row panel otherwise (a
+// range ending mid-panel would compute a whole panel for a few rows).
 inline int64_t float_unit_rows(int64_t m) { return m <= kFloatRowsMax ? 4 : 32; }
 
 // Float prefill GEMMs (AVX-512, AVX2) pack panels of `cols` weight rows × `kpanel` K, the panels in order

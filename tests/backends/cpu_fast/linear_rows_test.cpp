@@ -44,12 +44,9 @@ TEST_P(CpuFastLinearRows, EveryFormatMatchesDoubleReference) {
 }
 
 // Decode (R = 1) adds a row's products in the same order as the multi-row kernels for integer weights
-// (exact int32 block sums, then one float accumulation per block), on the portable path, and for f32 on
-// AVX-512. f16/bf16 decode on AVX2 and AVX-512, and f32 on AVX2, keep one weight row at a time with four
-// chains (docs/cpu-fast-backend.md): a different rounding.
-bool decode_shares_row_order(DType f) {
-  return !is_float(f) || active_isa() == Isa::kScalar || (f == DType::kF32 && active_isa() >= Isa::kAvx512);
-}
+// (exact int32 block sums, then one float accumulation per block) and on the portable path. Float decode
+// on AVX2 and AVX-512 keeps one weight row at a time with four chains (float_gemv): a different rounding.
+bool decode_shares_row_order(DType f) { return !is_float(f) || active_isa() == Isa::kScalar; }
 
 // A row's outputs do not depend on which other rows share its call (batch invariance): for every format,
 // R = 2..16 rows taken at several offsets into 16 rows give, bit for bit, what the 16-row call gives
