@@ -33,6 +33,7 @@ namespace {
 // ---- float weights: linear_float_driver.h over these traits -----------------------------------------
 
 struct Avx2 {
+  static constexpr ::hfs::cpu_fast::Isa kLevel = ::hfs::cpu_fast::Isa::kAvx2;
   using V = __m256;
   using Mask = __m256i;
   static constexpr int64_t kLanes = 8;

@@ -47,6 +47,7 @@ inline void transpose16(__m512 r[16]) {
 }
 
 struct Avx512 {
+  static constexpr ::hfs::cpu_fast::Isa kLevel = ::hfs::cpu_fast::Isa::kAvx512;
   using V = __m512;
   using Mask = __mmask16;
   static constexpr int64_t kLanes = 16;

@@ -10,9 +10,10 @@
 // panel transpose, the GEMV's prefetch policy and tail, the row-wise tile and panel sizes the register
 // file allows, and whether full vectors take plain stores. The traits struct provides:
 //
+//   kLevel                        the dispatch level (cpu_features.h) the traits compile for
 //   V, Mask                       a float vector; a lane mask for partial vectors
 //   kLanes                        floats per V
-//   kRowsMR, kRowsNB              2..kFloatRowsMax rows: activation rows × weight rows per row-wise tile
+//   kRowsMR, kRowsNB              2..float_rows_max rows: activation rows × weight rows per row-wise tile
 //   kPanelCols, kPanelK, kPanelRows   prefill panel: outputs (2·kLanes) × K, activation rows per pass
 //   kPlainFullStores              full vectors of a panel row take plain stores, not masked ones
 //   zero(), load(p), load_aligned(p), bcast(p), fma(a, b, c), add(a, b), store(p, v)
@@ -89,7 +90,7 @@ struct RowsArgs {
   TailOf<Isa> tail;
 };
 
-// 2..kFloatRowsMax activation rows (several sequences' decode rows in one step, or draft tokens): MR
+// 2..float_rows_max activation rows (several sequences' decode rows in one step, or draft tokens): MR
 // activation rows × NB weight rows at once, K along the lanes as in float_gemv. Each weight vector is
 // loaded (and an f16/bf16 one widened) once for the MR rows, each activation vector once for the NB weight
 // rows, so one pass over the weights serves every row. Each output has one accumulator, over its K vectors
@@ -272,7 +273,7 @@ void linear_float(const PackedWeight& w, const float* x, int64_t m, const float*
     using Fmt = decltype(fmt);
     if (m == 1)
       float_gemv<Isa, Fmt>(w, x, bias, y, n0, n1);
-    else if (m <= kFloatRowsMax)
+    else if (m <= float_rows_max(Isa::kLevel, w.format))
       float_rows<Isa, Fmt>(w, x, m, bias, y, n0, n1);
     else
       float_gemm<Isa, Fmt>(w, x, m, bias, y, n0, n1);

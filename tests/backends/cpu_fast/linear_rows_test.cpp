@@ -1,6 +1,7 @@
 // A few activation rows through one weight pass: 2..16 rows, as a multi-sequence engine packs the decode
 // rows of several sequences (or draft tokens) into one step. Float weights take the row-wise kernels of
-// linear_float_driver.h up to kFloatRowsMax rows, integer weights the tile loops of their prefill kernels.
+// linear_float_driver.h up to float_rows_max rows (16; 8 for f16 on AVX2) and the panel GEMM above,
+// integer weights the tile loops of their prefill kernels.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 
 #include "backends/cpu_fast/cpu_features.h"
 #include "backends/cpu_fast/linear.h"
+#include "backends/cpu_fast/linear_kernels.h"
 #include "backends/cpu_fast/thread_pool.h"
 #include "isa_fixture.h"
 #include "linear_reference.h"
@@ -49,11 +51,14 @@ TEST_P(CpuFastLinearRows, EveryFormatMatchesDoubleReference) {
 bool decode_shares_row_order(DType f) { return !is_float(f) || active_isa() == Isa::kScalar; }
 
 // A row's outputs do not depend on which other rows share its call (batch invariance): for every format,
-// R = 2..16 rows taken at several offsets into 16 rows give, bit for bit, what the 16-row call gives
-// those rows, on 1 and 2 threads (a pool task's range changes where the weight groups start). Decode
-// matches them bit for bit where it shares their order (decode_shares_row_order), and to rounding elsewhere.
+// R rows taken at several offsets give, bit for bit, what one call over all the rows of the same kernel
+// gives them: R = 2..float_rows_max against a float_rows_max-row call (the row-wise kernels), and for
+// float weights float_rows_max + 1..24 against a 24-row call (the panel GEMM, which adds each output's
+// products in plain K order whatever the rows). 1 and 2 threads (a pool task's range changes where the
+// weight groups start). Decode matches the row-wise kernels bit for bit where it shares their order
+// (decode_shares_row_order), and to rounding elsewhere.
 TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
-  constexpr int64_t kRows = 16;
+  constexpr int64_t kRows = 24;
   ThreadPool pools[2] = {ThreadPool(1), ThreadPool(2)};
   for (DType f : kFormats) {
     const int64_t n = 37, k = is_float(f) ? 203 : 160;
@@ -66,22 +71,30 @@ TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
     for (auto& v : x) v = d(rng);
     for (auto& v : bias) v = d(rng);
     LinearScratch scratch(pw->k_padded, kRows);
-    std::vector<float> all(static_cast<size_t>(kRows * n));
-    linear(*pw, x.data(), kRows, bias.data(), all.data(), scratch, &pools[0]);
-    for (ThreadPool& pool : pools)
-      for (int64_t r = 1; r <= kRows; ++r)
-        for (int64_t off : {int64_t{0}, (kRows - r) / 2, kRows - r}) {
-          SCOPED_TRACE(std::string(dtype_name(f)) + " R=" + std::to_string(r) + " rows from " + std::to_string(off) +
-                       " threads=" + std::to_string(pool.size()) + " isa=" + std::string(isa_name(active_isa())));
-          std::vector<float> y(static_cast<size_t>(r * n), -7.0f);
-          linear(*pw, x.data() + off * k, r, bias.data(), y.data(), scratch, &pool);
-          const float* want = all.data() + off * n;
-          if (r > 1 || decode_shares_row_order(f)) {
-            ASSERT_EQ(0, std::memcmp(y.data(), want, y.size() * sizeof(float)));
-            continue;
+    // Row counts [lo, hi] and the call over hi rows they are compared with.
+    const int64_t rows_max = is_float(f) ? detail::float_rows_max(active_isa(), f) : 16;
+    std::vector<std::pair<int64_t, int64_t>> groups = {{1, rows_max}};
+    if (is_float(f)) groups.emplace_back(rows_max + 1, kRows);
+    for (auto [lo, hi] : groups) {
+      std::vector<float> all(static_cast<size_t>(hi * n));
+      linear(*pw, x.data(), hi, bias.data(), all.data(), scratch, &pools[0]);
+      for (ThreadPool& pool : pools)
+        for (int64_t r = lo; r <= hi; ++r)
+          for (int64_t off : {int64_t{0}, (hi - r) / 2, hi - r}) {
+            SCOPED_TRACE(std::string(dtype_name(f)) + " R=" + std::to_string(r) + " rows from " + std::to_string(off) +
+                         " of " + std::to_string(hi) + " threads=" + std::to_string(pool.size()) +
+                         " isa=" + std::string(isa_name(active_isa())));
+            std::vector<float> y(static_cast<size_t>(r * n), -7.0f);
+            linear(*pw, x.data() + off * k, r, bias.data(), y.data(), scratch, &pool);
+            const float* want = all.data() + off * n;
+            if (r > 1 || decode_shares_row_order(f)) {
+              ASSERT_EQ(0, std::memcmp(y.data(), want, y.size() * sizeof(float)));
+              continue;
+            }
+            for (int64_t j = 0; j < n; ++j)
+              ASSERT_NEAR(y[static_cast<size_t>(j)], want[j], 1e-4f * (1 + std::fabs(want[j])));
           }
-          for (int64_t j = 0; j < n; ++j) ASSERT_NEAR(y[static_cast<size_t>(j)], want[j], 1e-4f * (1 + std::fabs(want[j])));
-        }
+    }
   }
 }
 
