@@ -96,9 +96,9 @@ struct RowsArgs {
 // rows, so one pass over the weights serves every row. Each output has one accumulator, over its K vectors
 // in order, then the K tail and the lane sum (Isa::chain_sum) and + bias: the same operations whatever MR
 // and NB are, so a row's result does not depend on the other rows of the call. float_gemv's four chains
-// per output would take 4·MR·NB registers: the largest such tile that fits (2 × 3) took 2-2.5x the time of
-// 6 × 4 with one chain at R = 8 and 16. (Decode through the tile, 1 × 4 with one chain each, was up to 25 %
-// slower than float_gemv for f16/bf16 and 5-10 % for f32 at K = 576-896, so decode keeps float_gemv.)
+// per output would take 4·MR·NB registers: the largest such tile that fits (2 × 3) took 1.8x and 2.4x the
+// time of 6 × 4 with one chain at R = 8 and 16 (f16). Decode through the tile (1 × 4, one chain each) was
+// up to 25 % slower than float_gemv for f16/bf16 and 4-12 % for f32 at K = 576-896, so decode keeps it.
 // The first row group over a weight group reads the weights from memory and prefetches each row
 // kPrefetchAhead bytes ahead; a row running past its end prefetches the next group's row instead (rows are
 // contiguous, so address + (NB - 1) rows). The other row groups find the weights in L1/L2.
