@@ -9,7 +9,6 @@
 //   build/kernel_bench attention  # prefill attention only: blocked vs per-row kernel
 //   build/kernel_bench attention-rows  # 8 decode rows of 8 sequences in a pool of 8×512 vs
 //                                 # 8×4096 slots, each row over its own slots vs the union; mask scan costs
-//   build/kernel_bench rows       # one weight pass against R = 1..16 activation rows, every format
 //   build/kernel_bench gemm       # integer prefill GEMMs: AVX-512 VNNI vs AMX tiles, AMX block costs
 //   build/kernel_bench pack       # load-time weight packing: portable loop vs AVX-512
 //   build/kernel_bench quant      # prefill activation quantization on the caller vs on the pool
@@ -18,9 +17,11 @@
 //                                 # wrote their input or output from both cores)
 //   build/kernel_bench layer      # a prefill chunk's f16 GEMMs over 30 layers of distinct weights, 1 vs 2
 //                                 # threads (what each pool task pays on a chain of different weights)
+//   build/kernel_bench rows [T]   # one weight pass for R = 1..16 activation rows, every format, T threads
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -597,12 +598,16 @@ void layer() {
 }
 
 // "rows": one weight pass for R activation rows (a multi-sequence engine step, or K draft tokens + 1), R = 1,
-// 2, 4, 8, 16, for every weight format, 2 threads, weights streamed from DRAM (copies well beyond the
+// 2, 4, 8, 16, for every weight format, 2 threads (or as given), weights streamed from DRAM (copies well beyond the
 // caches): time per call and its ratio to R = 1. A kernel that shares the weight pass keeps the ratio near
 // 1 while R grows; R separate passes would make it R.
-void rows() {
-  ThreadPool pool(2);
-  std::printf("isa %s  threads 2  triad %.1f GB/s\n", std::string(isa_name(active_isa())).c_str(), triad_gbs(pool));
+// Each call is timed alone and a copy's best call is kept (the mean over the copies is printed): on a shared
+// machine a call another process interrupted then does not count, while every call still reads its copy
+// from memory. The R values take turns within each repetition. `kernel_bench rows T` runs T threads.
+void rows(int threads) {
+  ThreadPool pool(threads);
+  std::printf("isa %s  threads %d  triad %.1f GB/s\n", std::string(isa_name(active_isa())).c_str(), threads,
+              triad_gbs(pool));
   const int64_t n = 896, k = 4864;  // Qwen2.5-0.5B's down projection
   std::mt19937 rng(1);
   std::normal_distribution<float> d(0.0f, 0.02f);
@@ -620,18 +625,34 @@ void rows() {
       case DType::kQ8_0: one.resize(q8_0_bytes(n, k)); (void)quantize_q8_0(w.data(), n, k, one.data()); break;
       default: one.resize(q4_0_bytes(n, k)); (void)quantize_q4_0(w.data(), n, k, one.data()); break;
     }
+    // Float weights are read in place, so each copy needs its own source bytes (packing one buffer N times
+    // would point every copy at the same, cache-resident bytes).
     const size_t copies = std::max<size_t>(4, (256u << 20) / one.size());
+    std::vector<std::vector<uint8_t>> sources(f == DType::kF32 || f == DType::kF16 || f == DType::kBF16 ? copies : 1, one);
     std::vector<PackedWeight> packed;
-    for (size_t c = 0; c < copies; ++c) packed.push_back(std::move(pack_weight(f, one.data(), n, k, sc.data()).value()));
+    for (size_t c = 0; c < copies; ++c)
+      packed.push_back(std::move(pack_weight(f, sources[c % sources.size()].data(), n, k, sc.data()).value()));
     LinearScratch scratch(packed[0].k_padded, 16);
-    double base = 0;
+    // The R values take turns within each repetition, so that what the machine is doing meanwhile weighs on
+    // every R alike.
+    constexpr int64_t kRows[] = {1, 2, 4, 8, 16};
+    constexpr size_t kR = std::size(kRows);
+    std::vector<double> best(kR * packed.size(), 1e30);
+    for (int rep = 0; rep < 10; ++rep)
+      for (size_t ri = 0; ri < kR; ++ri)
+        for (size_t c = 0; c < packed.size(); ++c) {
+          const auto t0 = Clock::now();
+          linear(packed[c], x.data(), kRows[ri], nullptr, y.data(), scratch, &pool);
+          double& b = best[ri * packed.size() + c];
+          b = std::min(b, std::chrono::duration<double>(Clock::now() - t0).count());
+        }
     std::printf("  %-5s N=%lld K=%lld:", std::string(dtype_name(f)).c_str(), static_cast<long long>(n), static_cast<long long>(k));
-    for (int64_t r : {1, 2, 4, 8, 16}) {
-      const double s = seconds_best(10, [&] {
-        for (auto& p : packed) linear(p, x.data(), r, nullptr, y.data(), scratch, &pool);
-      }) / static_cast<double>(packed.size());
-      if (r == 1) base = s;
-      std::printf("  R=%-2lld %7.1f us (%4.2fx)", static_cast<long long>(r), s * 1e6, s / base);
+    double base = 0;
+    for (size_t ri = 0; ri < kR; ++ri) {
+      double s = 0;
+      for (size_t c = 0; c < packed.size(); ++c) s += best[ri * packed.size() + c] / static_cast<double>(packed.size());
+      if (ri == 0) base = s;
+      std::printf("  R=%-2lld %7.1f us (%4.2fx)", static_cast<long long>(kRows[ri]), s * 1e6, s / base);
     }
     std::printf("\n");
   }
@@ -664,7 +685,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "rows") == 0) {
-    rows();
+    rows(argc > 2 ? std::atoi(argv[2]) : 2);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "attention-rows") == 0) {

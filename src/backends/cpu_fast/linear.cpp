@@ -388,7 +388,7 @@ void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias,
   const int threads = pool ? pool->size() : 1;
   if (!w.is_integer()) {
     const detail::FloatKernel kern = float_kernel();
-    const int64_t rows = detail::float_unit_rows(m);
+    const int64_t rows = detail::float_unit_rows(active_isa(), w.format, m);
     const int64_t units = (w.n + rows - 1) / rows;
     const int64_t chunks = task_count(w.weight_bytes(), m, units, threads);
     auto body = [&](int64_t c) {
@@ -425,15 +425,16 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
   const bool integer = jobs[0].w->is_integer();
   const detail::FloatKernel fkern = float_kernel();
   const detail::IntKernel ikern = int_kernel(m);
-  // Units: IntUnits (integer) or float_unit_rows(m) rows (float). The task budget
+  // Units: IntUnits (integer) or float_unit_rows rows (float). The task budget
   // (task_count over all the weights' bytes) is shared out in proportion to each weight's units, at least
   // one task each.
   const int threads = pool != nullptr ? pool->size() : 1;
-  const int64_t frows = detail::float_unit_rows(m);
-  int64_t units[kMaxJobs] = {}, tasks[kMaxJobs] = {}, total_units = 0, total_tasks = 0;
+  const Isa isa = active_isa();
+  int64_t units[kMaxJobs] = {}, tasks[kMaxJobs] = {}, frows[kMaxJobs] = {}, total_units = 0, total_tasks = 0;
   const size_t nj = jobs.size();
   for (size_t j = 0; j < nj; ++j) {
-    units[j] = integer ? IntUnits(*jobs[j].w, m).count() : (jobs[j].w->n + frows - 1) / frows;
+    frows[j] = detail::float_unit_rows(isa, jobs[j].w->format, m);
+    units[j] = integer ? IntUnits(*jobs[j].w, m).count() : (jobs[j].w->n + frows[j] - 1) / frows[j];
     total_units += units[j];
   }
   size_t total_bytes = 0;
@@ -461,7 +462,7 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
       const IntUnits iu(*job.w, m);
       ikern(*job.w, *acts, m, job.bias, job.y, iu.first(u0), iu.end(u1));
     } else {
-      fkern(*job.w, x, m, job.bias, job.y, u0 * frows, std::min(job.w->n, u1 * frows));
+      fkern(*job.w, x, m, job.bias, job.y, u0 * frows[j], std::min(job.w->n, u1 * frows[j]));
     }
   };
   run_tasks(pool, total_tasks, body);
@@ -474,7 +475,8 @@ void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, cons
   const detail::IntKernel ikern = int_kernel(m);
   const int64_t n = gate.w->n;
   const IntUnits iu(*gate.w, m);  // gate and up have the same shape
-  const int64_t cols = integer ? detail::kTileRows * iu.per : detail::float_unit_rows(m);  // columns per unit
+  const int64_t cols = integer ? detail::kTileRows * iu.per
+                               : detail::float_unit_rows(active_isa(), gate.w->format, m);  // columns per unit
   const int64_t units = (n + cols - 1) / cols;
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t tasks = task_count(gate.w->weight_bytes() + up.w->weight_bytes(), m, units, threads);
