@@ -78,6 +78,20 @@ struct Bench {
 
 }  // namespace
 
+// `w` [n, k] f32 in format f, as a checkpoint or export stores it (i8: per-row scales into sc[n]).
+std::vector<uint8_t> stored_weight(DType f, const std::vector<float>& w, int64_t n, int64_t k, float* sc) {
+  std::vector<uint8_t> one;
+  switch (f) {
+    case DType::kF32: one.resize(n * k * 4); std::memcpy(one.data(), w.data(), one.size()); break;
+    case DType::kF16: one.resize(n * k * 2); quantize_f16(w.data(), reinterpret_cast<uint16_t*>(one.data()), n * k); break;
+    case DType::kBF16: one.resize(n * k * 2); quantize_bf16(w.data(), reinterpret_cast<uint16_t*>(one.data()), n * k); break;
+    case DType::kI8: one.resize(n * k); quantize_i8_per_channel(w.data(), n, k, reinterpret_cast<int8_t*>(one.data()), sc); break;
+    case DType::kQ8_0: one.resize(q8_0_bytes(n, k)); (void)quantize_q8_0(w.data(), n, k, one.data()); break;
+    default: one.resize(q4_0_bytes(n, k)); (void)quantize_q4_0(w.data(), n, k, one.data()); break;
+  }
+  return one;
+}
+
 double seconds_best(int reps, const std::function<void()>& f) {
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
@@ -615,16 +629,8 @@ void rows(int threads) {
   for (auto& v : w) v = d(rng);
   for (auto& v : x) v = d(rng) * 50;
   for (DType f : {DType::kF32, DType::kF16, DType::kBF16, DType::kI8, DType::kQ8_0, DType::kQ4_0}) {
-    std::vector<uint8_t> one;
     std::vector<float> sc(n);
-    switch (f) {
-      case DType::kF32: one.resize(n * k * 4); std::memcpy(one.data(), w.data(), one.size()); break;
-      case DType::kF16: one.resize(n * k * 2); quantize_f16(w.data(), reinterpret_cast<uint16_t*>(one.data()), n * k); break;
-      case DType::kBF16: one.resize(n * k * 2); quantize_bf16(w.data(), reinterpret_cast<uint16_t*>(one.data()), n * k); break;
-      case DType::kI8: one.resize(n * k); quantize_i8_per_channel(w.data(), n, k, reinterpret_cast<int8_t*>(one.data()), sc.data()); break;
-      case DType::kQ8_0: one.resize(q8_0_bytes(n, k)); (void)quantize_q8_0(w.data(), n, k, one.data()); break;
-      default: one.resize(q4_0_bytes(n, k)); (void)quantize_q4_0(w.data(), n, k, one.data()); break;
-    }
+    const std::vector<uint8_t> one = stored_weight(f, w, n, k, sc.data());
     // Float weights are read in place, so each copy needs its own source bytes (packing one buffer N times
     // would point every copy at the same, cache-resident bytes).
     const size_t copies = std::max<size_t>(4, (256u << 20) / one.size());
@@ -711,16 +717,8 @@ int main(int argc, char** argv) {
       for (auto& v : w) v = d(rng);
       for (auto& v : x) v = d(rng) * 50;
       for (DType f : {DType::kF32, DType::kF16, DType::kBF16, DType::kI8, DType::kQ8_0, DType::kQ4_0}) {
-        std::vector<uint8_t> one;
         std::vector<float> sc(n);
-        switch (f) {
-          case DType::kF32: one.resize(n * k * 4); std::memcpy(one.data(), w.data(), one.size()); break;
-          case DType::kF16: one.resize(n * k * 2); quantize_f16(w.data(), reinterpret_cast<uint16_t*>(one.data()), n * k); break;
-          case DType::kBF16: one.resize(n * k * 2); quantize_bf16(w.data(), reinterpret_cast<uint16_t*>(one.data()), n * k); break;
-          case DType::kI8: one.resize(n * k); quantize_i8_per_channel(w.data(), n, k, reinterpret_cast<int8_t*>(one.data()), sc.data()); break;
-          case DType::kQ8_0: one.resize(q8_0_bytes(n, k)); (void)quantize_q8_0(w.data(), n, k, one.data()); break;
-          default: one.resize(q4_0_bytes(n, k)); (void)quantize_q4_0(w.data(), n, k, one.data()); break;
-        }
+        const std::vector<uint8_t> one = stored_weight(f, w, n, k, sc.data());
         const size_t copies = hot ? 1 : std::max<size_t>(4, (256u << 20) / one.size());
         std::vector<std::vector<uint8_t>> all(copies, one);
         std::vector<PackedWeight> packed;
