@@ -21,7 +21,6 @@ SequencePool::SequencePool(const Config& c)
     : block_(c.block_slots > 0 ? c.block_slots : default_block(c.pool_slots)),
       n_blocks_(c.pool_slots / (c.block_slots > 0 ? c.block_slots : default_block(c.pool_slots))),
       ring_(c.ring),
-      context_(c.context),
       seqs_(static_cast<size_t>(c.max_sequences)),
       refs_(static_cast<size_t>(n_blocks_), 0) {
   const size_t per_seq = static_cast<size_t>((c.context + block_ - 1) / block_);

@@ -89,7 +89,7 @@ class SequencePool {
   int32_t take_block();
   void release_block(int32_t b);
 
-  int64_t block_ = 1, n_blocks_ = 0, ring_ = 0, context_ = 0;
+  int64_t block_ = 1, n_blocks_ = 0, ring_ = 0;
   std::vector<Seq> seqs_;
   std::vector<int32_t> refs_;  // per block: sequences holding it
   std::vector<int32_t> free_;  // min-heap: the lowest free block first, so one sequence gets slots 0, 1, 2, ...

@@ -413,7 +413,9 @@ TEST(Engine, SequencesWithDraftsGenerateWhatTheyGenerateAlone) {
       auto want = (*r)->generate(prompts[i], greedy(i == 0 ? 200 : 40));
       ASSERT_TRUE(want.ok());
       EXPECT_EQ(info->generated, want->tokens) << arch << " sequence " << i;
-      if (i == 0) EXPECT_EQ(info->stop, SequenceStop::kContextFull) << arch;
+      if (i == 0) {
+        EXPECT_EQ(info->stop, SequenceStop::kContextFull) << arch;
+      }
       EXPECT_EQ(info->length, (*r)->position()) << arch << " sequence " << i;
     }
   }

@@ -52,7 +52,9 @@ void expect_same_greedy(const std::string& program, std::span<const int32_t> pro
   EXPECT_EQ(spec.out.tokens, plain.out.tokens);
   EXPECT_EQ(spec.out.stop, plain.out.stop);
   EXPECT_GT(spec.stats.verify_steps, 0);
-  if (expect_accepted) EXPECT_GT(spec.stats.draft_accepted, 0);
+  if (expect_accepted) {
+    EXPECT_GT(spec.stats.draft_accepted, 0);
+  }
   EXPECT_EQ(plain.stats.verify_steps, 0);
 }
 
@@ -187,7 +189,9 @@ TEST(Speculative, AcceptanceRuleKeepsThePlainSamplingDistribution) {
     for (int i = 0; i < n; ++i) {
       const int32_t d = draft(rng);
       const Sampler::Verdict v = s.verify(logits, {}, d);
-      if (v.accepted) EXPECT_EQ(v.token, d);
+      if (v.accepted) {
+        EXPECT_EQ(v.token, d);
+      }
       ++right_counts[static_cast<size_t>(v.token)];
       ++wrong_counts[static_cast<size_t>(wrong_verify(wrong, logits, d, p, rng))];
     }
