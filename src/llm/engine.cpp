@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "llm/draft_policy.h"
+#include "llm/draft_verify.h"
 #include "llm/logits_check.h"
 #include "llm/ngram_draft.h"
 
@@ -206,12 +207,7 @@ struct Engine::Impl {
     const int64_t budget = s.config.max_new_tokens - static_cast<int64_t>(s.info.generated.size());
     const int64_t k = std::min<int64_t>({s.policy->want(), room, io->info().context_length - len - 1, budget - 1});
     if (k < 1) return 0;
-    const int32_t last = s.pending[s.fed];
-    s.rows.assign(static_cast<size_t>(1 + k), 0);
-    s.rows[0] = last;
-    s.ngram->push(last);  // context for the lookup; committed only by the step
-    size_t d = s.ngram->propose(static_cast<size_t>(k), s.rows.data() + 1);
-    s.ngram->pop();
+    size_t d = propose_rows(*s.ngram, s.pending[s.fed], k, s.rows);
     // The pool must hold the extra rows too.
     while (d > 0) {
       const int64_t extra = io->blocks_needed(s.index, 1 + static_cast<int64_t>(d)) - io->blocks_needed(s.index, 1);
@@ -267,33 +263,22 @@ struct Engine::Impl {
     const int64_t base = io->sequence_length(s.index) - static_cast<int64_t>(s.rows.size());
     if (all.size() < (static_cast<size_t>(first_row) + s.rows.size()) * V)
       s.info.error = "position " + std::to_string(base) + ": the step returned no logits for its draft rows";
-    s.history.push_back(s.rows[0]);
-    verified.clear();
-    size_t accepted = 0;
-    for (size_t i = 0; i <= s.drafts && s.info.error.empty(); ++i) {
-      const std::span<const float> logits = all.subspan((static_cast<size_t>(first_row) + i) * V, V);
-      if (std::string why = unusable_logits(logits); !why.empty()) {
-        s.info.error = "position " + std::to_string(base + static_cast<int64_t>(i)) + ": " + why;
-        break;
-      }
-      if (i == s.drafts) {
-        verified.push_back(s.sampler->sample(logits, s.history));
-        break;
-      }
-      const Sampler::Verdict v = s.sampler->verify(logits, s.history, s.rows[i + 1]);
-      verified.push_back(v.token);
-      if (!v.accepted || is_stop(s, v.token)) break;
-      ++accepted;
-      s.history.push_back(v.token);
-    }
     const int64_t budget = s.config.max_new_tokens - static_cast<int64_t>(s.info.generated.size());
-    if (static_cast<int64_t>(verified.size()) > budget) verified.resize(static_cast<size_t>(budget));
+    size_t accepted = 0;
+    if (s.info.error.empty()) {
+      const Verification v = verify_rows(*s.sampler, all.subspan(static_cast<size_t>(first_row) * V), V, s.rows, s.history,
+                                         [&](int32_t t) { return is_stop(s, t); }, budget, verified);
+      accepted = v.accepted;
+      if (!v.error.empty()) s.info.error = "position " + std::to_string(base + static_cast<int64_t>(v.bad_row)) + ": " + v.error;
+    } else {
+      s.history.push_back(s.rows[0]);  // as verify_rows would have: the pending token was fed
+      verified.clear();
+    }
     // Committed: the pending token and every verified token but the last (which becomes pending).
     const int64_t committed = std::max<int64_t>(1, static_cast<int64_t>(verified.size()));
     (void)io->truncate_sequence(s.index, base + committed);  // within the sequence's length: cannot fail
     s.history.resize(static_cast<size_t>(base + committed));
-    s.ngram->push(s.rows[0]);
-    for (size_t i = 0; i + 1 < verified.size(); ++i) s.ngram->push(verified[i]);
+    push_committed(*s.ngram, s.rows[0], verified);
     s.policy->on_verify(static_cast<int32_t>(s.drafts), static_cast<int32_t>(accepted), step_ms);
     s.fed = s.pending.size();
     s.logits_step = -1;

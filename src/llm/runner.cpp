@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "llm/draft_policy.h"
+#include "llm/draft_verify.h"
 #include "llm/logits_check.h"
 #include "llm/ngram_draft.h"
 
@@ -404,55 +405,31 @@ Status Generation::Impl::advance(int32_t last, bool* was_verified) {
   const int64_t room = m.io->info().context_length - m.io->position();
   const int64_t k = ngram ? std::min<int64_t>({policy.want(), m.verify_rows - 1, room - 1, budget() - 1}) : 0;
   if (k < 1) return decode_plain(last);
-  // The pending token is context for the lookup, not yet in the drafter.
-  rows.assign(static_cast<size_t>(1 + k), 0);
-  rows[0] = last;
-  ngram->push(last);
-  const size_t drafted = ngram->propose(static_cast<size_t>(k), rows.data() + 1);
-  ngram->pop();
-  rows.resize(1 + drafted);
+  const size_t drafted = propose_rows(*ngram, last, k, rows);
   if (drafted == 0) return decode_plain(last);
   const int64_t base = m.io->position();
   auto t0 = Clock::now();
   const SequenceTokens part{0, rows};
   HFS_TRY(m.io->run_step(std::span<const SequenceTokens>(&part, 1), StepLogits::kAllRows));
-  const std::span<const float> all = m.io->last_step_logits();
-  const size_t V = static_cast<size_t>(m.io->info().vocab_size);
-  m.history.push_back(last);
-  verified.clear();
   verified_next = 0;
-  size_t accepted = 0;
-  for (size_t i = 0; i <= drafted; ++i) {
-    const std::span<const float> row = all.subspan(i * V, V);
-    if (std::string why = unusable_logits(row); !why.empty()) {
-      m.poisoned = "verification step (position " + std::to_string(base + static_cast<int64_t>(i)) + "): " + why;
-      return make_error(ErrorCode::kExecution, "generate: " + m.poisoned + " (non-finite weights or activations?); the runner needs reset()");
-    }
-    if (i == drafted) {  // every draft accepted: the last row gives one more token
-      verified.push_back(sampler.sample(row, m.history));
-      break;
-    }
-    const Sampler::Verdict v = sampler.verify(row, m.history, rows[i + 1]);
-    verified.push_back(v.token);
-    if (!v.accepted || is_stop(v.token)) break;
-    ++accepted;
-    m.history.push_back(v.token);
+  const Verification v = verify_rows(sampler, m.io->last_step_logits(), static_cast<size_t>(m.io->info().vocab_size),
+                                     rows, m.history, [&](int32_t t) { return is_stop(t); }, budget(), verified);
+  if (!v.error.empty()) {
+    m.poisoned = "verification step (position " + std::to_string(base + static_cast<int64_t>(v.bad_row)) + "): " + v.error;
+    return make_error(ErrorCode::kExecution, "generate: " + m.poisoned + " (non-finite weights or activations?); the runner needs reset()");
   }
-  // Cut at the budget; a stop token among them ends the list (it is handed out, never fed).
-  if (static_cast<int64_t>(verified.size()) > budget()) verified.resize(static_cast<size_t>(budget()));
-  // Committed: the pending token and every verified token but the last.
+  // Committed: the pending token and every verified token but the last (a stop token is handed out, never fed).
   const int64_t committed = static_cast<int64_t>(verified.size());
   HFS_TRY(m.io->truncate_sequence(0, base + committed));
   m.history.resize(static_cast<size_t>(base + committed));
   const double ms = ms_since(t0);
-  policy.on_verify(static_cast<int32_t>(drafted), static_cast<int32_t>(accepted), ms);
+  policy.on_verify(static_cast<int32_t>(drafted), static_cast<int32_t>(v.accepted), ms);
   m.stats.decode_ms += ms;
   m.stats.decode_steps += committed;
   m.stats.verify_steps += 1;
   m.stats.draft_tokens += static_cast<int64_t>(drafted);
-  m.stats.draft_accepted += static_cast<int64_t>(accepted);
-  ngram->push(last);
-  for (size_t i = 0; i + 1 < verified.size(); ++i) ngram->push(verified[i]);
+  m.stats.draft_accepted += static_cast<int64_t>(v.accepted);
+  push_committed(*ngram, last, verified);
   pending.reset();
   *was_verified = true;
   return Ok{};
