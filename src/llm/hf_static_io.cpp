@@ -416,19 +416,19 @@ class HfStaticIO final : public IOManager {
       return st.error().with_context(where);
     }
     for (const SequenceTokens& p : parts) pool_.commit(p.seq, static_cast<int64_t>(p.tokens.size()));
-    last_tokens_ = m.tokens;
     if (logits == StepLogits::kSkip) {
       forget_last();
-      last_tokens_ = m.tokens;
-      return Ok{};
+    } else {
+      last_ = &m;
+      last_n_ = n;
+      last_parts_ = parts.size();
+      // part_row_ holds each part's last row; a single-row method only has the last part's, as row 0.
+      if (!m.all_rows) {
+        std::fill(part_row_.begin(), part_row_.begin() + static_cast<std::ptrdiff_t>(parts.size()) - 1, -1);
+        part_row_[parts.size() - 1] = 0;
+      }
     }
-    last_ = &m;
-    last_n_ = n;
-    last_parts_ = parts.size();
-    // part_row_ holds each part's last row; a single-row method only has the last part's.
-    if (!m.all_rows)
-      for (size_t i = 0; i + 1 < parts.size(); ++i) part_row_[i] = -1;
-    if (!m.all_rows) part_row_[parts.size() - 1] = 0;
+    last_tokens_ = m.tokens;
     return Ok{};
   }
 
