@@ -105,10 +105,13 @@ class DraftPolicy {
   // Verification rounds between two plain decode steps that re-time decode.
   static constexpr int kRefreshRounds = 16;
 
-  // A moving average that one sample can move by at most a factor of 2: a step that waited for a core
-  // on a busy machine (10-50x a decode step, seen on shared 2-core machines) is not what the next costs.
+  // A moving average of step times. Noise on a busy machine only ever adds time (a step that waited for a
+  // core: 10-50x a decode step, seen on shared 2-core machines), so a sample above the average moves it a
+  // third as much as one below, and by at most a factor of 2 per sample; times growing with the context
+  // still come through within tens of steps.
   static double update(double avg, double sample, double weight) {
-    return (1 - weight) * avg + weight * std::clamp(sample, avg / 2, avg * 2);
+    return sample > avg ? avg + weight / 3 * (std::min(sample, 2 * avg) - avg)
+                        : avg + weight * (std::max(sample, avg / 2) - avg);
   }
 
   // The count with the best expected gain up to the cap, or a pause when none beats decode.
