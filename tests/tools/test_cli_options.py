@@ -234,13 +234,20 @@ def test_run_with_ngram_drafts_gives_the_same_tokens(tmp_path):
     """run --draft ngram verifies drafts in step methods and prints exactly what run without drafts prints."""
     prog = tmp_path / "steps.hfs"
     cli("export", STORIES, "-o", prog, "--context", "512", "--step-sizes", "4,8,16", timeout=TIMEOUT, check=True)
-    args = ["run", "-m", prog, "-p", "Once upon a time, there was a little girl named Lily.", "-n", "200", "--temp", "0",
-            "--json"]
-    plain = json.loads(cli(*args, timeout=TIMEOUT, check=True).stdout)
-    spec = json.loads(cli(*args, "--draft", "ngram", "--draft-max", "6", timeout=TIMEOUT, check=True).stdout)
-    assert spec["tokens"] == plain["tokens"] and spec["text"] == plain["text"]
-    assert spec["stats"]["verify_steps"] > 0 and spec["stats"]["draft_accepted"] > 0
-    assert plain["stats"]["verify_steps"] == 0
+    # The model's own greedy text up to where it has repeated one sentence twice; it goes on repeating it, so
+    # the first draft verified is accepted whatever the step times (the policy may pause drafting after it:
+    # on this model a verification step costs several decode steps).
+    looping = ("Lily and Ben went to the park. They saw a big box with a big box. They wanted to play with it. They "
+               "wanted to play with the box. They wanted to play with the box.\n\"Look, Ben, I found a box. It is a "
+               "big box.\" Lily said.\n\"OK, it is not a box. It is a box. It is a box. It is not a box. It is not a "
+               "box. It is not a box. It is not a boy. It is not a boy.")
+    for prompt, accepted in [("Once upon a time, there was a little girl named Lily.", False), (looping, True)]:
+        args = ["run", "-m", prog, "-p", prompt, "-n", "200", "--temp", "0", "--json"]
+        plain = json.loads(cli(*args, timeout=TIMEOUT, check=True).stdout)
+        spec = json.loads(cli(*args, "--draft", "ngram", "--draft-max", "6", timeout=TIMEOUT, check=True).stdout)
+        assert spec["tokens"] == plain["tokens"] and spec["text"] == plain["text"]
+        assert spec["stats"]["verify_steps"] > 0 and (spec["stats"]["draft_accepted"] > 0) >= accepted
+        assert plain["stats"]["verify_steps"] == 0
 
 
 def test_bench_sequences(tmp_path):
