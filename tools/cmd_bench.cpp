@@ -404,11 +404,13 @@ RunFn setup(CLI::App& sub) {
       ->transform(integer_in(1, 10000, "an integer in [1, 10000]"))
       ->needs(verify);
   add_draft_options(sub, a->draft);
+  sub.get_option("--draft")->excludes(verify)->excludes(seqs)->excludes(vs);
   sub.add_option("--text-file", a->text_file,
                  "With --draft ngram: the prompt, a text file encoded with the program's tokenizer (default: --prompt "
                  "random ids). --draft ngram generates --gen tokens greedily without and with drafts in turn (--reps "
                  "pairs) and reports both decode tok/s, the speedup (median of the pairs' ratios), the acceptance "
-                 "rate and tokens per model step; different tokens with and without drafts are an error");
+                 "rate and tokens per model step; different tokens with and without drafts are an error")
+      ->needs(sub.get_option("--draft"));
   sub.footer(
       "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
       "its threads were; "

@@ -302,6 +302,10 @@ def test_bench_verify_and_draft(tmp_path, stories_program):
     assert r.returncode == USAGE and "exceed the program's context of 128" in r.stderr, r.stderr
     r = cli("bench", "-m", prog, "--draft", "ngram", "--text-file", tmp_path / "missing.txt", timeout=TIMEOUT)
     assert r.returncode == 1 and "--text-file" in r.stderr, r.stderr
+    r = cli("bench", "-m", prog, "--draft", "ngram", "--verify", "1", timeout=TIMEOUT)
+    assert r.returncode == USAGE and "--verify" in r.stderr, r.stderr
+    r = cli("bench", "-m", prog, "--text-file", text, timeout=TIMEOUT)
+    assert r.returncode == USAGE and "--text-file requires --draft" in r.stderr, r.stderr
 
 
 def test_version_and_unknown_commands():
