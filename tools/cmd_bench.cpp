@@ -15,12 +15,16 @@
 #include <utility>
 
 #include "bench_sequences.h"
+#include "bench_speculative.h"
+#include "core/regular_file.h"
 #include "cli.h"
 #include "common.h"
 #include "io_util.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/metadata_keys.h"
 #include "option_checks.h"
+#include "sampling_options.h"
+#include "hfstatic/tokenizer.h"
 
 namespace hfs::cli {
 namespace {
@@ -37,6 +41,10 @@ struct BenchArgs {
   int vs_threads = 0;
   int vs_pairs = 0;  // 0: --reps
   std::string sequences;  // "B1,B2,...": the multi-sequence engine instead of one runner
+  std::string verify;     // "K1,K2,...": verification step cost instead
+  int verify_pairs = 31;
+  DraftConfig draft;      // kind != none: plain vs drafted generation instead
+  std::string text_file;  // the prompt for --draft, as text
 };
 
 // A float array on transparent huge pages, as cpu_fast's packed weights are (src/backends/cpu_fast/
@@ -141,10 +149,72 @@ int bench_engine(const BenchArgs& a, std::shared_ptr<const Program> prog) {
   return bench_sequences(std::move(prog), backends, b);
 }
 
+BackendOptions backend_options(const BenchArgs& a) {
+  BackendOptions backends;
+  backends.backends = a.backends;
+  for (const std::string& name : a.backends)
+    if (a.threads > 0) backends.settings[name].set("threads", Value(a.threads));
+  return backends;
+}
+
+// --verify: the K values, each ≥ 1, and the prompt default lowered to leave room for the largest step.
+int bench_verify_steps(const BenchArgs& a, std::shared_ptr<const Program> prog) {
+  VerifyBench b;
+  auto list = parse_token_list(a.verify);
+  if (!list || list->empty() || a.verify.back() == ',' || std::find(list->begin(), list->end(), 0) != list->end())
+    return usage_error("bench", "--verify: expected draft counts K >= 1 separated by commas (e.g. 2,4,8,16), got '" +
+                                    a.verify + "'");
+  b.drafts.assign(list->begin(), list->end());
+  const Value* v = prog->meta(keys::kContextLength);
+  const int64_t ctx = v && v->is_int() ? v->as_int() : 0;
+  const int max_k = *std::max_element(b.drafts.begin(), b.drafts.end());
+  b.prompt = a.prompt_given ? a.prompt : static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(a.prompt, ctx - max_k - 1)));
+  b.pairs = a.verify_pairs;
+  b.json = a.json;
+  return bench_verify(std::move(prog), backend_options(a), b);
+}
+
+// --draft: the prompt (text from --text-file, else --prompt random ids) and the tokens to generate.
+int bench_drafts(const BenchArgs& a, std::shared_ptr<const Program> prog) {
+  DraftBench b;
+  b.draft = a.draft;
+  b.reps = a.reps;
+  b.json = a.json;
+  if (!a.text_file.empty()) {
+    auto text = io::read_regular_file(a.text_file);
+    if (!text) return fail(text.error().with_context("--text-file"));
+    auto tok = Tokenizer::from_program(*prog);
+    if (!tok) return fail(tok.error());
+    auto ids = (*tok)->encode(*text);
+    if (!ids) return fail(ids.error());
+    b.prompt = std::move(*ids);
+  }
+  const Value* v = prog->meta(keys::kContextLength);
+  const int64_t ctx = v && v->is_int() ? v->as_int() : 0;
+  if (b.prompt.empty()) {
+    const int n = a.prompt_given ? a.prompt : static_cast<int>(std::min<int64_t>(a.prompt, ctx - (a.gen_given ? a.gen : 1)));
+    std::mt19937 rng(1);
+    const Value* vs = prog->meta(keys::kVocabSize);
+    const uint32_t vocab = vs && vs->is_int() ? static_cast<uint32_t>(vs->as_int()) : 2;
+    b.prompt.resize(static_cast<size_t>(std::max(1, n)));
+    for (int32_t& t : b.prompt) t = static_cast<int32_t>(rng() % vocab);
+  }
+  const int64_t room = ctx - static_cast<int64_t>(b.prompt.size());
+  if (room < 1 || (a.gen_given && a.gen > room))
+    return usage_error("bench", "--draft: a prompt of " + std::to_string(b.prompt.size()) + " tokens + --gen " +
+                                    std::to_string(a.gen) + " exceed the program's context of " + std::to_string(ctx));
+  b.gen = a.gen_given ? a.gen : static_cast<int>(std::min<int64_t>(a.gen, room));
+  RunnerOptions ro;
+  ro.io.method.backends = backend_options(a);
+  return bench_draft(std::move(prog), ro, b);
+}
+
 int bench(const BenchArgs& a) {
   auto prog = Program::load(a.model);
   if (!prog) return fail(prog.error());
   if (!a.sequences.empty()) return bench_engine(a, *prog);
+  if (!a.verify.empty()) return bench_verify_steps(a, *prog);
+  if (a.draft.kind != DraftKind::kNone) return bench_drafts(a, *prog);
   RunnerOptions ro;
   ro.io.method.backends.backends = a.backends;
   for (const std::string& b : a.backends)
@@ -322,6 +392,25 @@ RunFn setup(CLI::App& sub) {
                  "and each generates --gen tokens; reports aggregate decode tok/s (all sequences) and its ratio to "
                  "the first B (--reps runs each, median)");
   seqs->excludes(vs);
+  CLI::Option* verify = sub.add_option(
+      "--verify", a->verify,
+      "Verification step cost instead: draft counts K separated by commas (e.g. 2,4,8,16); per K, one step of K + 1 "
+      "rows (the program's smallest step method holding them: export --step-sizes) and one decode step take turns "
+      "--verify-pairs times after a --prompt-token prompt, each taken back; reports the medians and "
+      "step_over_decode, the median of the pairs' ratios");
+  verify->excludes(vs)->excludes(seqs);
+  sub.add_option("--verify-pairs", a->verify_pairs, "Step/decode pairs per K for --verify, an integer in [1, 10000]")
+      ->capture_default_str()
+      ->transform(integer_in(1, 10000, "an integer in [1, 10000]"))
+      ->needs(verify);
+  add_draft_options(sub, a->draft);
+  sub.get_option("--draft")->excludes(verify)->excludes(seqs)->excludes(vs);
+  sub.add_option("--text-file", a->text_file,
+                 "With --draft ngram: the prompt, a text file encoded with the program's tokenizer (default: --prompt "
+                 "random ids). --draft ngram generates --gen tokens greedily without and with drafts in turn (--reps "
+                 "pairs) and reports both decode tok/s, the speedup (median of the pairs' ratios), the acceptance "
+                 "rate and tokens per model step; different tokens with and without drafts are an error")
+      ->needs(sub.get_option("--draft"));
   sub.footer(
       "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
       "its threads were; "

@@ -1,7 +1,20 @@
-// How many drafts to verify next, from what recent steps measured: the count grows while every draft is
-// accepted and shrinks to what was accepted otherwise; drafting pauses (plain decode steps) while
-// verification yields fewer tokens per unit of time than decode — text that does not repeat its context
-// then costs at most the probing rounds.
+// How many drafts to verify next, from what recent steps measured. Each choice weighs the tokens a step of
+// k drafts is expected to yield against what it costs:
+//
+//   gain(k) = E(k) / cost(k),  E(k) = 1 + a + a² + … + a^k  (a: the recent per-draft acceptance rate)
+//
+// with cost(k) a verification step of k drafts in decode steps, measured per k (the step method's padding
+// included), between measured counts on the line through them, beyond them on the line through a decode
+// step. The k with the best gain is drafted, up to a cap that doubles while every draft is accepted (so a
+// count is tried only after the smaller ones paid) and drops to what was accepted otherwise. When no count
+// is expected to beat a plain decode step (gain < 1) drafting pauses: plain decode steps, then one probe of
+// a single draft. A pause that follows a probe which did not pay lasts twice as long as the one before,
+// so text that never repeats its context costs a probe every few hundred tokens.
+//
+// The cost per k is what makes this hold on every model: on a 260K-parameter model a step of k + 1 rows
+// costs about k + 1 decode steps (nothing is shared between rows but the launch), and only drafts accepted
+// almost surely pay; on a 0.5B model the rows share one pass over the weights and several drafts at half
+// acceptance do.
 //
 //   DraftPolicy p(8);
 //   int32_t k = p.want();            // 0: decode plainly this step
@@ -10,53 +23,136 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace hfs {
 
 class DraftPolicy {
  public:
-  // A pause lasts this many decode steps; then drafting is probed again.
-  static constexpr int kPauseSteps = 16;
-  // Verification rounds averaged before a pause can start.
-  static constexpr int kMinRounds = 3;
+  // The first pause, in decode steps; each pause after a probe that did not pay doubles, up to kMaxPause.
+  static constexpr int kPauseSteps = 8;
+  static constexpr int kMaxPause = 512;
+  // Verification rounds after a pause before their tokens per unit of time are judged (the backoff
+  // resets when they paid).
+  static constexpr int kJudgeRounds = 3;
 
-  explicit DraftPolicy(int32_t max_k) : max_k_(std::max(1, max_k)), k_(std::min(4, std::max(1, max_k))) {}
+  explicit DraftPolicy(int32_t max_k)
+      : max_k_(std::max(1, max_k)), cost_(static_cast<size_t>(max_k_) + 1, 0.0) {}
 
   int32_t want() const {
-    if (pause_ > 0) return 0;
-    // Without a decode step measured there is nothing to compare against: measure one now and then.
-    if (decode_ms_ == 0 && rounds_ >= 4 * kMinRounds) return 0;
-    return k_;
+    // Costs are measured in decode steps: nothing is drafted before a decode step was timed, and a plain
+    // one now and then keeps that time current (it grows with the context, as the steps' does).
+    if (pause_ > 0 || decode_ms_ <= 0 || refresh_ >= kRefreshRounds) return 0;
+    return choice_;
   }
 
   void on_decode(double ms) {
-    decode_ms_ = decode_ms_ == 0 ? ms : 0.8 * decode_ms_ + 0.2 * ms;
-    if (pause_ > 0) --pause_;
+    // The first decode step after the prompt runs cold (caches, pages): the estimate starts at the second.
+    if (ms > 0 && ++decodes_ > 1) decode_ms_ = decode_ms_ == 0 ? ms : update(decode_ms_, ms, 0.2);
+    refresh_ = 0;
+    if (pause_ > 0 && --pause_ == 0) resume();
   }
 
   // A verification step: `drafted` drafts (≥ 1) of which `accepted` were, in `ms`.
   void on_verify(int32_t drafted, int32_t accepted, double ms) {
-    k_ = accepted == drafted ? std::min(max_k_, 2 * k_) : std::max(1, accepted + 1);
-    ++rounds_;
-    if (decode_ms_ <= 0 || ms <= 0) return;
-    // Tokens this step produced per decode step's worth of time: above 1, drafting pays.
-    const double gain = (accepted + 1) / (ms / decode_ms_);
-    gain_ = rounds_ == 1 ? gain : 0.7 * gain_ + 0.3 * gain;
-    if (rounds_ >= kMinRounds && gain_ < 1.0) {
-      pause_ = kPauseSteps;
-      rounds_ = 0;
-      k_ = std::max(1, k_ / 2);
+    drafted = std::clamp(drafted, 1, max_k_);
+    accepted = std::clamp(accepted, 0, drafted);
+    // Per-draft acceptance, recent rounds weighing most: `accepted` successes, and a failure where a
+    // draft was rejected.
+    hits_ = kDecay * hits_ + accepted;
+    misses_ = kDecay * misses_ + (accepted < drafted ? 1 : 0);
+    cap_ = accepted == drafted ? std::min(max_k_, 2 * drafted) : std::max(1, accepted + 1);
+    if (decode_ms_ > 0 && ms > 0) {
+      const double steps = ms / decode_ms_;
+      double& c = cost_[static_cast<size_t>(drafted)];
+      c = c == 0 ? steps : update(c, steps, 0.3);
+      probe_tokens_ += accepted + 1;
+      probe_steps_ += steps;
     }
+    ++refresh_;
+    if (++probe_rounds_ == kJudgeRounds && probe_tokens_ >= probe_steps_) backoff_ = kPauseSteps;
+    choose();
   }
 
   bool paused() const { return pause_ > 0; }
+  // Diagnostics (tests): the per-draft acceptance estimate and a verification step's estimated cost.
+  double acceptance() const { return hits_ / (hits_ + misses_); }
+  double cost(int32_t k) const {
+    k = std::clamp(k, 1, max_k_);
+    if (cost_[static_cast<size_t>(k)] > 0) return cost_[static_cast<size_t>(k)];
+    int32_t lo = k - 1, hi = k + 1;
+    while (lo > 0 && cost_[static_cast<size_t>(lo)] == 0) --lo;
+    while (hi <= max_k_ && cost_[static_cast<size_t>(hi)] == 0) ++hi;
+    const double c_lo = lo > 0 ? cost_[static_cast<size_t>(lo)] : 1.0;  // k = 0 drafts: a decode step
+    if (hi <= max_k_) return c_lo + (cost_[static_cast<size_t>(hi)] - c_lo) * (k - lo) / (hi - lo);
+    if (lo == 0) return 1.0 + k / kPriorRows;  // nothing measured yet
+    return 1.0 + (c_lo - 1.0) * k / lo;
+  }
+  // Tokens a step of k drafts is expected to commit per decode step's worth of time.
+  double gain(int32_t k) const {
+    const double a = acceptance();
+    double e = 1, p = 1;
+    for (int32_t i = 0; i < k; ++i) e += (p *= a);
+    return e / cost(k);
+  }
 
  private:
-  int32_t max_k_, k_;
-  double decode_ms_ = 0;  // moving average of plain decode steps
-  double gain_ = 1;       // moving average of tokens per decode-step time in verification steps
-  int rounds_ = 0;
+  static constexpr double kDecay = 0.7;
+  // Before any measurement: half of the drafts accepted (a weight that decays as rounds come in), and
+  // rows that cost a decode step per 16 rows.
+  static constexpr double kPriorHits = 1, kPriorMisses = 1;
+  static constexpr double kPriorRows = 16;
+  // Verification rounds between two plain decode steps that re-time decode.
+  static constexpr int kRefreshRounds = 16;
+
+  // A moving average of step times. Noise on a busy machine only ever adds time (a step that waited for a
+  // core: 10-50x a decode step, seen on shared 2-core machines), so a sample above the average moves it a
+  // third as much as one below, and by at most a factor of 2 per sample; times growing with the context
+  // still come through within tens of steps.
+  static double update(double avg, double sample, double weight) {
+    return sample > avg ? avg + weight / 3 * (std::min(sample, 2 * avg) - avg)
+                        : avg + weight * (std::max(sample, avg / 2) - avg);
+  }
+
+  // The count with the best expected gain up to the cap, or a pause when none beats decode.
+  void choose() {
+    int32_t best = 1;
+    double best_gain = gain(1);
+    for (int32_t k = 2; k <= cap_; ++k)
+      if (const double g = gain(k); g > best_gain) best = k, best_gain = g;
+    if (best_gain >= 1.0 || decode_ms_ <= 0) {
+      choice_ = best;
+      return;
+    }
+    choice_ = 0;
+    pause_ = backoff_;
+    backoff_ = std::min(kMaxPause, 2 * backoff_);
+  }
+
+  // After a pause: one single-draft probe, judged on fresh acceptance (the text may have changed).
+  void resume() {
+    hits_ = kPriorHits;
+    misses_ = kPriorMisses;
+    cap_ = 1;
+    choice_ = 1;
+    probe_rounds_ = 0;
+    probe_tokens_ = 0;
+    probe_steps_ = 0;
+  }
+
+  int32_t max_k_;
+  std::vector<double> cost_;  // [k]: a verification step of k drafts in decode steps (0: not measured)
+  double decode_ms_ = 0;      // moving average of plain decode steps
+  double hits_ = kPriorHits, misses_ = kPriorMisses;  // decayed counts of accepted and rejected drafts
+  int decodes_ = 0;
+  int refresh_ = 0;           // verification rounds since the last plain decode step
+  int32_t cap_ = 1;           // the most drafts the next step may have
+  int32_t choice_ = 1;        // drafts for the next step (0 while paused)
   int pause_ = 0;
+  int backoff_ = kPauseSteps;
+  // Since the last pause: rounds, tokens committed and their cost in decode steps.
+  int probe_rounds_ = 0;
+  double probe_tokens_ = 0, probe_steps_ = 0;
 };
 
 }  // namespace hfs

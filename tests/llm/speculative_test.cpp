@@ -81,13 +81,23 @@ TEST(Speculative, GreedyWithDraftsEqualsGreedyOnStories260K) {
   ASSERT_TRUE(tok.ok()) << tok.error().to_string();
   auto ids = (*tok)->encode("Once upon a time, there was a little girl named Lily.");
   ASSERT_TRUE(ids.ok());
-  // A story opening (TinyStories text repeats its phrases, so prompt lookup finds drafts that are
-  // accepted), and the same opening twice.
+  // A story opening, and the same opening twice: whether drafts are accepted after the first probe depends
+  // on measured step times (a verification step costs several decode steps on this model, and the policy
+  // pauses drafting), so only the tokens are compared.
   std::vector<int32_t> prompt = *ids;
-  expect_same_greedy(path, prompt, 250, /*expect_accepted=*/true);
+  expect_same_greedy(path, prompt, 250, /*expect_accepted=*/false);
   std::vector<int32_t> twice = prompt;
   twice.insert(twice.end(), prompt.begin() + 1, prompt.end());
-  expect_same_greedy(path, twice, 250, true);
+  expect_same_greedy(path, twice, 250, false);
+  // The model's own greedy text up to where it repeats one sentence, which it goes on repeating: the first
+  // probe's draft is accepted whatever the timings.
+  auto looping = (*tok)->encode(
+      "Lily and Ben went to the park. They saw a big box with a big box. They wanted to play with it. They wanted "
+      "to play with the box. They wanted to play with the box.\n\"Look, Ben, I found a box. It is a big box.\" "
+      "Lily said.\n\"OK, it is not a box. It is a box. It is a box. It is not a box. It is not a box. It is not a "
+      "box. It is not a boy. It is not a boy.");
+  ASSERT_TRUE(looping.ok());
+  expect_same_greedy(path, *looping, 200, true);
 }
 
 TEST(Speculative, GreedyWithDraftsEqualsGreedyOnGlobalAndSlidingLayersToTheEndOfTheContext) {

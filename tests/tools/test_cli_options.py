@@ -42,6 +42,8 @@ INTS = {  # (command, option): out-of-range values beyond NON_NUMBERS and INT_ON
     ("bench", "--reps"): ["0", "-1", "101"],
     ("bench", "--vs-threads"): ["0", "-1", "1025"],
     ("bench", "--vs-pairs"): ["0", "-1", "101"],
+    ("bench", "--verify-pairs"): ["0", "-1", "10001"],
+    ("bench", "--draft-max"): ["0", "-1", "1025"],
     ("export", "--prefill-chunk"): ["0", "-1", "9223372036854775808"],
     ("export", "--context"): ["0", "-1", "9223372036854775808"],
     ("export", "--sequences"): ["0", "-1", "4097"],
@@ -60,6 +62,7 @@ CHOICES = {  # (command, option): values outside the set
     ("export", "--logits"): ["first", ""],
     ("run", "--draft"): ["medusa", "NGRAM", ""],
     ("chat", "--draft"): ["eagle"],
+    ("bench", "--draft"): ["medusa"],
 }
 
 
@@ -68,7 +71,8 @@ def base_args(command, flag, program, tmp_path):
     return {
         "run": ["run", "-m", program, "--tokens", "1", "-n", "2"],
         "chat": ["chat", "-m", program],
-        "bench": ["bench", "-m", program, "--prompt", "4", "--gen", "2"] + (["--vs-threads", "1"] if flag == "--vs-pairs" else []),
+        "bench": ["bench", "-m", program, "--prompt", "4", "--gen", "2"] + (["--vs-threads", "1"] if flag == "--vs-pairs" else [])
+                 + (["--verify", "1"] if flag == "--verify-pairs" else []),
         "inspect": ["inspect", program],
         "export": ["export", STORIES, "-o", tmp_path / "out.hfs"],
     }[command]
@@ -230,13 +234,20 @@ def test_run_with_ngram_drafts_gives_the_same_tokens(tmp_path):
     """run --draft ngram verifies drafts in step methods and prints exactly what run without drafts prints."""
     prog = tmp_path / "steps.hfs"
     cli("export", STORIES, "-o", prog, "--context", "512", "--step-sizes", "4,8,16", timeout=TIMEOUT, check=True)
-    args = ["run", "-m", prog, "-p", "Once upon a time, there was a little girl named Lily.", "-n", "200", "--temp", "0",
-            "--json"]
-    plain = json.loads(cli(*args, timeout=TIMEOUT, check=True).stdout)
-    spec = json.loads(cli(*args, "--draft", "ngram", "--draft-max", "6", timeout=TIMEOUT, check=True).stdout)
-    assert spec["tokens"] == plain["tokens"] and spec["text"] == plain["text"]
-    assert spec["stats"]["verify_steps"] > 0 and spec["stats"]["draft_accepted"] > 0
-    assert plain["stats"]["verify_steps"] == 0
+    # The model's own greedy text up to where it has repeated one sentence twice; it goes on repeating it, so
+    # the first draft verified is accepted whatever the step times (the policy may pause drafting after it:
+    # on this model a verification step costs several decode steps).
+    looping = ("Lily and Ben went to the park. They saw a big box with a big box. They wanted to play with it. They "
+               "wanted to play with the box. They wanted to play with the box.\n\"Look, Ben, I found a box. It is a "
+               "big box.\" Lily said.\n\"OK, it is not a box. It is a box. It is a box. It is not a box. It is not a "
+               "box. It is not a box. It is not a boy. It is not a boy.")
+    for prompt, accepted in [("Once upon a time, there was a little girl named Lily.", False), (looping, True)]:
+        args = ["run", "-m", prog, "-p", prompt, "-n", "200", "--temp", "0", "--json"]
+        plain = json.loads(cli(*args, timeout=TIMEOUT, check=True).stdout)
+        spec = json.loads(cli(*args, "--draft", "ngram", "--draft-max", "6", timeout=TIMEOUT, check=True).stdout)
+        assert spec["tokens"] == plain["tokens"] and spec["text"] == plain["text"]
+        assert spec["stats"]["verify_steps"] > 0 and (spec["stats"]["draft_accepted"] > 0) >= accepted
+        assert plain["stats"]["verify_steps"] == 0
 
 
 def test_bench_sequences(tmp_path):
@@ -256,6 +267,45 @@ def test_bench_sequences(tmp_path):
     assert r.returncode == USAGE and "--sequences" in r.stderr, r.stderr
     r = cli("bench", "-m", prog, "--sequences", "2", "--vs-threads", "1", timeout=TIMEOUT)
     assert r.returncode == USAGE and "--vs-threads" in r.stderr, r.stderr
+
+
+def test_bench_verify_and_draft(tmp_path, stories_program):
+    """bench --verify times steps of K + 1 rows against decode steps; bench --draft ngram generates the same
+    tokens with and without drafts and reports the drafts' statistics."""
+    prog = tmp_path / "steps.hfs"
+    cli("export", STORIES, "-o", prog, "--context", "128", "--step-sizes", "2,4", timeout=TIMEOUT, check=True)
+    out = json.loads(cli("bench", "-m", prog, "--verify", "3,1", "--prompt", "16", "--verify-pairs", "3", "--json",
+                         timeout=TIMEOUT, check=True).stdout)
+    rows = out["verify"]
+    assert [r["drafts"] for r in rows] == [3, 1] and [r["method_rows"] for r in rows] == [4, 2]
+    assert out["prompt_tokens"] == 16 and out["pairs"] == 3
+    assert all(r["decode_ms"] > 0 and r["step_ms"] > 0 and r["step_over_decode"] > 0 for r in rows)
+    r = cli("bench", "-m", prog, "--verify", "4", "--prompt", "16", timeout=TIMEOUT)
+    assert r.returncode == 1 and "K = 4 needs a step method of at least 5 rows; the program's largest is step_4" in r.stderr
+    r = cli("bench", "-m", stories_program, "--verify", "1", timeout=TIMEOUT)
+    assert r.returncode == 1 and "no step methods" in r.stderr, r.stderr
+    r = cli("bench", "-m", prog, "--verify", "1,,2", timeout=TIMEOUT)
+    assert r.returncode == USAGE and "--verify" in r.stderr, r.stderr
+    r = cli("bench", "-m", prog, "--verify", "1", "--vs-threads", "1", timeout=TIMEOUT)
+    assert r.returncode == USAGE and "--vs-threads" in r.stderr, r.stderr
+
+    text = tmp_path / "prompt.txt"
+    text.write_text("Once upon a time, there was a little girl named Lily.")
+    out = json.loads(cli("bench", "-m", prog, "--draft", "ngram", "--text-file", text, "--gen", "40", "--reps", "2",
+                         "--json", timeout=TIMEOUT, check=True).stdout)
+    assert out["same_tokens"] is True and out["gen_tokens"] == 40 and out["reps"] == 2 and out["draft_max"] == 8
+    ids = json.loads(cli("tokenize", text.read_text(), "-m", prog, "--json", timeout=TIMEOUT, check=True).stdout)["ids"]
+    assert out["prompt_tokens"] == len(ids) == 16  # the text encoded as run -f encodes it, BOS first
+    assert 0 <= out["acceptance_rate"] <= 1 and out["tokens_per_step"] >= 1 and out["verify_steps_per_run"] >= 1
+    assert len(out["speedup_pairs"]) == 2 and out["plain_decode_tok_s"] > 0 and out["draft_decode_tok_s"] > 0
+    r = cli("bench", "-m", prog, "--draft", "ngram", "--text-file", text, "--gen", "120", timeout=TIMEOUT)
+    assert r.returncode == USAGE and "exceed the program's context of 128" in r.stderr, r.stderr
+    r = cli("bench", "-m", prog, "--draft", "ngram", "--text-file", tmp_path / "missing.txt", timeout=TIMEOUT)
+    assert r.returncode == 1 and "--text-file" in r.stderr, r.stderr
+    r = cli("bench", "-m", prog, "--draft", "ngram", "--verify", "1", timeout=TIMEOUT)
+    assert r.returncode == USAGE and "--verify" in r.stderr, r.stderr
+    r = cli("bench", "-m", prog, "--text-file", text, timeout=TIMEOUT)
+    assert r.returncode == USAGE and "--text-file requires --draft" in r.stderr, r.stderr
 
 
 def test_version_and_unknown_commands():

@@ -1,0 +1,150 @@
+// DraftPolicy's decisions, fed synthetic step times: generation is simulated token by token (a decode step,
+// or a verification step of the drafts the policy wants, some of them accepted) and its total time compared
+// with plain decode's. The step costs are the two shapes measured with `hfstatic bench --verify`: a
+// 260K-parameter model, where each row of a step costs most of a decode step and rows are padded to the
+// program's step method (2, 4, 8 or 16 rows), and a 0.5B one, where the rows share one pass over the weights.
+#include "llm/draft_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+
+namespace hfs {
+namespace {
+
+constexpr double kDecodeMs = 0.2;
+
+// A verification step of k drafts (k + 1 rows, padded to the next power of two): each row beyond the first
+// costs 0.7 of a decode step.
+double tiny_model_ms(int32_t k) {
+  int32_t rows = 1;
+  while (rows < k + 1) rows *= 2;
+  return kDecodeMs * (1 + 0.7 * (rows - 1));
+}
+// One pass over the weights for every row; each row adds 15 %.
+double large_model_ms(int32_t k) { return kDecodeMs * (1 + 0.15 * k); }
+
+// Deterministic draws: each draft accepted with probability p until the first rejection.
+struct Acceptance {
+  double p;
+  uint64_t state = 12345;
+  int32_t operator()(int32_t k) {
+    int32_t a = 0;
+    while (a < k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      if (static_cast<double>(state >> 11) / 9007199254740992.0 >= p) break;
+      ++a;
+    }
+    return a;
+  }
+};
+
+struct Outcome {
+  double speedup = 0;  // plain decode's time / the policy's
+  int64_t verify_steps = 0;
+};
+
+// n tokens as the Runner makes them: drafts capped to the tokens still wanted; `slow_round` (if ≥ 0) is a
+// verification step that waited for a core, reported to the policy as 30 times its cost (the speedup leaves
+// the wait out: it measures the decisions that followed).
+Outcome simulate(int32_t max_k, int n, const std::function<double(int32_t)>& step_ms, Acceptance accept,
+                 int slow_round = -1) {
+  DraftPolicy p(max_k);
+  double t = 0;
+  int made = 0;
+  Outcome o;
+  while (made < n) {
+    const int32_t k = std::min(p.want(), n - made - 1);
+    if (k < 1) {
+      t += kDecodeMs;
+      p.on_decode(kDecodeMs);
+      made += 1;
+      continue;
+    }
+    const int32_t a = accept(k);
+    const double ms = step_ms(k);
+    t += ms;
+    p.on_verify(k, a, ms * (o.verify_steps == slow_round ? 30 : 1));
+    made += a + 1;
+    ++o.verify_steps;
+  }
+  o.speedup = n * kDecodeMs / t;
+  return o;
+}
+
+TEST(DraftPolicy, OpenEndedTextOnATinyModelIsNotSlowerThanPlainDecode) {
+  // Drafts accepted a third of the time, steps that cost a decode step per row: drafting never pays.
+  const Outcome o = simulate(8, 2000, tiny_model_ms, Acceptance{0.35});
+  EXPECT_GE(o.speedup, 0.98);
+  // Probing backs off: a handful of verification steps in 2000 tokens.
+  EXPECT_LE(o.verify_steps, 40);
+}
+
+TEST(DraftPolicy, RepeatedTextOnATinyModelDraftsTheCountsThatPay) {
+  // Every draft accepted: 1 draft (2 rows) gains 2 / 1.7, 3 drafts (4 rows) 4 / 3.1; 8 drafts would run 16
+  // rows and lose (9 / 11.5).
+  const Outcome o = simulate(8, 2000, tiny_model_ms, Acceptance{1.0});
+  EXPECT_GE(o.speedup, 1.15);
+}
+
+TEST(DraftPolicy, RepeatedTextOnALargeModelDraftsTheMost) {
+  const Outcome o = simulate(8, 2000, large_model_ms, Acceptance{1.0});
+  EXPECT_GE(o.speedup, 3.5);  // 8 drafts: 9 tokens for 2.2 decode steps, 4.1x
+}
+
+TEST(DraftPolicy, HalfAcceptedDraftsOnALargeModelStillPay) {
+  const Outcome o = simulate(8, 2000, large_model_ms, Acceptance{0.6});
+  EXPECT_GE(o.speedup, 1.2);  // 2-3 drafts: about 1.3x
+}
+
+TEST(DraftPolicy, OneStepThatWaitedForACoreDoesNotStopDrafting) {
+  const Outcome steady = simulate(8, 2000, large_model_ms, Acceptance{1.0});
+  const Outcome o = simulate(8, 2000, large_model_ms, Acceptance{1.0}, /*slow_round=*/5);
+  EXPECT_GE(o.speedup, 0.97 * steady.speedup);
+}
+
+TEST(DraftPolicy, DraftsOnlyAfterADecodeStepWasTimedAndStartsWithOne) {
+  DraftPolicy p(8);
+  EXPECT_EQ(p.want(), 0);  // nothing to compare a verification step with yet
+  p.on_decode(kDecodeMs);  // the first step after the prompt runs cold: not used
+  EXPECT_EQ(p.want(), 0);
+  p.on_decode(kDecodeMs);
+  EXPECT_EQ(p.want(), 1);
+}
+
+TEST(DraftPolicy, PausesThatFollowFailedProbesDouble) {
+  DraftPolicy p(8);
+  p.on_decode(kDecodeMs);
+  p.on_decode(kDecodeMs);
+  auto pause_after_rejection = [&] {
+    EXPECT_EQ(p.want(), 1);
+    p.on_verify(1, 0, tiny_model_ms(1));
+    int steps = 0;
+    while (p.want() == 0 && steps < 10000) {
+      p.on_decode(kDecodeMs);
+      ++steps;
+    }
+    return steps;
+  };
+  const int first = pause_after_rejection();
+  EXPECT_EQ(first, DraftPolicy::kPauseSteps);
+  EXPECT_EQ(pause_after_rejection(), 2 * first);
+  EXPECT_EQ(pause_after_rejection(), 4 * first);
+}
+
+TEST(DraftPolicy, CostsBetweenMeasuredCountsAreInterpolated) {
+  DraftPolicy p(8);
+  p.on_decode(kDecodeMs);
+  p.on_decode(kDecodeMs);
+  p.on_verify(1, 1, 2 * kDecodeMs);
+  p.on_verify(2, 2, 3 * kDecodeMs);
+  p.on_verify(4, 4, 5 * kDecodeMs);
+  EXPECT_DOUBLE_EQ(p.cost(1), 2.0);
+  EXPECT_DOUBLE_EQ(p.cost(3), 4.0);  // between 2 (3.0) and 4 (5.0)
+  EXPECT_DOUBLE_EQ(p.cost(8), 9.0);  // beyond 4: on the line through a decode step (0 drafts, 1.0) and 4
+}
+
+}  // namespace
+}  // namespace hfs
