@@ -18,6 +18,8 @@
 //   build/kernel_bench layer      # a prefill chunk's f16 GEMMs over 30 layers of distinct weights, 1 vs 2
 //                                 # threads (what each pool task pays on a chain of different weights)
 //   build/kernel_bench rows [T]   # one weight pass for R = 1..16 activation rows, every format, T threads
+//   build/kernel_bench half [T]   # every f16 / bf16 decode GEMV variant (linear_half.h), alternated, T threads,
+//                                 # and what the load-time tuning picks over the same weights
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -42,6 +44,7 @@
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/isa_target.h"
 #include "backends/cpu_fast/linear.h"
+#include "backends/cpu_fast/linear_half.h"
 #include "backends/cpu_fast/thread_pool.h"
 #include "backends/cpu_fast/weight_formats.h"
 
@@ -664,7 +667,66 @@ void rows(int threads) {
   }
 }
 
+// "half": the decode GEMV variants for f16 / bf16 weights (linear_half.h) on Qwen2.5-0.5B's and SmolLM2-135M's
+// shapes, weights streamed from DRAM (copies well beyond the caches). The variants take turns within each
+// repetition (one call over every copy each), so what the machine does meanwhile weighs on all alike;
+// per variant the median / upper-quartile GB/s of single calls, and the median's ratio to the ISA's own
+// kernel (the first).
+// Then tune_half_gemv over the same copies: its pick, its own medians and what it took.
+void half_variants(int threads) {
+  ThreadPool pool(threads);
+  std::printf("isa %s  threads %d  triad %.1f GB/s\n", std::string(isa_name(active_isa())).c_str(), threads, triad_gbs(pool));
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{4864, 896}, {896, 4864}, {1536, 576}, {576, 1536}}) {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> d(0.0f, 0.02f);
+    std::vector<float> w(n * k), x(k), y(n);
+    for (auto& v : w) v = d(rng);
+    for (auto& v : x) v = d(rng) * 50;
+    for (DType f : {DType::kF16, DType::kBF16}) {
+      const std::vector<uint8_t> one = stored_weight(f, w, n, k, nullptr);
+      const size_t copies = std::max<size_t>(4, (384u << 20) / one.size());
+      std::vector<std::vector<uint8_t>> sources(copies, one);
+      std::vector<PackedWeight> packed;
+      for (auto& b : sources) packed.push_back(std::move(pack_weight(f, b.data(), n, k, nullptr).value()));
+      LinearScratch scratch;
+      const std::vector<int> cand = eligible_half_gemv(f);
+      // One call per sample (a longer one would rarely escape the other processes on a shared machine),
+      // each on the next copy, so a copy is read again only after every other copy has been.
+      const int reps = static_cast<int>(3 * copies);
+      std::vector<std::vector<double>> gbs(cand.size());
+      size_t next = 0;
+      for (int rep = 0; rep < reps; ++rep)
+        for (size_t c = 0; c < cand.size(); ++c) {
+          PackedWeight& p = packed[next];
+          next = (next + 1) % packed.size();
+          p.gemv_variant = cand[c];
+          const auto t0 = Clock::now();
+          linear(p, x.data(), 1, nullptr, y.data(), scratch, &pool);
+          const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          gbs[c].push_back(static_cast<double>(p.weight_bytes()) / s / 1e9);
+        }
+      std::printf("  %-4s N=%-5lld K=%-5lld", std::string(dtype_name(f)).c_str(), static_cast<long long>(n), static_cast<long long>(k));
+      double base = 0;
+      for (size_t c = 0; c < cand.size(); ++c) {
+        std::sort(gbs[c].begin(), gbs[c].end());
+        const double med = gbs[c][gbs[c].size() / 2];
+        if (c == 0) base = med;
+        std::printf("  %s %.1f/%.1f (%.2f)", std::string(half_gemv_variants()[static_cast<size_t>(cand[c])].name).c_str(), med,
+                    gbs[c][gbs[c].size() * 3 / 4], med / base);
+      }
+      std::printf("\n");
+      std::vector<const PackedWeight*> ws;
+      for (auto& p : packed) ws.push_back(&p);
+      std::printf("    %s\n", describe(tune_half_gemv(f, k, ws, &pool), f, k, threads).c_str());
+    }
+  }
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "half") == 0) {
+    half_variants(argc > 2 ? std::atoi(argv[2]) : 2);
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "pack") == 0) {
     packing();
     return 0;
