@@ -23,6 +23,7 @@ bool is_half(DType d) { return d == DType::kF16 || d == DType::kBF16; }
 }  // namespace
 
 Status tune_linears(FastDelegate& d) {
+  HFS_TRY(check_half_gemv_env());
   // The (format, K) classes that decode (one activation row) runs on constant 16-bit weights.
   std::map<std::pair<DType, int64_t>, std::vector<PackedWeight*>> classes;
   for (const Step& s : d.steps) {

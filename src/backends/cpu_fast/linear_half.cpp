@@ -35,6 +35,7 @@ constexpr size_t kChunkBytes = size_t{8} << 20;
 // Rounds of one sample per candidate: at least kMinRounds, then more while under kBudget.
 constexpr int kMinRounds = 7, kMaxRounds = 15;
 constexpr double kBudgetSeconds = 0.040;
+constexpr double kMargin = 1.03;
 
 }  // namespace
 
@@ -74,6 +75,17 @@ Result<int> forced_half_gemv(DType f) {
                     std::string("cpu_fast: ") + kEnv + "='" + std::string(want) + "' " +
                         (known ? "cannot run " : "is not a GEMV variant for ") + std::string(dtype_name(f)) +
                         " weights on " + std::string(isa_name(active_isa())) + " (choices: default, " + names(ok) + ")");
+}
+
+Status check_half_gemv_env() {
+  const char* env = std::getenv(kEnv);
+  if (env == nullptr || *env == '\0' || std::string_view(env) == "default") return Ok{};
+  const auto all = half_gemv_variants();
+  if (std::any_of(all.begin(), all.end(), [&](const HalfGemvVariant& v) { return v.name == env; })) return Ok{};
+  std::vector<int> every(all.size());
+  for (size_t i = 0; i < all.size(); ++i) every[i] = static_cast<int>(i);
+  return make_error(ErrorCode::kInvalidArgument, std::string("cpu_fast: ") + kEnv + "='" + env +
+                                                     "' is not a GEMV variant (choices: default, " + names(every) + ")");
 }
 
 HalfGemvTuning tune_half_gemv(DType f, int64_t k, std::span<const PackedWeight* const> weights, ThreadPool* pool) {
@@ -133,12 +145,14 @@ HalfGemvTuning tune_half_gemv(DType f, int64_t k, std::span<const PackedWeight* 
   }
   double best = -1;
   for (size_t c = 0; c < nc; ++c) {
+    // The ISA's kernel (candidate 0) stays unless another beats it by kMargin: variants that measure the
+    // same would otherwise change places from one load to the next on noise alone.
     // The upper quartile: a sample another process interrupted reads slow, never fast, so the quartile
     // sees past a burst of interruptions that the median would not.
     std::vector<double>& g = gbs[c];
     std::sort(g.begin(), g.end());
     t.gbs.push_back(g[g.size() * 3 / 4]);
-    if (t.gbs.back() > best) {
+    if (t.gbs.back() > (c == 0 ? 0.0 : std::max(best, t.gbs[0] * kMargin))) {
       best = t.gbs.back();
       t.variant = t.candidates[c];
     }

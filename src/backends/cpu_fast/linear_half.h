@@ -44,6 +44,9 @@ std::vector<int> eligible_half_gemv(DType f);
 // The variant HFS_CPU_FAST_HALF_GEMV forces for format f: -1 when unset; an error for an unknown name or
 // one that is not eligible for f.
 [[nodiscard]] Result<int> forced_half_gemv(DType f);
+// An error when HFS_CPU_FAST_HALF_GEMV names no variant at all (checked at every compile, 16-bit weights or
+// not, so that a misspelt name never passes silently).
+[[nodiscard]] Status check_half_gemv_env();
 
 struct HalfGemvTuning {
   int variant = -1;                // index into half_gemv_variants()
