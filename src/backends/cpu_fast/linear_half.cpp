@@ -33,7 +33,7 @@ std::string names(const std::vector<int>& idx) {
 constexpr size_t kSampleBytes = size_t{2} << 20;
 constexpr size_t kChunkBytes = size_t{8} << 20;
 // Rounds of one sample per candidate: at least kMinRounds, then more while under kBudget.
-constexpr int kMinRounds = 7, kMaxRounds = 15;
+constexpr int kMinRounds = 9, kMaxRounds = 25;
 constexpr double kBudgetSeconds = 0.040;
 constexpr double kMargin = 1.03;
 
@@ -143,17 +143,29 @@ HalfGemvTuning tune_half_gemv(DType f, int64_t k, std::span<const PackedWeight* 
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (round + 1 >= kMinRounds && spent > kBudgetSeconds) break;
   }
+  // Each round's samples ran within about a millisecond of each other, so each is scored against its
+  // round's median: what the machine's other work does to the bandwidth from one round to the next cancels
+  // out. A candidate's score is the median of its scores over the rounds.
+  const size_t rounds = gbs[0].size();
+  std::vector<std::vector<double>> rel(nc);
+  for (size_t r = 0; r < rounds; ++r) {
+    std::vector<double> g;
+    for (size_t c = 0; c < nc; ++c) g.push_back(gbs[c][r]);
+    std::nth_element(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(nc / 2), g.end());
+    for (size_t c = 0; c < nc; ++c) rel[c].push_back(gbs[c][r] / g[nc / 2]);
+  }
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
   double best = -1;
   for (size_t c = 0; c < nc; ++c) {
+    t.gbs.push_back(median(gbs[c]));
+    t.score.push_back(median(rel[c]));
     // The ISA's kernel (candidate 0) stays unless another beats it by kMargin: variants that measure the
     // same would otherwise change places from one load to the next on noise alone.
-    // The upper quartile: a sample another process interrupted reads slow, never fast, so the quartile
-    // sees past a burst of interruptions that the median would not.
-    std::vector<double>& g = gbs[c];
-    std::sort(g.begin(), g.end());
-    t.gbs.push_back(g[g.size() * 3 / 4]);
-    if (t.gbs.back() > (c == 0 ? 0.0 : std::max(best, t.gbs[0] * kMargin))) {
-      best = t.gbs.back();
+    if (t.score.back() > (c == 0 ? 0.0 : std::max(best, t.score[0] * kMargin))) {
+      best = t.score.back();
       t.variant = t.candidates[c];
     }
   }
@@ -170,11 +182,11 @@ std::string describe(const HalfGemvTuning& t, DType f, int64_t k, int threads) {
   if (t.cached) return s + " (tuned earlier in this process)";
   char buf[64];
   s += " in ";
-  std::snprintf(buf, sizeof buf, "%.1f ms; upper-quartile GB/s:", t.ms);
+  std::snprintf(buf, sizeof buf, "%.1f ms; median GB/s (score):", t.ms);
   s += buf;
   for (size_t c = 0; c < t.candidates.size(); ++c) {
-    std::snprintf(buf, sizeof buf, " %s %.1f", std::string(half_gemv_variants()[static_cast<size_t>(t.candidates[c])].name).c_str(),
-                  t.gbs[c]);
+    std::snprintf(buf, sizeof buf, " %s %.1f (%.3f)",
+                  std::string(half_gemv_variants()[static_cast<size_t>(t.candidates[c])].name).c_str(), t.gbs[c], t.score[c]);
     s += buf;
   }
   return s;

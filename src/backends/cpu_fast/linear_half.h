@@ -51,13 +51,14 @@ std::vector<int> eligible_half_gemv(DType f);
 struct HalfGemvTuning {
   int variant = -1;                // index into half_gemv_variants()
   std::vector<int> candidates;     // what was timed
-  std::vector<double> gbs;         // per candidate: the upper quartile of its samples' GB/s
+  std::vector<double> gbs;         // per candidate: the median of its samples' GB/s
+  std::vector<double> score;       // per candidate: the median over the rounds of its GB/s ÷ the round's median
   double ms = 0;                   // what the tuning took
   bool cached = false;             // an earlier tuning's answer for the same (format, K, ISA, threads)
 };
 // Times every eligible variant for 16-bit weights of format f and row length k on `pool` (nullptr: the
 // calling thread), streaming row ranges of `weights` (all of format f and row length k, float layout) in
-// rounds that alternate the variants, and picks the highest upper-quartile GB/s. Cached per (format, k,
+// rounds that alternate the variants, and picks the highest score (GB/s relative to the round's median). Cached per (format, k,
 // active ISA, threads) for the process. Returns variant -1 when nothing is eligible.
 HalfGemvTuning tune_half_gemv(DType f, int64_t k, std::span<const PackedWeight* const> weights, ThreadPool* pool);
 std::string describe(const HalfGemvTuning& t, DType f, int64_t k, int threads);

@@ -60,9 +60,7 @@ void either(const PackedWeight& w, const float* x, int64_t m, const float* bias,
 #define HFS_HALF_VARIANT_(name, body) \
   void name(const PackedWeight& w, const float* x, int64_t m, const float* b, float* y, int64_t n0, int64_t n1) { body(w, x, m, b, y, n0, n1); }
 HFS_HALF_VARIANT_(ymm_r1_nopf, (either<1, 0, 3>))
-HFS_HALF_VARIANT_(ymm_r1_pf4k, (either<1, 4096, 3>))
 HFS_HALF_VARIANT_(ymm_r1_pf8k_l2, (either<1, 8192, 2>))
-HFS_HALF_VARIANT_(ymm_r2_pf4k, (either<2, 4096, 3>))
 HFS_HALF_VARIANT_(ymm_split_pf4k, (half_gemv_split<Ymm, 4096, 3>))
 #undef HFS_HALF_VARIANT_
 
@@ -78,9 +76,7 @@ constexpr Isa kY = Isa::kAvx2;
 constexpr HalfGemvVariant kVariants[] = {
     {"ymm-default", kY, true, true, linear_float_avx2},
     {"ymm-r1-nopf", kY, true, true, ymm_r1_nopf},
-    {"ymm-r1-pf4k", kY, true, true, ymm_r1_pf4k},
     {"ymm-r1-pf8k-l2", kY, true, true, ymm_r1_pf8k_l2},
-    {"ymm-r2-pf4k", kY, true, true, ymm_r2_pf4k},
     {"ymm-split-pf4k", kY, false, true, ymm_split_pf4k},
 };
 }  // namespace

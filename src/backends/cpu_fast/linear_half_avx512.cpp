@@ -55,9 +55,7 @@ void either(const PackedWeight& w, const float* x, int64_t m, const float* bias,
 #define HFS_HALF_VARIANT_(name, body) \
   void name(const PackedWeight& w, const float* x, int64_t m, const float* b, float* y, int64_t n0, int64_t n1) { body(w, x, m, b, y, n0, n1); }
 HFS_HALF_VARIANT_(zmm_r1_nopf, (either<1, 0, 3>))
-HFS_HALF_VARIANT_(zmm_r1_pf4k, (either<1, 4096, 3>))
 HFS_HALF_VARIANT_(zmm_r1_pf8k_l2, (either<1, 8192, 2>))
-HFS_HALF_VARIANT_(zmm_r2_pf4k, (either<2, 4096, 3>))
 #undef HFS_HALF_VARIANT_
 
 }  // namespace
@@ -72,9 +70,7 @@ constexpr Isa kZ = Isa::kAvx512;
 constexpr HalfGemvVariant kVariants[] = {
     {"zmm-default", kZ, true, true, linear_float_avx512},
     {"zmm-r1-nopf", kZ, true, true, zmm_r1_nopf},
-    {"zmm-r1-pf4k", kZ, true, true, zmm_r1_pf4k},
     {"zmm-r1-pf8k-l2", kZ, true, true, zmm_r1_pf8k_l2},
-    {"zmm-r2-pf4k", kZ, true, true, zmm_r2_pf4k},
 };
 }  // namespace
 
