@@ -84,6 +84,55 @@ TEST_P(CpuFastHalfGemv, EveryVariantMatchesDoubleReference) {
   }
 }
 
+// linear(), linear_batch() and linear_glu() run the variant a weight records for one row: each gives, bit for
+// bit, what the variant's own kernel gives over all the columns (a row's sum does not depend on the range a
+// pool task takes). The 256-bit and 512-bit built-in kernels add in different orders, so on AVX-512 a
+// dispatch that ignored the record would show (checked: they differ on this shape).
+TEST_P(CpuFastHalfGemv, OneRowCallsRunTheRecordedVariant) {
+  if (GetParam() == Isa::kScalar) GTEST_SKIP() << "no variants on the portable path";
+  ThreadPool pool(2);
+  constexpr int64_t n = 70, k = 1000;
+  for (DType f : {DType::kF16, DType::kBF16}) {
+    const Weight wa = make_weight(f, n, k, 21), wb = make_weight(f, n, k, 22);
+    auto a = pack_weight(f, wa.bytes.data(), n, k, nullptr);
+    auto b = pack_weight(f, wb.bytes.data(), n, k, nullptr);
+    ASSERT_TRUE(a.ok() && b.ok());
+    std::vector<float> x(k), bias(n);
+    for (int64_t i = 0; i < k; ++i) x[static_cast<size_t>(i)] = std::cos(0.37f * static_cast<float>(i));
+    for (int64_t i = 0; i < n; ++i) bias[static_cast<size_t>(i)] = 0.01f * static_cast<float>(i);
+    std::map<int, std::vector<float>> direct;
+    for (int v : eligible_half_gemv(f)) {
+      SCOPED_TRACE(variant_name(v) + " " + std::string(dtype_name(f)));
+      auto& want = direct[v];
+      want.assign(2 * n, 0.0f);
+      half_gemv_variants()[static_cast<size_t>(v)].fn(*a, x.data(), 1, bias.data(), want.data(), 0, n);
+      half_gemv_variants()[static_cast<size_t>(v)].fn(*b, x.data(), 1, nullptr, want.data() + n, 0, n);
+      a->gemv_variant = b->gemv_variant = v;
+      LinearScratch scratch;
+      std::vector<float> y(n), ya(n), yb(n), gate(n), up(n), glu(n);
+      linear(*a, x.data(), 1, bias.data(), y.data(), scratch, &pool);
+      const LinearJob jobs[2] = {{&*a, bias.data(), ya.data()}, {&*b, nullptr, yb.data()}};
+      linear_batch(jobs, x.data(), nullptr, 1, &pool);
+      linear_glu({&*a, bias.data(), gate.data()}, {&*b, nullptr, up.data()}, x.data(), nullptr, 1, glu.data(), &pool);
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_EQ(y[static_cast<size_t>(j)], want[static_cast<size_t>(j)]) << "linear col " << j;
+        ASSERT_EQ(ya[static_cast<size_t>(j)], want[static_cast<size_t>(j)]) << "batch col " << j;
+        ASSERT_EQ(yb[static_cast<size_t>(j)], want[static_cast<size_t>(n + j)]) << "batch col " << j;
+        ASSERT_EQ(gate[static_cast<size_t>(j)], want[static_cast<size_t>(j)]) << "glu col " << j;
+        ASSERT_EQ(up[static_cast<size_t>(j)], want[static_cast<size_t>(n + j)]) << "glu col " << j;
+      }
+    }
+    if (GetParam() >= Isa::kAvx512) {
+      const std::vector<int> vs = eligible_half_gemv(f);
+      int ymm = -1;
+      for (int v : vs)
+        if (variant_name(v) == "ymm-default") ymm = v;
+      ASSERT_GE(ymm, 0);
+      EXPECT_NE(direct[vs[0]], direct[ymm]) << "the two built-in kernels round alike: the checks above cannot see the dispatch";
+    }
+  }
+}
+
 // The tuning times every eligible variant and returns one of them; a second tuning of the same
 // (format, K) is the cached answer. Nothing is eligible for f32 or on the scalar path.
 TEST_P(CpuFastHalfGemv, TuningPicksAnEligibleVariantOncePerClass) {
