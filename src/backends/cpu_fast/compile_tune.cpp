@@ -49,8 +49,9 @@ Status tune_linears(FastDelegate& d) {
       if (StepProfile::requested()) std::fprintf(stderr, "%s\n", describe(t, key.first, key.second, d.pool->size()).c_str());
       variant = t.variant;
     }
-    // Weights are shared by every delegate of the program: write only a change (a second delegate's
-    // tuning of the same class is the cached answer), never while another delegate may be reading it.
+    // Weights are shared by every delegate of the program (and every Runner over it), which may be running
+    // while this one compiles: only a change is written, and a later tuning of the same class on the same
+    // threads is the cached answer, so it writes nothing.
     for (PackedWeight* w : members)
       if (w->gemv_variant != variant) w->gemv_variant = variant;
   }

@@ -2,8 +2,8 @@
 //
 // A decode step streams every weight once, so a 16-bit model decodes at the speed its GEMVs read memory.
 // What gets a core closest to that speed differs between x86 generations (vector width, software
-// prefetch distance and level, rows streamed side by side, how bf16 is widened), and no single choice
-// wins on all of them. So the kernels come in variants (linear_half_gemv.h), and at load the backend
+// prefetch distance and level, how bf16 is widened), and no single choice can be shown to win on all of
+// them. So the kernels come in variants (linear_half_gemv.h), and at load the backend
 // times every variant the CPU can run on the program's own weights and keeps the fastest for each
 // (format, K) (tune_half_gemv, called by the compile step tune_linears). Every variant computes the same
 // dot products (to f32 rounding), so the choice changes only the speed.
@@ -30,7 +30,7 @@
 namespace hfs::cpu_fast {
 
 struct HalfGemvVariant {
-  std::string_view name;  // "zmm-r1-pf4k": vector width, rows side by side, prefetch distance (or "nopf")
+  std::string_view name;  // "zmm-r1-pf8k-l2": vector width, rows side by side, prefetch distance and level
   Isa isa;                // the lowest dispatch level that runs it
   bool f16, bf16;         // the formats it serves
   detail::FloatKernel fn;  // called with m = 1 only

@@ -28,18 +28,6 @@ struct Zmm {
   static V wload(HalfBF16, const uint16_t* p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
   }
-  static void wsplit(const uint16_t* p, V& even, V& odd) {
-    const __m512i w = _mm512_loadu_si512(p);
-    even = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-    odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int32_t>(0xffff0000u))));
-  }
-  static void xsplit(const float* x, float* xs) {
-    const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
-    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    _mm512_store_ps(xs, _mm512_permutex2var_ps(a, ev, b));
-    _mm512_store_ps(xs + 16, _mm512_permutex2var_ps(a, od, b));
-  }
 };
 
 template <int NR, int64_t PF, int LOC>

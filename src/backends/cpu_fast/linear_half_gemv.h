@@ -6,6 +6,7 @@
 //   V, kLanes                 a float vector and its lanes
 //   zero(), load(p), fma(a, b, c), add(a, b), hsum(v)
 //   wload(HalfF16 / HalfBF16, p)   kLanes weights at p (uint16_t) as floats
+// and, for half_gemv_split only:
 //   wsplit(p, even, odd)      2·kLanes bf16 weights at p: elements 0, 2, 4, .. and 1, 3, 5, .. as floats
 //   xsplit(x, xs)             2·kLanes floats at x → xs[0, kLanes) = x[0, 2, ..], xs[kLanes, 2·kLanes) = x[1, 3, ..]
 //
@@ -14,9 +15,10 @@
 // changes the speed. What the variants vary is what decides how close a core gets to the memory's speed
 // and what differs between x86 generations: the vector width (Zen 4 splits every 512-bit op in two
 // 256-bit halves), the software prefetch (distance and the cache level it fills, against the hardware
-// prefetchers' own ramp), how many weight rows stream side by side, and, for bf16, how the weights are
-// widened (a zero-extension and a shift per 16 weights, or a shift for the even and a mask for the odd
-// elements of 32, against activations split into even and odd halves once per call).
+// prefetchers' own ramp) and, for bf16, how the weights are widened (a zero-extension and a shift per
+// kLanes weights, or a shift for the even and a mask for the odd elements of 2·kLanes, against activations
+// split into even and odd halves once per call). half_gemv also streams NR rows side by side; on the Zen 5
+// it was measured on, 2 and 4 rows read 0.5-1.0x as fast as one, so no variant in the tables uses it.
 #pragma once
 
 namespace hfs::cpu_fast::detail {
