@@ -18,12 +18,18 @@
 //   build/kernel_bench layer      # a prefill chunk's f16 GEMMs over 30 layers of distinct weights, 1 vs 2
 //                                 # threads (what each pool task pays on a chain of different weights)
 //   build/kernel_bench rows [T]   # one weight pass for R = 1..16 activation rows, every format, T threads
+//   build/kernel_bench half [T]   # every f16 / bf16 decode GEMV variant (linear_half.h), alternated, T threads,
+//                                 # and what the load-time tuning picks over the same weights
+//   build/kernel_bench half-decode qwen|smollm [T]  # a decode token's linears (every layer's weights, distinct,
+//                                 # on huge pages), the ISA's kernel against the tuning's pick, tokens alternating
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
@@ -42,6 +48,7 @@
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/isa_target.h"
 #include "backends/cpu_fast/linear.h"
+#include "backends/cpu_fast/linear_half.h"
 #include "backends/cpu_fast/thread_pool.h"
 #include "backends/cpu_fast/weight_formats.h"
 
@@ -664,7 +671,131 @@ void rows(int threads) {
   }
 }
 
+// "half": the decode GEMV variants for f16 / bf16 weights (linear_half.h) on Qwen2.5-0.5B's and SmolLM2-135M's
+// shapes, weights streamed from DRAM (copies well beyond the caches). The variants take turns within each
+// repetition (one call over every copy each), so what the machine does meanwhile weighs on all alike;
+// per variant the median / upper-quartile GB/s of single calls, and the median's ratio to the ISA's own
+// kernel (the first).
+// Then tune_half_gemv over the same copies: its pick, its own medians and what it took.
+void half_variants(int threads) {
+  ThreadPool pool(threads);
+  std::printf("isa %s  threads %d  triad %.1f GB/s\n", std::string(isa_name(active_isa())).c_str(), threads, triad_gbs(pool));
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{4864, 896}, {896, 4864}, {1536, 576}, {576, 1536}}) {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> d(0.0f, 0.02f);
+    std::vector<float> w(n * k), x(k), y(n);
+    for (auto& v : w) v = d(rng);
+    for (auto& v : x) v = d(rng) * 50;
+    for (DType f : {DType::kF16, DType::kBF16}) {
+      const std::vector<uint8_t> one = stored_weight(f, w, n, k, nullptr);
+      const size_t copies = std::max<size_t>(4, (384u << 20) / one.size());
+      std::vector<std::vector<uint8_t>> sources(copies, one);
+      std::vector<PackedWeight> packed;
+      for (auto& b : sources) packed.push_back(std::move(pack_weight(f, b.data(), n, k, nullptr).value()));
+      LinearScratch scratch;
+      const std::vector<int> cand = eligible_half_gemv(f);
+      // One call per sample (a longer one would rarely escape the other processes on a shared machine),
+      // each on the next copy, so a copy is read again only after every other copy has been.
+      const int reps = static_cast<int>(3 * copies);
+      std::vector<std::vector<double>> gbs(cand.size());
+      size_t next = 0;
+      for (int rep = 0; rep < reps; ++rep)
+        for (size_t c = 0; c < cand.size(); ++c) {
+          PackedWeight& p = packed[next];
+          next = (next + 1) % packed.size();
+          p.gemv_variant = cand[c];
+          const auto t0 = Clock::now();
+          linear(p, x.data(), 1, nullptr, y.data(), scratch, &pool);
+          const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          gbs[c].push_back(static_cast<double>(p.weight_bytes()) / s / 1e9);
+        }
+      std::printf("  %-4s N=%-5lld K=%-5lld", std::string(dtype_name(f)).c_str(), static_cast<long long>(n), static_cast<long long>(k));
+      double base = 0;
+      for (size_t c = 0; c < cand.size(); ++c) {
+        std::sort(gbs[c].begin(), gbs[c].end());
+        const double med = gbs[c][gbs[c].size() / 2];
+        if (c == 0) base = med;
+        std::printf("  %s %.1f/%.1f (%.2f)", std::string(half_gemv_variants()[static_cast<size_t>(cand[c])].name).c_str(), med,
+                    gbs[c][gbs[c].size() * 3 / 4], med / base);
+      }
+      std::printf("\n");
+      std::vector<const PackedWeight*> ws;
+      for (auto& p : packed) ws.push_back(&p);
+      std::printf("    %s\n", describe(tune_half_gemv(f, k, ws, &pool), f, k, threads).c_str());
+    }
+  }
+}
+
+// "half-decode": the linears of one decode token of Qwen2.5-0.5B (24 layers, hidden 896, MLP 4864, 2 KV heads,
+// vocabulary 151936) or SmolLM2-135M (30 layers, 576, 1536, 3 KV heads of 64, 49152), every weight its own
+// bytes in a huge-page copy as the backend keeps them, f16 and bf16, T threads. Each token runs every layer's
+// q, k, v, o, gate, up and down projections and the LM head, one linear() each; tokens alternate between
+// every weight on the ISA's kernel and every weight on what tune_half_gemv picks for its (format, K) over
+// the same weights. Prints the median token times, their ratio, and the GB/s of the median tokens.
+void half_decode(const std::string& model, int threads) {
+  ThreadPool pool(threads);
+  const bool qwen = model == "qwen";
+  const int64_t layers = qwen ? 24 : 30, h = qwen ? 896 : 576, f = qwen ? 4864 : 1536, kv = qwen ? 128 : 192,
+                vocab = qwen ? 151936 : 49152;
+  std::printf("isa %s  threads %d  triad %.1f GB/s  %s\n", std::string(isa_name(active_isa())).c_str(), threads,
+              triad_gbs(pool), qwen ? "Qwen2.5-0.5B" : "SmolLM2-135M");
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  for (int64_t l = 0; l < layers; ++l)
+    for (auto nk : {std::pair<int64_t, int64_t>{h, h}, {kv, h}, {kv, h}, {h, h}, {f, h}, {f, h}, {h, f}}) shapes.push_back(nk);
+  shapes.emplace_back(vocab, h);
+  for (DType fmt : {DType::kF16, DType::kBF16}) {
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> bits(0x3000, 0x3c00);  // magnitudes 2^-3 .. 1 in f16, tiny in bf16: any finite value does
+    std::vector<std::unique_ptr<AlignedArray<uint8_t>>> store;
+    std::vector<PackedWeight> ws;
+    size_t bytes = 0;
+    for (auto [n, k] : shapes) {
+      auto a = std::make_unique<AlignedArray<uint8_t>>(static_cast<size_t>(n * k * 2), AlignedArray<uint8_t>::Init::kNone);
+      auto* p16 = reinterpret_cast<uint16_t*>(a->data());
+      for (int64_t i = 0; i < n * k; ++i) p16[i] = static_cast<uint16_t>(bits(rng) | (i & 1 ? 0x8000 : 0));
+      ws.push_back(std::move(pack_weight(fmt, a->data(), n, k, nullptr).value()));
+      bytes += static_cast<size_t>(n * k * 2);
+      store.push_back(std::move(a));
+    }
+    std::vector<float> x(static_cast<size_t>(f), 0.01f), y(static_cast<size_t>(vocab));
+    LinearScratch scratch;
+    // The tuning over each class's weights (what tune_linears does at load).
+    std::map<int64_t, int> pick;
+    for (int64_t k : {h, f}) {
+      std::vector<const PackedWeight*> cls;
+      for (auto& w : ws)
+        if (w.k == k) cls.push_back(&w);
+      const HalfGemvTuning t = tune_half_gemv(fmt, k, cls, &pool);
+      pick[k] = t.variant;
+      std::printf("  %s\n", describe(t, fmt, k, threads).c_str());
+    }
+    const int builtin = eligible_half_gemv(fmt)[0];
+    constexpr int kTokens = 15;
+    std::vector<double> tok[2];
+    for (int t = 0; t < 2 * kTokens; ++t) {
+      const int which = t % 2;
+      for (auto& w : ws) w.gemv_variant = which == 0 ? builtin : pick[w.k];
+      const auto t0 = Clock::now();
+      for (auto& w : ws) linear(w, x.data(), 1, nullptr, y.data(), scratch, &pool);
+      tok[which].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    for (auto& v : tok) std::sort(v.begin(), v.end());
+    const double a = tok[0][kTokens / 2], b = tok[1][kTokens / 2];
+    std::printf("  %-4s %.0f MB/token: ISA kernel %.2f ms (%.1f GB/s), tuned %.2f ms (%.1f GB/s), tuned/ISA speed %.3f\n",
+                std::string(dtype_name(fmt)).c_str(), static_cast<double>(bytes) / 1e6, a * 1e3,
+                static_cast<double>(bytes) / a / 1e9, b * 1e3, static_cast<double>(bytes) / b / 1e9, a / b);
+  }
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "half-decode") == 0) {
+    half_decode(argc > 2 ? argv[2] : "smollm", argc > 3 ? std::atoi(argv[3]) : 2);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "half") == 0) {
+    half_variants(argc > 2 ? std::atoi(argv[2]) : 2);
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "pack") == 0) {
     packing();
     return 0;

@@ -413,8 +413,9 @@ RunFn setup(CLI::App& sub) {
       ->needs(sub.get_option("--draft"));
   sub.footer(
       "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
-      "its threads were; "
-      "HFS_CPU_FAST_ISA=scalar|avx2|avx512|amx caps the kernels cpu_fast picks.\n" +
+      "its threads were, and the f16/bf16 decode kernel variant timed and picked at load; "
+      "HFS_CPU_FAST_ISA=scalar|avx2|avx512|amx caps the kernels cpu_fast picks; HFS_CPU_FAST_HALF_GEMV=<variant> "
+      "forces that f16/bf16 decode kernel instead of timing (an unknown name fails the load, listing them).\n" +
       std::string(kExitStatusHelp));
   sub.add_flag("--json", a->json, "Print one JSON object");
   return [a, prompt, gen] {

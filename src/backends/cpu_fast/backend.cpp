@@ -34,6 +34,7 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   group_rope_kv_writes(*d);
   HFS_TRY(plan_lifetimes(*d));
   HFS_TRY(size_scratch(*d, pool_->size()));
+  HFS_TRY(tune_linears(*d));
   d->live_scanned.assign(d->live_lists.size(), 0);
   d->ptr.assign(d->vals.size(), nullptr);
   if (StepProfile::requested()) d->enable_profile(*pool_);

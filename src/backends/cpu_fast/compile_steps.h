@@ -10,6 +10,7 @@
 //   group_rope_kv_writes   RoPE and cache writes over the same rows: one job  compile_rope_cache.cpp
 //   plan_lifetimes         last uses → arena offsets, one arena               compile_lifetimes.cpp
 //   size_scratch           kernel scratch for the largest linear / attention  compile_lifetimes.cpp
+//   tune_linears           decode GEMV variant per 16-bit weight class, timed  compile_tune.cpp
 //
 // Each later step reads what the earlier ones decided (a fusion checks `output`, set by bind_outputs;
 // plan_lifetimes honours `run_by`, set by the fusions and the grouping), so the order is part of the
@@ -52,5 +53,8 @@ void fuse_norms_into_linears(FastDelegate& d);
 void group_rope_kv_writes(FastDelegate& d);
 [[nodiscard]] Status plan_lifetimes(FastDelegate& d);
 [[nodiscard]] Status size_scratch(FastDelegate& d, int threads);
+// Picks (measures, or takes from HFS_CPU_FAST_HALF_GEMV) the decode GEMV variant of the f16 / bf16 weights
+// that one-row linears read (linear_half.h); an error for a forced variant that cannot run.
+[[nodiscard]] Status tune_linears(FastDelegate& d);
 
 }  // namespace hfs::cpu_fast

@@ -14,6 +14,7 @@
 #include "backends/cpu_fast/elementwise.h"
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/huge_slab.h"
+#include "backends/cpu_fast/linear_half.h"
 #include "backends/cpu_fast/linear_kernels.h"
 #include "backends/cpu_fast/thread_pool.h"
 #include "backends/cpu_fast/weight_formats.h"
@@ -387,7 +388,7 @@ void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias,
             ThreadPool* pool) {
   const int threads = pool ? pool->size() : 1;
   if (!w.is_integer()) {
-    const detail::FloatKernel kern = float_kernel();
+    const detail::FloatKernel kern = half_gemv_kernel(w, m, float_kernel());
     const int64_t rows = detail::float_unit_rows(active_isa(), w.format, m);
     const int64_t units = (w.n + rows - 1) / rows;
     const int64_t chunks = task_count(w.weight_bytes(), m, units, threads);
@@ -462,7 +463,7 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
       const IntUnits iu(*job.w, m);
       ikern(*job.w, *acts, m, job.bias, job.y, iu.first(u0), iu.end(u1));
     } else {
-      fkern(*job.w, x, m, job.bias, job.y, u0 * frows[j], std::min(job.w->n, u1 * frows[j]));
+      half_gemv_kernel(*job.w, m, fkern)(*job.w, x, m, job.bias, job.y, u0 * frows[j], std::min(job.w->n, u1 * frows[j]));
     }
   };
   run_tasks(pool, total_tasks, body);
@@ -486,7 +487,7 @@ void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, cons
       if (integer)
         ikern(*j->w, *acts, m, j->bias, j->y, iu.first(u0), iu.end(u1));
       else
-        fkern(*j->w, x, m, j->bias, j->y, u0 * cols, std::min(n, u1 * cols));
+        half_gemv_kernel(*j->w, m, fkern)(*j->w, x, m, j->bias, j->y, u0 * cols, std::min(n, u1 * cols));
     }
     const int64_t c0 = u0 * cols, c1 = std::min(n, u1 * cols);
     for (int64_t i = 0; i < m; ++i) silu_mul(gate.y + i * n + c0, up.y + i * n + c0, c1 - c0, y + i * n + c0);

@@ -67,6 +67,8 @@ struct PackedWeight {
   AlignedArray<float> channel_scales;   // i8
   const void* source = nullptr;         // integer formats: the bytes packed (identifies a tied embedding)
   const float* source_scale = nullptr;  // i8: the per-channel scale given to pack_weight
+  // f16 / bf16: the decode GEMV variant chosen at load (linear_half.h), -1 for the ISA's own kernel.
+  int gemv_variant = -1;
 
   bool is_integer() const { return format == DType::kI8 || format == DType::kQ8_0 || format == DType::kQ4_0; }
   size_t weight_bytes() const;  // bytes streamed per full pass (what decode bandwidth is measured on)
