@@ -81,10 +81,13 @@ detail::FloatKernel float_kernel_for(const PackedWeight& w, int64_t m) {
 }
 
 // AMX pays a tile configuration per task and works on 16 rows at once: prefill only.
+// 2..16 rows (a multi-row step) on AVX-512: the rows kernel, which reads each weight block once for all rows.
 detail::IntKernel int_kernel(int64_t m) {
+  const bool rows = m >= 2 && m <= detail::kIntRowsMax;
   switch (active_isa()) {
-    case Isa::kAmx: return m >= detail::kAmxMinRows ? detail::linear_int_amx : detail::linear_int_avx512;
-    case Isa::kAvx512: return detail::linear_int_avx512;
+    case Isa::kAmx:
+      return m >= detail::kAmxMinRows ? detail::linear_int_amx : rows ? detail::linear_int_rows_avx512 : detail::linear_int_avx512;
+    case Isa::kAvx512: return rows ? detail::linear_int_rows_avx512 : detail::linear_int_avx512;
     case Isa::kAvx2: return detail::linear_int_avx2;
     default: return detail::linear_int_scalar;
   }
@@ -107,7 +110,8 @@ void run_tasks(ThreadPool* pool, int64_t tasks, const Fn& body) {
     for (int64_t t = 0; t < tasks; ++t) body(t);
 }
 
-// Task units of the integer kernels: one tile for decode, a pair of tiles for prefill. A prefill kernel
+// Task units of the integer kernels: one tile for decode and the 2..15-row steps (which stream tile by tile
+// too), a pair of tiles for prefill (16 rows and more). A prefill kernel
 // runs tiles in pairs (int_range), so a task edge inside a pair leaves both sides a lone tile that loads
 // each activation row for half the work.
 // SmolLM2-135M's [576, 576] i8 weight (36 tiles) as 16 tasks run serially at m = 64: 65.1 µs as one range,
@@ -116,7 +120,7 @@ void run_tasks(ThreadPool* pool, int64_t tasks, const Fn& body) {
 // IntUnits: a packed weight's tiles grouped into those units — how many units, and the tiles
 // [first(u0), end(u1)) that units [u0, u1) cover (the last unit may hold fewer tiles).
 struct IntUnits {
-  IntUnits(const PackedWeight& w, int64_t m) : tiles(w.n_padded / detail::kTileRows), per(m > 1 ? 2 : 1) {}
+  IntUnits(const PackedWeight& w, int64_t m) : tiles(w.n_padded / detail::kTileRows), per(m >= detail::kAmxMinRows ? 2 : 1) {}
   int64_t count() const { return (tiles + per - 1) / per; }
   int64_t first(int64_t u0) const { return u0 * per; }
   int64_t end(int64_t u1) const { return std::min(tiles, u1 * per); }

@@ -23,6 +23,10 @@ void linear_float_avx512(const PackedWeight&, const float*, int64_t, const float
 void linear_int_scalar(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 void linear_int_avx2(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 void linear_int_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+// 2..kIntRowsMax rows (multi-row steps): each weight block loaded once into registers for every row
+// (linear_int_rows_avx512.cpp); bit-identical to linear_int_avx512, decode included.
+void linear_int_rows_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+inline constexpr int64_t kIntRowsMax = 16;
 // AMX tiles, for m ≥ 16 (prefill); bit-identical to linear_int_avx512 (linear_amx.cpp).
 void linear_int_amx(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 inline constexpr int64_t kAmxMinRows = 16;
