@@ -90,6 +90,9 @@ struct RowsArgs {
   TailOf<Isa> tail;
 };
 
+// Not reached through linear(), which runs 2..16 float rows each through decode's GEMV so that every row
+// is bit for bit what decode gives it (linear.cpp, float_rows_as_decode): these tiles round differently
+// from the GEMV. They stay as the measured base of a tile that adds in the GEMV's order.
 // 2..float_rows_max activation rows (several sequences' decode rows in one step, or draft tokens): MR
 // activation rows × NB weight rows at once, K along the lanes as in float_gemv. Each weight vector is
 // loaded (and an f16/bf16 one widened) once for the MR rows, each activation vector once for the NB weight
