@@ -50,14 +50,9 @@ inline int64_t steps_per_block(DType f) { return f == DType::kQ4_0 ? 4 : 8; }  /
 inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 32) * steps_per_block(w.format) * 64; }
 // Float weights, up to this many activation rows (16: the multi-sequence engine's and the draft
 // verifier's largest step): every row through decode's GEMV (linear.cpp, float_rows_as_decode), so a row's
-// outputs do not depend on the rows beside it; from one more, the prefill panel GEMM.
-// float_rows_max is where linear_float_driver.h's own dispatch (linear_float_<isa> called directly) leaves
-// its row-wise tiles for the GEMM: [896, 4864] f16 on 2 threads, weights from memory, AVX-512 row tile
-// against GEMM: 0.58 vs 0.71 ms at 8 rows, 0.90 vs 1.26 at 16, 1.78 vs 1.58 at 32; f16 on AVX2 above 8
-// rows widens each f16 weight once per 2 rows where the GEMM widens it once per call (f16 at 12 rows: 1.49
-// vs 1.31 ms; at 16: 1.97 vs 1.88).
+// outputs do not depend on the rows beside it; from one more, the prefill panel GEMM (linear_float_<isa>,
+// which itself runs the GEMV for one row and the GEMM for any other count).
 inline constexpr int64_t kFloatRowsMax = 16;
-inline int64_t float_rows_max(Isa isa, DType f) { return isa == Isa::kAvx2 && f == DType::kF16 ? 8 : kFloatRowsMax; }
 // Float weights: the output rows a pool task's range is a multiple of — 4 up to kFloatRowsMax rows (the
 // GEMV's weight groups), and the AVX-512 prefill GEMM's 32-row panel otherwise (a range ending mid-panel
 // would compute a whole panel for a few rows).
