@@ -263,8 +263,22 @@ UnionKernel union_kernel(const AttentionArgs& a, const AttentionScratch& scratch
   return {UnionKernel::kRows, 1};
 }
 
-// Units of (row, kv head), each over its row's list: decode (one row) and the per-row path. When there are
-// fewer than 2 units per thread each unit's slots are split into ranges merged exactly afterwards.
+// How many slot ranges a (row, kv head) unit of a row that sees n slots is split into on `threads`
+// threads, from the row alone: decode has only Hkv units (often fewer than twice the threads), so each is
+// split into ranges merged exactly afterwards (flash-decoding). Up to kRowInvariantRows rows a step splits
+// every row as decode would (the split changes the rounding, and a verified draft row must compute what
+// decode computes); above, the rows of a prefill chunk are units enough and stay whole.
+int64_t split_parts(const AttentionArgs& a, const AttentionScratch& scratch, int threads, int64_t n) {
+  const int g = static_cast<int>(a.hq / a.hkv);
+  if (threads <= 1 || a.hkv >= 2 * threads || scratch.group != g || scratch.d != a.d) return 1;
+  if (a.t > kRowInvariantRows) return 1;
+  const int64_t parts = std::min((kSplitTasksPerThread * threads + a.hkv - 1) / a.hkv, n / kMinSplitSlots);
+  return std::clamp<int64_t>(parts, 1, max_split_tasks(threads) / a.hkv);
+}
+
+// Units of (row, kv head), each over its row's list: decode (one row) and the per-row path. A unit's slots
+// may be split into ranges (split_parts), each an unnormalized partial merged exactly afterwards; a
+// row's result depends only on its own slots and the thread count, never on the rows beside it.
 void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl, AttentionScratch& scratch,
                    ThreadPool* pool) {
   const int g = static_cast<int>(a.hq / a.hkv);
@@ -279,68 +293,79 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
     vb = static_cast<const char*>(a.v) + h * S * d * es;
     mrow = a.mask + r * S;
   };
-
-  int64_t parts = 1;
-  if (threads > 1 && units < 2 * threads && scratch.group == g && scratch.d == d) {
-    parts = std::min((kSplitTasksPerThread * threads + units - 1) / units, rl.max_count(a.t) / kMinSplitSlots);
-    parts = std::clamp<int64_t>(parts, 1, max_split_tasks(threads) / units);
-  }
-
-  if (parts == 1) {
-    auto body = [&](int64_t unit, int thread) {
-      const float *q, *mrow;
-      float* out;
-      const void *kb, *vb;
-      unit_ptrs(unit, q, out, kb, vb, mrow);
-      const int64_t r = unit / a.hkv;
-      if (!rl.sees_a_slot(r, mrow)) return uniform_average(a, vb, g, out);
-      float mx[64], sum[64];
-      float* sc = scratch.scores.data() + thread * scratch.per_thread;
-      for (int j0 = 0; j0 < g; j0 += 64) {  // g ≤ 64 per pass keeps mx/sum on the stack
-        const int gg = std::min(64, g - j0);
-        partial_attention(a, kn, q + j0 * d, kb, vb, mrow, rl.of(r), rl.count(r), gg, sc, out + j0 * d, mx, sum);
-        for (int j = 0; j < gg; ++j) {
-          const float inv = 1.0f / sum[j];
-          for (int64_t e = 0; e < d; ++e) out[(j0 + j) * d + e] *= inv;
-        }
-      }
-    };
-    run_units(pool, units, 8, body);
-    return;
-  }
-
-  // Split: task = (unit, part); part p covers the unit's slots [n·p/parts, n·(p+1)/parts) of its n.
-  const int64_t stride = g * (d + 2);
-  float* partial = scratch.partial.data();
-  pool->run(units * parts, [&](int64_t task, int thread) {
-    const int64_t unit = task / parts, p = task % parts;
+  // A whole unit: its sums straight into out, then normalized.
+  auto whole_unit = [&](int64_t unit, int thread) {
     const float *q, *mrow;
     float* out;
     const void *kb, *vb;
     unit_ptrs(unit, q, out, kb, vb, mrow);
-    const int64_t r = unit / a.hkv, n = rl.count(r);
+    const int64_t r = unit / a.hkv;
+    if (!rl.sees_a_slot(r, mrow)) return uniform_average(a, vb, g, out);
+    float mx[64], sum[64];
+    float* sc = scratch.scores.data() + thread * scratch.per_thread;
+    for (int j0 = 0; j0 < g; j0 += 64) {  // g ≤ 64 per pass keeps mx/sum on the stack
+      const int gg = std::min(64, g - j0);
+      partial_attention(a, kn, q + j0 * d, kb, vb, mrow, rl.of(r), rl.count(r), gg, sc, out + j0 * d, mx, sum);
+      for (int j = 0; j < gg; ++j) {
+        const float inv = 1.0f / sum[j];
+        for (int64_t e = 0; e < d; ++e) out[(j0 + j) * d + e] *= inv;
+      }
+    }
+  };
+
+  // Rows split into parts: task = (unit, part) from first[r] on; part p of a unit whose row sees n slots
+  // covers [n·p/parts, n·(p+1)/parts).
+  int64_t first[kRowInvariantRows + 1] = {}, row_parts[kRowInvariantRows] = {};
+  bool split = false;
+  if (a.t <= kRowInvariantRows) {
+    for (int64_t r = 0; r < a.t; ++r) {
+      row_parts[r] = split_parts(a, scratch, threads, rl.count(r));
+      split = split || row_parts[r] > 1;
+      first[r + 1] = first[r] + a.hkv * row_parts[r];
+    }
+  }
+  // A scratch sized for fewer rows (AttentionScratch's max_rows) than the step has cannot hold the partials.
+  if (!split || static_cast<size_t>(first[a.t] * g * (d + 2)) > scratch.partial.size()) {
+    run_units(pool, units, 8, whole_unit);
+    return;
+  }
+  const int64_t stride = g * (d + 2);
+  float* partial = scratch.partial.data();
+  pool->run(first[a.t], [&](int64_t task, int thread) {
+    int64_t r = 0;
+    while (task >= first[r + 1]) ++r;
+    const int64_t parts = row_parts[r], unit = r * a.hkv + (task - first[r]) / parts, p = (task - first[r]) % parts;
+    if (parts == 1) return whole_unit(unit, thread);
+    const float *q, *mrow;
+    float* out;
+    const void *kb, *vb;
+    unit_ptrs(unit, q, out, kb, vb, mrow);
+    const int64_t n = rl.count(r);
     const int64_t i0 = n * p / parts, i1 = n * (p + 1) / parts;
     float* acc = partial + task * stride;
     partial_attention(a, kn, q, kb, vb, mrow, rl.of(r) + i0, i1 - i0, g,
                       scratch.scores.data() + thread * scratch.per_thread, acc, acc + g * d, acc + g * d + g);
   });
   for (int64_t unit = 0; unit < units; ++unit) {
+    const int64_t r = unit / a.hkv, parts = row_parts[r];
+    if (parts == 1) continue;
     const float *q, *mrow;
     float* out;
     const void *kb, *vb;
     unit_ptrs(unit, q, out, kb, vb, mrow);
-    if (!rl.sees_a_slot(unit / a.hkv, mrow)) {
+    if (!rl.sees_a_slot(r, mrow)) {
       uniform_average(a, vb, g, out);
       continue;
     }
+    const float* unit_partial = partial + (first[r] + (unit % a.hkv) * parts) * stride;
     for (int j = 0; j < g; ++j) {
       float m = -INFINITY;
-      for (int64_t p = 0; p < parts; ++p) m = std::max(m, partial[(unit * parts + p) * stride + g * d + j]);
+      for (int64_t p = 0; p < parts; ++p) m = std::max(m, unit_partial[p * stride + g * d + j]);
       float* o = out + j * d;
       std::memset(o, 0, static_cast<size_t>(d) * sizeof(float));
       float total = 0;
       for (int64_t p = 0; p < parts; ++p) {
-        const float* part = partial + (unit * parts + p) * stride;
+        const float* part = unit_partial + p * stride;
         if (part[g * d + g + j] == 0) continue;  // range with nothing visible
         const float w = std::exp(part[g * d + j] - m);
         total += w * part[g * d + g + j];
@@ -354,9 +379,11 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
 
 }  // namespace
 
-AttentionScratch::AttentionScratch(int threads_, int64_t group_, int64_t s, int64_t d_, int64_t block_d_)
+AttentionScratch::AttentionScratch(int threads_, int64_t group_, int64_t s, int64_t d_, int64_t block_d_,
+                                   int64_t max_rows)
     : scores(static_cast<size_t>(threads_ * group_ * s)),
-      partial(static_cast<size_t>(max_split_tasks(threads_) * group_ * (d_ + 2))),
+      partial(static_cast<size_t>(std::clamp<int64_t>(max_rows, 1, kRowInvariantRows) * max_split_tasks(threads_) *
+                                  group_ * (d_ + 2))),
       per_thread(group_ * s),
       group(group_),
       d(d_),
@@ -446,7 +473,8 @@ bool walks_own_slots(const AttentionArgs& a, const LiveSlots& live, const Attent
 }
 
 void attention(const AttentionArgs& a, const LiveSlots& live, AttentionScratch& scratch, ThreadPool* pool, RowPath path) {
-  const bool own = path == RowPath::kOwn || (path == RowPath::kChoose && walks_own_slots(a, live, scratch));
+  const bool own = path == RowPath::kOwn ||
+                   (path == RowPath::kChoose && (live.t <= kRowInvariantRows || walks_own_slots(a, live, scratch)));
   if (!own || live.t <= 1) return attention(a, live.slots.data(), live.n, scratch, pool);
   RowLists rl;
   rl.slots = live.slots.data();

@@ -69,13 +69,20 @@ struct AttentionArgs {
 // the blocked prefill kernel (16 lanes × S scores plus the transposed queries).
 struct AttentionScratch {
   AttentionScratch() = default;
-  AttentionScratch(int threads, int64_t group, int64_t s, int64_t d, int64_t block_d = 0);
+  // `max_rows`: the most rows of a step (the split partials of up to kRowInvariantRows rows are held).
+  AttentionScratch(int threads, int64_t group, int64_t s, int64_t d, int64_t block_d = 0, int64_t max_rows = 1);
   AlignedArray<float> scores;
-  AlignedArray<float> partial;  // [kMaxSplitTasks(threads)][group × (d + 2)]: Σ p·v, max, Σ p per head
+  AlignedArray<float> partial;  // [rows × max split tasks][group × (d + 2)]: Σ p·v, max, Σ p per head
   AlignedArray<float> block;    // [threads][block_per_thread]
   int64_t per_thread = 0, group = 0, d = 0, block_per_thread = 0, block_d = 0;
   int threads = 0;
 };
+
+// Steps of up to this many rows (decode, and the multi-row steps that verify draft tokens or pack several
+// sequences' decode rows) walk each row's own list through the decode kernels, split as decode splits it,
+// so a row's output is bit for bit what decode gives it whatever rows share the step. Longer steps (prefill
+// chunks) take the blocked kernels, which round differently.
+inline constexpr int64_t kRowInvariantRows = 16;
 
 // Decode has only Hkv (row, kv-head) units of work, often fewer than twice the threads (SmolLM2: 3 on 2
 // threads), so a step with few units splits each unit's live slots into ranges (flash-decoding): every
@@ -86,7 +93,8 @@ struct AttentionScratch {
 void attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, AttentionScratch& scratch, ThreadPool* pool);
 
 // Which slots the rows of a step walk: the union (every row skips what its mask hides), each row its own
-// list (units of (row, kv head) through the decode kernels, split over slot ranges when there are few), or
+// list (units of (row, kv head) through the decode kernels, split over slot ranges as decode splits them
+// for steps of up to kRowInvariantRows rows), or kChoose: its own list up to kRowInvariantRows rows, above
 // whichever walks_own_slots() picks.
 enum class RowPath { kChoose, kUnion, kOwn };
 void attention(const AttentionArgs& a, const LiveSlots& live, AttentionScratch& scratch, ThreadPool* pool,

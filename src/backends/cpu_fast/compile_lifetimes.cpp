@@ -61,7 +61,7 @@ Status plan_lifetimes(FastDelegate& d) {
 // Scratch sized for the largest integer linear (its quantized activations), RoPE (its angles) and
 // attention (scores, split partials, the blocked prefill kernel's buffers).
 Status size_scratch(FastDelegate& d, int threads) {
-  int64_t kp = 0, rows = 0, attn = 0, attn_group = 0, attn_d = 0, rope = 0, block_d = 0;
+  int64_t kp = 0, rows = 0, attn = 0, attn_group = 0, attn_d = 0, rope = 0, block_d = 0, attn_rows = 1;
   bool mixed_attn = false;  // layers with different group sizes or D: no split scratch (decode never splits)
   for (const Step& s : d.steps) {
     if (s.op == Op::kLinear && d.weights[static_cast<size_t>(s.weight)]->is_integer()) {
@@ -82,13 +82,15 @@ Status size_scratch(FastDelegate& d, int threads) {
       attn_group = std::max(attn_group, q.shape[2] / k.shape[1]);
       attn_d = std::max(attn_d, q.shape[3]);
       attn = std::max(attn, q.shape[2] / k.shape[1] * k.shape[2]);
-      if (q.shape[1] > 1) block_d = std::max(block_d, q.shape[3]);  // prefill rows: the blocked kernel's buffer
+      if (q.shape[1] > 1) block_d = std::max(block_d, q.shape[3]);
+      attn_rows = std::max(attn_rows, q.shape[1]);  // prefill rows: the blocked kernel's buffer
     }
   }
   try {
     if (kp > 0) d.lin_scratch = LinearScratch(kp, rows);
     d.rope_cs.assign(static_cast<size_t>(rope), 0.0f);
-    if (attn > 0) d.attn_scratch = AttentionScratch(threads, attn_group, (attn + attn_group - 1) / attn_group, mixed_attn ? 0 : attn_d, block_d);
+    if (attn > 0) d.attn_scratch = AttentionScratch(threads, attn_group, (attn + attn_group - 1) / attn_group, mixed_attn ? 0 : attn_d, block_d,
+                                                attn_rows);
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate kernel scratch");
   }

@@ -57,11 +57,37 @@ detail::FloatKernel float_kernel() {
     default: return detail::linear_float_scalar;
   }
 }
+// 2..kFloatRowsMax rows of float weights: every row through the kernel decode runs for one row (the
+// weight's GEMV variant, linear_half.h), so that a row's outputs are bit for bit what decode gives it
+// whatever rows share the call (a draft token verified in a multi-row step must see the logits decode
+// would). The rows take turns on a few weight rows at a time, so all but the first read them from L1.
+constexpr int64_t kRowsL1Bytes = int64_t{32} << 10;
+void float_rows_as_decode(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
+                          int64_t n1) {
+  const detail::FloatKernel one = half_gemv_kernel(w, 1, float_kernel());
+  const int64_t es = w.format == DType::kF32 ? 4 : 2;
+  const int64_t cols = std::max<int64_t>(1, kRowsL1Bytes / (w.k * es));
+  for (int64_t c0 = n0; c0 < n1; c0 += cols) {
+    const int64_t c1 = std::min(n1, c0 + cols);
+    for (int64_t i = 0; i < m; ++i) one(w, x + i * w.k, 1, bias, y + i * w.n, c0, c1);
+  }
+}
+// The float kernel linear() runs for m rows of w: decode's for up to kFloatRowsMax rows, the ISA's
+// prefill GEMM above.
+detail::FloatKernel float_kernel_for(const PackedWeight& w, int64_t m) {
+  if (m == 1) return half_gemv_kernel(w, 1, float_kernel());
+  if (m <= detail::kFloatRowsMax) return float_rows_as_decode;
+  return float_kernel();
+}
+
 // AMX pays a tile configuration per task and works on 16 rows at once: prefill only.
+// 2..16 rows (a multi-row step) on AVX-512: the rows kernel, which reads each weight block once for all rows.
 detail::IntKernel int_kernel(int64_t m) {
+  const bool rows = m >= 2 && m <= detail::kIntRowsMax;
   switch (active_isa()) {
-    case Isa::kAmx: return m >= detail::kAmxMinRows ? detail::linear_int_amx : detail::linear_int_avx512;
-    case Isa::kAvx512: return detail::linear_int_avx512;
+    case Isa::kAmx:
+      return m >= detail::kAmxMinRows ? detail::linear_int_amx : rows ? detail::linear_int_rows_avx512 : detail::linear_int_avx512;
+    case Isa::kAvx512: return rows ? detail::linear_int_rows_avx512 : detail::linear_int_avx512;
     case Isa::kAvx2: return detail::linear_int_avx2;
     default: return detail::linear_int_scalar;
   }
@@ -84,7 +110,8 @@ void run_tasks(ThreadPool* pool, int64_t tasks, const Fn& body) {
     for (int64_t t = 0; t < tasks; ++t) body(t);
 }
 
-// Task units of the integer kernels: one tile for decode, a pair of tiles for prefill. A prefill kernel
+// Task units of the integer kernels: one tile for decode and the 2..15-row steps (which stream tile by tile
+// too), a pair of tiles for prefill (16 rows and more). A prefill kernel
 // runs tiles in pairs (int_range), so a task edge inside a pair leaves both sides a lone tile that loads
 // each activation row for half the work.
 // SmolLM2-135M's [576, 576] i8 weight (36 tiles) as 16 tasks run serially at m = 64: 65.1 µs as one range,
@@ -93,7 +120,7 @@ void run_tasks(ThreadPool* pool, int64_t tasks, const Fn& body) {
 // IntUnits: a packed weight's tiles grouped into those units — how many units, and the tiles
 // [first(u0), end(u1)) that units [u0, u1) cover (the last unit may hold fewer tiles).
 struct IntUnits {
-  IntUnits(const PackedWeight& w, int64_t m) : tiles(w.n_padded / detail::kTileRows), per(m > 1 ? 2 : 1) {}
+  IntUnits(const PackedWeight& w, int64_t m) : tiles(w.n_padded / detail::kTileRows), per(m >= detail::kAmxMinRows ? 2 : 1) {}
   int64_t count() const { return (tiles + per - 1) / per; }
   int64_t first(int64_t u0) const { return u0 * per; }
   int64_t end(int64_t u1) const { return std::min(tiles, u1 * per); }
@@ -388,7 +415,7 @@ void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias,
             ThreadPool* pool) {
   const int threads = pool ? pool->size() : 1;
   if (!w.is_integer()) {
-    const detail::FloatKernel kern = half_gemv_kernel(w, m, float_kernel());
+    const detail::FloatKernel kern = float_kernel_for(w, m);
     const int64_t rows = detail::float_unit_rows(active_isa(), w.format, m);
     const int64_t units = (w.n + rows - 1) / rows;
     const int64_t chunks = task_count(w.weight_bytes(), m, units, threads);
@@ -424,7 +451,6 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
     return;
   }
   const bool integer = jobs[0].w->is_integer();
-  const detail::FloatKernel fkern = float_kernel();
   const detail::IntKernel ikern = int_kernel(m);
   // Units: IntUnits (integer) or float_unit_rows rows (float). The task budget
   // (task_count over all the weights' bytes) is shared out in proportion to each weight's units, at least
@@ -463,7 +489,7 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
       const IntUnits iu(*job.w, m);
       ikern(*job.w, *acts, m, job.bias, job.y, iu.first(u0), iu.end(u1));
     } else {
-      half_gemv_kernel(*job.w, m, fkern)(*job.w, x, m, job.bias, job.y, u0 * frows[j], std::min(job.w->n, u1 * frows[j]));
+      float_kernel_for(*job.w, m)(*job.w, x, m, job.bias, job.y, u0 * frows[j], std::min(job.w->n, u1 * frows[j]));
     }
   };
   run_tasks(pool, total_tasks, body);
@@ -472,7 +498,6 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
 void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, const QuantizedActs* acts, int64_t m,
                 float* y, ThreadPool* pool) {
   const bool integer = gate.w->is_integer();
-  const detail::FloatKernel fkern = float_kernel();
   const detail::IntKernel ikern = int_kernel(m);
   const int64_t n = gate.w->n;
   const IntUnits iu(*gate.w, m);  // gate and up have the same shape
@@ -487,7 +512,7 @@ void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, cons
       if (integer)
         ikern(*j->w, *acts, m, j->bias, j->y, iu.first(u0), iu.end(u1));
       else
-        half_gemv_kernel(*j->w, m, fkern)(*j->w, x, m, j->bias, j->y, u0 * cols, std::min(n, u1 * cols));
+        float_kernel_for(*j->w, m)(*j->w, x, m, j->bias, j->y, u0 * cols, std::min(n, u1 * cols));
     }
     const int64_t c0 = u0 * cols, c1 = std::min(n, u1 * cols);
     for (int64_t i = 0; i < m; ++i) silu_mul(gate.y + i * n + c0, up.y + i * n + c0, c1 - c0, y + i * n + c0);

@@ -33,7 +33,6 @@ namespace {
 // ---- float weights: linear_float_driver.h over these traits -----------------------------------------
 
 struct Avx2 {
-  static constexpr ::hfs::cpu_fast::Isa kLevel = ::hfs::cpu_fast::Isa::kAvx2;
   using V = __m256;
   using Mask = __m256i;
   static constexpr int64_t kLanes = 8;
@@ -41,9 +40,6 @@ struct Avx2 {
   // 8 accumulators, two panel vectors and four broadcasts per k. (BLAS libraries' 6×16 micro-kernel needs
   // all 16 registers; GCC then spilled accumulators, and 5 or 6 rows ran at half the speed of 4.)
   static constexpr int64_t kPanelCols = 16, kPanelK = 256, kPanelRows = 4;
-  // 2..16 rows: 2 activation rows × 4 weight rows, 8 accumulators; 3 × 3 and 4 × 2 were slower (4 × 2:
-  // 1.5x at R = 16), 2 × 5 the same.
-  static constexpr int kRowsMR = 2, kRowsNB = 4;
   // Masked stores are microcoded on AMD cores (tens of cycles each): only a partial panel takes them.
   static constexpr bool kPlainFullStores = true;
 
@@ -86,14 +82,6 @@ struct Avx2 {
   template <class Fmt>
   static float gemv_sum(V a0, V a1, V a2, V a3, const float* x, const char* wr, int64_t j, int64_t k, int) {
     float s = hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; j < k; ++j) s += x[j] * wscalar(Fmt{}, wr, j);
-    return s;
-  }
-
-  // The lane sum, then the last k % 8 elements one by one.
-  template <class Fmt>
-  static float chain_sum(V a, const float* x, const char* wr, int64_t j, int64_t k, int) {
-    float s = hsum(a);
     for (; j < k; ++j) s += x[j] * wscalar(Fmt{}, wr, j);
     return s;
   }

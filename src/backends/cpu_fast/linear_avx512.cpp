@@ -47,7 +47,6 @@ inline void transpose16(__m512 r[16]) {
 }
 
 struct Avx512 {
-  static constexpr ::hfs::cpu_fast::Isa kLevel = ::hfs::cpu_fast::Isa::kAvx512;
   using V = __m512;
   using Mask = __mmask16;
   static constexpr int64_t kLanes = 16;
@@ -57,9 +56,6 @@ struct Avx512 {
   // the FMA peak.
   static constexpr int64_t kPanelCols = 32, kPanelK = 256, kPanelRows = 8;
   static constexpr bool kPlainFullStores = false;
-  // 2..16 rows: 6 activation rows × 4 weight rows, 24 accumulators; 2 × 4 and 3 × 3 took 1.65x and 2.1x the
-  // time of 6 × 4 at R = 16 (f16), and 4 × 6, 5 × 5 or blocking K (weights kept in L1) gained nothing.
-  static constexpr int kRowsMR = 6, kRowsNB = 4;
 
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
@@ -100,13 +96,6 @@ struct Avx512 {
   static float gemv_sum(V a0, V a1, V a2, V a3, const float* x, const char* wr, int64_t j, int64_t k, Mask tail) {
     if (j < k) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, x + j), wload_mask(Fmt{}, wr, j, tail), a1);
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-  }
-
-  // The last k % 16 elements as one masked FMA, then the lane sum.
-  template <class Fmt>
-  static float chain_sum(V a, const float* x, const char* wr, int64_t j, int64_t k, Mask tail) {
-    if (j < k) a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, x + j), wload_mask(Fmt{}, wr, j, tail), a);
-    return _mm512_reduce_add_ps(a);
   }
 
   // 16×16 blocks of W rows loaded (masked past kc) and transposed.

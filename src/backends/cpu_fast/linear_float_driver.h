@@ -7,22 +7,19 @@
 // It includes nothing itself: what it uses (<immintrin.h>, <algorithm>, <utility>, linear_kernels.h) the
 // file includes before the target switch, so that no shared inline code is compiled for the ISA.
 // What differs genuinely per ISA stays in the traits: how a weight vector is loaded and widened, the
-// panel transpose, the GEMV's prefetch policy and tail, the row-wise tile and panel sizes the register
-// file allows, and whether full vectors take plain stores. The traits struct provides:
+// panel transpose, the GEMV's prefetch policy and tail, the panel sizes the register file allows, and
+// whether full vectors take plain stores. The traits struct provides:
 //
-//   kLevel                        the dispatch level (cpu_features.h) the traits compile for
 //   V, Mask                       a float vector; a lane mask for partial vectors
 //   kLanes                        floats per V
-//   kRowsMR, kRowsNB              2..float_rows_max rows: activation rows × weight rows per row-wise tile
 //   kPanelCols, kPanelK, kPanelRows   prefill panel: outputs (2·kLanes) × K, activation rows per pass
 //   kPlainFullStores              full vectors of a panel row take plain stores, not masked ones
 //   zero(), load(p), load_aligned(p), bcast(p), fma(a, b, c), add(a, b), store(p, v)
 //   mask(n), full(mask), load_mask(p, mask), store_mask(p, mask, v)   lanes [0, n) (all for n ≥ kLanes)
 //   wload(Fmt{}, base, i)         kLanes weights of format Fmt at element i, as floats
-//   gemv_prefetch<Fmt>()          whether the GEMV and the row-wise tiles prefetch the weight stream
+//   gemv_prefetch<Fmt>()          whether the GEMV prefetches the weight stream
 //   gemv_tail(k)                  what the sums below need for the last k % kLanes elements (once per call)
 //   gemv_sum<Fmt>(a0, a1, a2, a3, x, wr, j, k, tail)   a GEMV row's sum: the accumulators + elements [j, k)
-//   chain_sum<Fmt>(a, x, wr, j, k, tail)               a row-wise tile's output: one accumulator + [j, k)
 //   pack_panel<Fmt>(w, n, n_end, k0, kc, p)      p[kk][kPanelCols] = W[n + c][k0 + kk], 0 past n_end
 #pragma once
 
@@ -43,10 +40,6 @@ struct F32 {};
 constexpr int64_t elem_size(F32) { return 4; }
 constexpr int64_t elem_size(F16) { return 2; }
 constexpr int64_t elem_size(BF16) { return 2; }
-
-// What Isa::gemv_tail returns (a lane mask on AVX-512, nothing on AVX2).
-template <class Isa>
-using TailOf = decltype(Isa::gemv_tail(int64_t{0}));
 
 // Decode (one activation row): weight rows one after another with four accumulators, so the read is a
 // single sequential stream the prefetchers follow. Interleaving 4 rows (the prefill tile) splits it into 4
@@ -75,115 +68,6 @@ void float_gemv(const PackedWeight& w, const float* x, const float* bias, float*
     }
     for (; j + L <= k; j += L) a0 = Isa::fma(Isa::load(x + j), Isa::wload(Fmt{}, wr, j), a0);
     y[n] = Isa::template gemv_sum<Fmt>(a0, a1, a2, a3, x, wr, j, k, tail) + (bias ? bias[n] : 0.0f);
-  }
-}
-
-// What a row-wise tile reads and writes (float_rows).
-template <class Isa>
-struct RowsArgs {
-  const char* wr;     // the tile's first weight row
-  int64_t row_bytes, k;
-  const float* x;     // the tile's first activation row ([.., k])
-  float* y;           // y of the tile's first activation row and weight row
-  int64_t ldy;
-  const float* bias;  // at the tile's first weight row, or nullptr
-  TailOf<Isa> tail;
-};
-
-// 2..float_rows_max activation rows (several sequences' decode rows in one step, or draft tokens): MR
-// activation rows × NB weight rows at once, K along the lanes as in float_gemv. Each weight vector is
-// loaded (and an f16/bf16 one widened) once for the MR rows, each activation vector once for the NB weight
-// rows, so one pass over the weights serves every row. Each output has one accumulator, over its K vectors
-// in order, then the K tail and the lane sum (Isa::chain_sum) and + bias: the same operations whatever MR
-// and NB are, so a row's result does not depend on the other rows of the call. float_gemv's four chains
-// per output would take 4·MR·NB registers: the largest such tile that fits (2 × 3) took 1.8x and 2.4x the
-// time of 6 × 4 with one chain at R = 8 and 16 (f16). Decode through the tile (1 × 4, one chain each) was
-// up to 25 % slower than float_gemv for f16/bf16 and 4-12 % for f32 at K = 576-896, so decode keeps it.
-// The first row group over a weight group reads the weights from memory and prefetches each row
-// kPrefetchAhead bytes ahead; a row running past its end prefetches the next group's row instead (rows are
-// contiguous, so address + (NB - 1) rows). The other row groups find the weights in L1/L2.
-template <class Isa, class Fmt, int MR, int NB>
-inline void rows_tile(const RowsArgs<Isa>& a, bool prefetch) {
-  using V = typename Isa::V;
-  constexpr int64_t L = Isa::kLanes, es = elem_size(Fmt{});
-  const char* wr = a.wr;
-  const int64_t row_bytes = a.row_bytes, k = a.k;
-  const float* x = a.x;
-  V acc[MR][NB];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int r = 0; r < NB; ++r) acc[i][r] = Isa::zero();
-  // Inlined by force: GCC otherwise calls the step out of line and keeps the accumulators in memory.
-  auto step = [&](int64_t j) __attribute__((always_inline)) {
-    V wv[NB];
-#pragma GCC unroll 8
-    for (int r = 0; r < NB; ++r) {
-      wv[r] = Isa::wload(Fmt{}, wr + r * row_bytes, j);
-      // In a register: GCC would fold an f32 weight into each row's FMA as a memory operand, so MR loads
-      // of one line, all waiting on the same miss and holding load-queue entries other lines need (f32
-      // R = 2 took 1.6x the time of R = 1 that way, 1.1x with this).
-      asm("" : "+v"(wv[r]));
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const V xv = Isa::load(x + i * k + j);
-#pragma GCC unroll 8
-      for (int r = 0; r < NB; ++r) acc[i][r] = Isa::fma(xv, wv[r], acc[i][r]);
-    }
-  };
-  const int64_t skip = (NB - 1) * row_bytes;
-  int64_t j = 0;
-  for (; j + 4 * L <= k; j += 4 * L) {
-    if constexpr (Isa::template gemv_prefetch<Fmt>())
-      if (prefetch) {
-        const int64_t ahead = j * es + kPrefetchAhead;
-        const int64_t past = ahead + 4 * L * es > row_bytes ? skip : 0;
-#pragma GCC unroll 8
-        for (int r = 0; r < NB; ++r)
-          for (int64_t off = 0; off < 4 * L * es; off += 64)
-            _mm_prefetch(wr + r * row_bytes + ahead + past + off, _MM_HINT_T0);
-      }
-    step(j);
-    step(j + L);
-    step(j + 2 * L);
-    step(j + 3 * L);
-  }
-  for (; j + L <= k; j += L) step(j);
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int r = 0; r < NB; ++r)
-      a.y[i * a.ldy + r] = Isa::template chain_sum<Fmt>(acc[i][r], x + i * k, wr + r * row_bytes, j, k, a.tail) +
-                           (a.bias ? a.bias[r] : 0.0f);
-}
-
-// rows_tile for mr ≤ MR activation rows × nb ≤ NB weight rows (the tails of a call's rows and of a range).
-template <class Isa, class Fmt, int MR, int NB>
-inline void rows_tile_any(int mr, int nb, const RowsArgs<Isa>& a, bool prefetch) {
-  if constexpr (MR > 1)
-    if (mr < MR) return rows_tile_any<Isa, Fmt, MR - 1, NB>(mr, nb, a, prefetch);
-  if constexpr (NB > 1)
-    if (nb < NB) return rows_tile_any<Isa, Fmt, MR, NB - 1>(mr, nb, a, prefetch);
-  rows_tile<Isa, Fmt, MR, NB>(a, prefetch);
-}
-
-// Weight groups of NB rows outermost, every row group of MR activation rows against each: the group's
-// weights are read from memory once per call, by the first row group, and from L1/L2 by the others.
-template <class Isa, class Fmt>
-void float_rows(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0, int64_t n1) {
-  constexpr int MR = Isa::kRowsMR, NB = Isa::kRowsNB;
-  const int64_t k = w.k, row_bytes = k * elem_size(Fmt{});
-  const char* base = static_cast<const char*>(w.raw);
-  const auto tail = Isa::gemv_tail(k);
-  for (int64_t n = n0; n < n1; n += NB) {
-    const int nb = static_cast<int>(std::min<int64_t>(NB, n1 - n));
-    for (int64_t i = 0; i < m; i += MR) {
-      const int mr = static_cast<int>(std::min<int64_t>(MR, m - i));
-      const RowsArgs<Isa> a{base + n * row_bytes, row_bytes, k,   x + i * k,
-                            y + i * w.n + n,      w.n,       bias ? bias + n : nullptr, tail};
-      rows_tile_any<Isa, Fmt, MR, NB>(mr, nb, a, i == 0);
-    }
   }
 }
 
@@ -273,8 +157,6 @@ void linear_float(const PackedWeight& w, const float* x, int64_t m, const float*
     using Fmt = decltype(fmt);
     if (m == 1)
       float_gemv<Isa, Fmt>(w, x, bias, y, n0, n1);
-    else if (m <= float_rows_max(Isa::kLevel, w.format))
-      float_rows<Isa, Fmt>(w, x, m, bias, y, n0, n1);
     else
       float_gemm<Isa, Fmt>(w, x, m, bias, y, n0, n1);
   };

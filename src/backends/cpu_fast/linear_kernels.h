@@ -23,6 +23,10 @@ void linear_float_avx512(const PackedWeight&, const float*, int64_t, const float
 void linear_int_scalar(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 void linear_int_avx2(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 void linear_int_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+// 2..kIntRowsMax rows (multi-row steps): each weight block loaded once into registers for every row
+// (linear_int_rows_avx512.cpp); bit-identical to linear_int_avx512, decode included.
+void linear_int_rows_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+inline constexpr int64_t kIntRowsMax = 16;
 // AMX tiles, for m ≥ 16 (prefill); bit-identical to linear_int_avx512 (linear_amx.cpp).
 void linear_int_amx(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 inline constexpr int64_t kAmxMinRows = 16;
@@ -44,19 +48,15 @@ void pack_tile_avx512(const uint8_t* src, int64_t row_bytes, int64_t block_bytes
 inline constexpr int64_t kTileRows = 16;
 inline int64_t steps_per_block(DType f) { return f == DType::kQ4_0 ? 4 : 8; }  // 64-byte vectors per block
 inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 32) * steps_per_block(w.format) * 64; }
-// Float weights, up to this many activation rows: the row-wise kernels (one weight pass serves every row;
-// linear_float_driver.h); from one more, the prefill panel GEMM. [896, 4864] f16 on 2 threads, weights
-// from memory, AVX-512 row kernel against GEMM: 0.58 vs 0.71 ms at 8 rows, 0.90 vs 1.26 at 16, 1.78 vs 1.58
-// at 32. 16 is the multi-sequence engine's largest step, so every step it packs takes the row kernels,
-// except f16 on AVX2 above 8 rows: that tile widens each f16 weight once per 2 rows where the GEMM widens
-// it once per call (f16 at 12 rows: 1.49 vs 1.31 ms; at 16: 1.97 vs 1.88; f32 at 16: 2.17 vs 2.21 and
-// bf16, widened by a shift, faster with the tile).
+// Float weights, up to this many activation rows (16: the multi-sequence engine's and the draft
+// verifier's largest step): every row through decode's GEMV (linear.cpp, float_rows_as_decode), so a row's
+// outputs do not depend on the rows beside it; from one more, the prefill panel GEMM (linear_float_<isa>,
+// which itself runs the GEMV for one row and the GEMM for any other count).
 inline constexpr int64_t kFloatRowsMax = 16;
-inline int64_t float_rows_max(Isa isa, DType f) { return isa == Isa::kAvx2 && f == DType::kF16 ? 8 : kFloatRowsMax; }
-// Float weights: the output rows a pool task's range is a multiple of — 4 for decode's row-wise GEMV and
-// the small-R tiles (weight groups of 4 rows), and the AVX-512 prefill GEMM's 32-row panel otherwise (a
-// range ending mid-panel would compute a whole panel for a few rows).
-inline int64_t float_unit_rows(Isa isa, DType f, int64_t m) { return m <= float_rows_max(isa, f) ? 4 : 32; }
+// Float weights: the output rows a pool task's range is a multiple of — 4 up to kFloatRowsMax rows (the
+// GEMV's weight groups), and the AVX-512 prefill GEMM's 32-row panel otherwise (a range ending mid-panel
+// would compute a whole panel for a few rows).
+inline int64_t float_unit_rows(Isa, DType, int64_t m) { return m <= kFloatRowsMax ? 4 : 32; }
 
 // Float prefill GEMMs (AVX-512, AVX2) pack panels of `cols` weight rows × `kpanel` K, the panels in order
 // (n, k0), (n, k0 + kpanel), ..., then (n + cols, 0). A panel is `cols` row segments of ≤ 1 KiB some KiB

@@ -1,7 +1,7 @@
-// A few activation rows through one weight pass: 2..16 rows, as a multi-sequence engine packs the decode
-// rows of several sequences (or draft tokens) into one step. Float weights take the row-wise kernels of
-// linear_float_driver.h up to float_rows_max rows (16; 8 for f16 on AVX2) and the panel GEMM above,
-// integer weights the tile loops of their prefill kernels.
+// A few activation rows in one call: 2..16 rows, as a multi-sequence engine packs the decode rows of several
+// sequences (or draft tokens) into one step. Float weights run each row through decode's GEMV up to
+// kFloatRowsMax rows (16) and the panel GEMM above, integer weights the tile loops of their prefill kernels;
+// either way every row is bit for bit what decode gives it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +13,7 @@
 
 #include "backends/cpu_fast/cpu_features.h"
 #include "backends/cpu_fast/linear.h"
+#include "backends/cpu_fast/linear_half.h"
 #include "backends/cpu_fast/linear_kernels.h"
 #include "backends/cpu_fast/thread_pool.h"
 #include "isa_fixture.h"
@@ -45,18 +46,13 @@ TEST_P(CpuFastLinearRows, EveryFormatMatchesDoubleReference) {
   }
 }
 
-// Decode (R = 1) adds a row's products in the same order as the multi-row kernels for integer weights
-// (exact int32 block sums, then one float accumulation per block) and on the portable path. Float decode
-// on AVX2 and AVX-512 keeps one weight row at a time with four chains (float_gemv): a different rounding.
-bool decode_shares_row_order(DType f) { return !is_float(f) || active_isa() == Isa::kScalar; }
-
 // A row's outputs do not depend on which other rows share its call (batch invariance): for every format,
 // R rows taken at several offsets give, bit for bit, what one call over all the rows of the same kernel
-// gives them: R = 2..float_rows_max against a float_rows_max-row call (the row-wise kernels), and for
-// float weights float_rows_max + 1..24 against a 24-row call (the panel GEMM, which adds each output's
+// gives them: R = 1..16 against a 16-row call (decode's kernels), and for
+// float weights 17..24 against a 24-row call (the panel GEMM, which adds each output's
 // products in plain K order whatever the rows). 1 and 2 threads (a pool task's range changes where the
-// weight groups start). Decode matches the row-wise kernels bit for bit where it shares their order
-// (decode_shares_row_order), and to rounding elsewhere.
+// weight groups start). Decode (R = 1) included: a draft row verified in a multi-row step must get the
+// logits decode gives it.
 TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
   constexpr int64_t kRows = 24;
   ThreadPool pools[2] = {ThreadPool(1), ThreadPool(2)};
@@ -72,7 +68,7 @@ TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
     for (auto& v : bias) v = d(rng);
     LinearScratch scratch(pw->k_padded, kRows);
     // Row counts [lo, hi] and the call over hi rows they are compared with.
-    const int64_t rows_max = is_float(f) ? detail::float_rows_max(active_isa(), f) : 16;
+    const int64_t rows_max = detail::kFloatRowsMax;
     std::vector<std::pair<int64_t, int64_t>> groups = {{1, rows_max}};
     if (is_float(f)) groups.emplace_back(rows_max + 1, kRows);
     for (auto [lo, hi] : groups) {
@@ -87,13 +83,54 @@ TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
             std::vector<float> y(static_cast<size_t>(r * n), -7.0f);
             linear(*pw, x.data() + off * k, r, bias.data(), y.data(), scratch, &pool);
             const float* want = all.data() + off * n;
-            if (r > 1 || decode_shares_row_order(f)) {
-              ASSERT_EQ(0, std::memcmp(y.data(), want, y.size() * sizeof(float)));
-              continue;
-            }
-            for (int64_t j = 0; j < n; ++j)
-              ASSERT_NEAR(y[static_cast<size_t>(j)], want[j], 1e-4f * (1 + std::fabs(want[j])));
+            ASSERT_EQ(0, std::memcmp(y.data(), want, y.size() * sizeof(float)));
           }
+    }
+  }
+}
+
+// Each row of an R-row call (R = 2, 3, 4, 8, 16) is bit for bit that row alone (decode), for every weight
+// format and, for f16/bf16, every decode GEMV variant the CPU runs (the one tuning picks at load is what
+// decode runs, so the R-row call must follow it). Shapes: K = 896 and 4864 (Qwen2.5-0.5B's), K = 203 with a
+// tail, N = 37 (a partial weight group and integer tile); 1 and 2 threads.
+TEST_P(CpuFastLinearRows, EveryRowIsWhatDecodeGivesIt) {
+  ThreadPool pools[2] = {ThreadPool(1), ThreadPool(2)};
+  for (DType f : kFormats) {
+    std::vector<std::pair<int64_t, int64_t>> shapes = {{37, 896}, {21, 4864}};
+    if (f != DType::kQ8_0 && f != DType::kQ4_0) shapes.emplace_back(37, 203);
+    std::vector<int> variants = {-1};
+    if (f == DType::kF16 || f == DType::kBF16)
+      for (int v : eligible_half_gemv(f)) variants.push_back(v);
+    for (auto [n, k] : shapes) {
+      Weight wt = make_weight(f, n, k, 11);
+      auto pw = pack_weight(f, wt.bytes.data(), n, k, wt.scale.empty() ? nullptr : wt.scale.data());
+      ASSERT_TRUE(pw.ok()) << pw.error().to_string();
+      constexpr int64_t kRows = 16;
+      std::mt19937 rng(3);
+      std::normal_distribution<float> d(0.0f, 1.0f);
+      std::vector<float> x(static_cast<size_t>(kRows * k)), bias(static_cast<size_t>(n));
+      for (auto& v : x) v = d(rng);
+      for (auto& v : bias) v = d(rng);
+      LinearScratch scratch(pw->k_padded, kRows);
+      for (int variant : variants) {
+        pw->gemv_variant = variant;
+        for (ThreadPool& pool : pools) {
+          std::vector<float> alone(static_cast<size_t>(kRows * n));
+          for (int64_t i = 0; i < kRows; ++i)
+            linear(*pw, x.data() + i * k, 1, bias.data(), alone.data() + i * n, scratch, &pool);
+          for (int64_t r : {2, 3, 4, 8, 16}) {
+            SCOPED_TRACE(std::string(dtype_name(f)) + " [" + std::to_string(n) + ", " + std::to_string(k) +
+                         "] R=" + std::to_string(r) + " variant=" +
+                         (variant < 0 ? std::string("isa") : std::string(half_gemv_variants()[static_cast<size_t>(variant)].name)) +
+                         " threads=" + std::to_string(pool.size()) + " isa=" + std::string(isa_name(active_isa())));
+            std::vector<float> y(static_cast<size_t>(r * n), -7.0f);
+            linear(*pw, x.data(), r, bias.data(), y.data(), scratch, &pool);
+            for (int64_t i = 0; i < r; ++i)
+              ASSERT_EQ(0, std::memcmp(y.data() + i * n, alone.data() + i * n, static_cast<size_t>(n) * sizeof(float)))
+                  << "row " << i;
+          }
+        }
+      }
     }
   }
 }

@@ -28,7 +28,7 @@ TEST_P(CpuFastLinear, FloatFormatsMatchDoubleReference) {
       for (auto nk : {std::pair<int64_t, int64_t>{13, 37}, {40, 128}, {9, 16}}) check(f, m, nk.first, nk.second, 2);
 }
 
-// Prefill through the panel GEMMs, which take more than float_rows_max (16) rows (AVX-512: 32 outputs × 256 K
+// Prefill through the panel GEMMs, which take more than kFloatRowsMax (16) rows (AVX-512: 32 outputs × 256 K
 // per panel, 8-row groups; AVX2: 16 outputs, 4-row groups): full row groups and every tail, several K
 // panels (partial sums carried in y) with a K tail, partial output panels, bias.
 TEST_P(CpuFastLinear, FloatPrefillPanelsMatchDoubleReference) {

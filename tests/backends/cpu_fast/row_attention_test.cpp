@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -208,19 +209,76 @@ TEST_P(CpuFastRowAttention, SplitOverEachRowsOwnSlotRangesMatchesReference) {
   }
 }
 
-// Rows that share most of what they see keep the union and its blocked kernels: a causal chunk of one
-// sequence, a row that sees nothing next to it, every row seeing the same slots.
+// Rows that share most of what they see keep the union and its blocked kernels (above kRowInvariantRows
+// rows, where the path is chosen): a causal chunk of one sequence, a row that sees nothing next to it,
+// every row seeing the same slots.
 TEST_P(CpuFastRowAttention, RowsOfOneSequenceKeepTheUnionPath) {
   std::vector<RowView> causal;
-  for (int64_t r = 0; r < 16; ++r) causal.push_back({0, r + 1, 3});
+  for (int64_t r = 0; r < 32; ++r) causal.push_back({0, r + 1, 3});
   std::vector<RowView> later = causal;
   for (auto& v : later) v.end += 200;
   later[5] = {0, 0, -1};
   for (bool f16 : {false, true}) {
     run_rows(causal, 256, {9, 3, 64, f16}, 2, false);
     run_rows(later, 256, {14, 2, 64, f16}, 2, false);
-    run_rows(std::vector<RowView>(4, RowView{10, 90, 20}), 128, {8, 2, 32, f16}, 1, false);
+    run_rows(std::vector<RowView>(20, RowView{10, 90, 20}), 128, {8, 2, 32, f16}, 1, false);
   }
+}
+
+// Attention of rows `rows` (queries x.q from row q0 on) through attention(), as the backend runs a step.
+std::vector<float> attend(Data& x, const std::vector<RowView>& rows, int64_t q0, int64_t S, const Case& c,
+                          ThreadPool& pool) {
+  const int64_t T = static_cast<int64_t>(rows.size());
+  std::vector<float> mask = mask_of(rows, S);
+  LiveSlots live(T, S);
+  scan_live_slots(mask.data(), live);
+  AttentionScratch scratch(pool.size(), c.hq / c.hkv, S, c.D, c.D, T);
+  std::vector<float> out(static_cast<size_t>(T * c.hq * c.D), 99.0f);
+  AttentionArgs a;
+  a.q = x.q.data() + q0 * c.hq * c.D;
+  a.k = c.f16 ? static_cast<const void*>(x.kh.data()) : x.k.data();
+  a.v = c.f16 ? static_cast<const void*>(x.vh.data()) : x.v.data();
+  a.kv_dtype = c.f16 ? DType::kF16 : DType::kF32;
+  a.mask = mask.data();
+  a.out = out.data();
+  a.t = T;
+  a.hq = c.hq;
+  a.hkv = c.hkv;
+  a.s = S;
+  a.d = c.D;
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.D)));
+  a.softcap = c.cap;
+  attention(a, live, scratch, &pool);
+  return out;
+}
+
+// A row of an R-row step computes, bit for bit, what decode (the row alone) computes: R = 2, 3, 4, 8, 16
+// causal rows of one sequence (draft tokens being verified) after 40 or 700 cached slots (700: decode
+// splits each row's slots into ranges on 2 threads), and decode rows of different sequences; Qwen2.5-0.5B's
+// heads (14/2, D = 64) and SmolLM2's (9/3), f32 and f16 caches, 1 and 2 threads. Greedy speculative
+// decoding is token-identical to plain decoding only if this holds.
+TEST_P(CpuFastRowAttention, EveryRowIsWhatDecodeGivesIt) {
+  const int64_t S = 1024;
+  for (const Case& c : {Case{14, 2, 64, false}, Case{9, 3, 64, true}, Case{14, 2, 64, true}})
+    for (int threads : {1, 2})
+      for (int64_t prefix : {40, 700})
+        for (int64_t R : {2, 3, 4, 8, 16}) {
+          ThreadPool pool(threads);
+          std::vector<RowView> rows;
+          for (int64_t r = 0; r < R; ++r) rows.push_back({0, prefix + r + 1, 1});
+          if (prefix == 40 && R >= 4) rows = decode_rows(std::vector<int64_t>(static_cast<size_t>(R), 50), S / R);
+          SCOPED_TRACE("R=" + std::to_string(R) + " prefix=" + std::to_string(prefix) + " hq=" + std::to_string(c.hq) +
+                       (c.f16 ? " f16" : " f32") + " threads=" + std::to_string(threads) +
+                       " isa=" + std::string(isa_name(active_isa())));
+          Data x = make_data(R, S, c, static_cast<uint32_t>(R * 7 + prefix));
+          const std::vector<float> step = attend(x, rows, 0, S, c, pool);
+          const int64_t per_row = c.hq * c.D;
+          for (int64_t r = 0; r < R; ++r) {
+            const std::vector<float> alone = attend(x, {rows[static_cast<size_t>(r)]}, r, S, c, pool);
+            ASSERT_EQ(0, std::memcmp(alone.data(), step.data() + r * per_row, static_cast<size_t>(per_row) * sizeof(float)))
+                << "row " << r;
+          }
+        }
 }
 
 // The scan itself: every row's list and the union, exactly, with slots in the last partial 64-slot word.
