@@ -101,9 +101,19 @@ Status ProgramDraft::feed_to(const int32_t* extra) {
   fed_.resize(keep);
   for (size_t i = keep; i < n; ++i) fed_.push_back(at(i));
   const auto t0 = Clock::now();
-  Status st = runner_->prefill(std::span<const int32_t>(fed_).subspan(keep));
+  Status st = Ok{};
+  if (n - keep <= kDecodeFeed) {
+    // After a verification: the new pending token, and the last draft when all were accepted. Decode steps:
+    // the runner's tail plan would pad them into a prefill method before it has timed a decode step here.
+    for (size_t i = keep; i < n && st; ++i, ++steps_) {
+      auto r = runner_->decode_step(fed_[i]);
+      if (!r) st = r.error();
+    }
+  } else {
+    st = runner_->prefill(std::span<const int32_t>(fed_).subspan(keep));
+    ++steps_;
+  }
   ms_ += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  ++steps_;
   if (!st) {
     fed_.resize(static_cast<size_t>(std::min<int64_t>(runner_->position(), static_cast<int64_t>(keep))));
     return st.error().with_context("draft program " + name_);

@@ -6,7 +6,7 @@
 // Kept in step with the target lazily: the draft's caches hold `fed_` (committed tokens, then the
 // drafts it ran ahead on). Before proposing, the longest prefix of fed_ that the committed tokens and the
 // pending token still agree with stays; the rest is forgotten (Runner::truncate: counters only) and the
-// missing tokens are fed (one prefill, which plans chunks and decode steps). After a verification that
+// missing tokens are fed (decode steps for one or two, else one prefill). After a verification that
 // accepted a drafts of k, that is a + 1 tokens kept and nothing fed but the new pending token — or, when
 // every draft was accepted, the last draft (never fed: it was proposed from the logits before it) too.
 //
@@ -62,6 +62,8 @@ class ProgramDraft final : public DraftSource {
 
  private:
   ProgramDraft() = default;
+  // Tokens fed by decode steps rather than a prefill (what a verification round leaves to feed: 1 or 2).
+  static constexpr size_t kDecodeFeed = 2;
   // Brings the draft's caches to tokens_ followed by `extra` (when given), with the logits after the last.
   Status feed_to(const int32_t* extra);
 
