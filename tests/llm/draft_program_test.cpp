@@ -100,6 +100,23 @@ TEST(DraftProgram, ItselfAsDraftIsTokenIdenticalAndAcceptsNearlyEverything) {
   EXPECT_GT(spec.stats.draft_program_steps, 0);
 }
 
+// Sampling: the draft program's greedy drafts go through the same acceptance rule as prompt lookup's (its
+// distribution is checked in speculative_test.cpp for drafts drawn from any q); here the whole path runs:
+// drafts are verified and accepted under sampling, and the run ends where plain sampling's would (the budget).
+TEST(DraftProgram, SamplingWithADraftProgramVerifiesDrafts) {
+  ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
+  const std::string target = stories_program(512, "stories");
+  const auto prompt = encode(target, "Once upon a time, there was a little girl named Lily.");
+  GenerationConfig g = with_program(200, target);
+  g.sampling.temperature = 0.7f;
+  g.sampling.top_k = 40;
+  g.sampling.seed = 3;
+  const Outcome spec = generate(target, prompt, g);
+  EXPECT_EQ(spec.out.tokens.size(), 200u);
+  EXPECT_GT(spec.stats.verify_steps, 0);
+  EXPECT_GT(spec.stats.draft_accepted, 0);  // a draft from the same weights is the likeliest token
+}
+
 TEST(DraftProgram, DifferentRandomDraftIsTokenIdenticalAndAcceptsLittle) {
   ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
   test::TinyModel t{"llama", 4, 256};
