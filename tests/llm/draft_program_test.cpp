@@ -307,5 +307,30 @@ TEST(DraftProgram, EngineRefusesADraftProgramWithAClearError) {
       << id.error().message();
 }
 
+// Runner::truncate, which rolls a draft program back: the positions past `length` are forgotten (the next
+// token's logits are those of a runner that never saw them); past position() → an error, nothing changes.
+TEST(RunnerTruncate, ForgetsPositionsAsIfNeverFed) {
+  const std::string path = test::tiny_program({"llama", 4, 64});
+  const auto tokens = test::random_tokens(10, 512, 21);
+  auto a = Runner::load(path);
+  auto b = Runner::load(path);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*a)->prefill(tokens).ok());
+  auto bad = (*a)->truncate(11);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.error().message().find("Runner::truncate(11): the runner holds 10 positions"), std::string::npos)
+      << bad.error().message();
+  EXPECT_EQ((*a)->position(), 10);
+  ASSERT_TRUE((*a)->truncate(6).ok());
+  EXPECT_EQ((*a)->position(), 6);
+  ASSERT_TRUE((*b)->prefill(std::span<const int32_t>(tokens).first(6)).ok());
+  auto la = (*a)->decode_step(99);
+  auto lb = (*b)->decode_step(99);
+  ASSERT_TRUE(la.ok() && lb.ok());
+  ASSERT_EQ(la->size(), lb->size());
+  for (size_t i = 0; i < la->size(); ++i) ASSERT_NEAR((*la)[i], (*lb)[i], 1e-4f) << i;
+}
+
 }  // namespace
 }  // namespace hfs
