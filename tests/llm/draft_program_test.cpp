@@ -229,21 +229,17 @@ TEST(DraftProgram, ShorterContextDraftStopsDraftingAtItsCapacityOutputUnchanged)
   EXPECT_EQ(spec_long.stats.draft_tokens, 0);
 }
 
-// A copy of the stories260K checkpoint whose tokenizer swaps two pieces' ids: same size, different strings.
-std::string swapped_vocab_program(int32_t a, int32_t b, std::string* piece_a, std::string* piece_b) {
+// A copy of the stories260K checkpoint with its tokenizer.json edited by `edit`, exported.
+template <typename Edit>
+std::string edited_vocab_program(const std::string& name, const Edit& edit) {
   namespace fs = std::filesystem;
-  const std::string dir = test::temp_dir() + "/swapped_vocab";
+  const std::string dir = test::temp_dir() + "/" + name;
   fs::create_directories(dir);
   for (const char* f : {"config.json", "generation_config.json", "model.safetensors", "tokenizer_config.json",
                         "special_tokens_map.json"})
     fs::copy_file(test::stories_dir() + "/" + f, dir + "/" + f, fs::copy_options::overwrite_existing);
   nlohmann::json tj = nlohmann::json::parse(std::ifstream(test::stories_dir() + "/tokenizer.json"));
-  for (auto& [piece, id] : tj["model"]["vocab"].items()) {
-    if (id == a) *piece_a = piece;
-    if (id == b) *piece_b = piece;
-  }
-  tj["model"]["vocab"][*piece_a] = b;
-  tj["model"]["vocab"][*piece_b] = a;
+  edit(tj["model"]["vocab"]);
   std::ofstream(dir + "/tokenizer.json") << tj.dump();
   ExportOptions opt;
   opt.context = 128;
@@ -252,6 +248,22 @@ std::string swapped_vocab_program(int32_t a, int32_t b, std::string* piece_a, st
   const Status st = export_checkpoint(dir, path, opt);
   EXPECT_TRUE(st.ok()) << st.error().to_string();
   return path;
+}
+
+std::string piece_of(const nlohmann::json& vocab, int32_t id) {
+  for (const auto& [piece, i] : vocab.items())
+    if (i == id) return piece;
+  return "";
+}
+
+// Two pieces' ids swapped: the same size, different strings.
+std::string swapped_vocab_program(int32_t a, int32_t b, std::string* piece_a, std::string* piece_b) {
+  return edited_vocab_program("swapped_vocab", [&](nlohmann::json& vocab) {
+    *piece_a = piece_of(vocab, a);
+    *piece_b = piece_of(vocab, b);
+    vocab[*piece_a] = b;
+    vocab[*piece_b] = a;
+  });
 }
 
 TEST(DraftProgram, DifferentVocabularyIsRefusedAtLoadNamingTheFirstDifference) {
@@ -280,6 +292,26 @@ TEST(DraftProgram, DifferentVocabularyIsRefusedAtLoadNamingTheFirstDifference) {
   ASSERT_FALSE(out2.ok());
   EXPECT_NE(out2.error().message().find("the target embeds a tokenizer and the draft does not"), std::string::npos)
       << out2.error().message();
+}
+
+TEST(DraftProgram, SmallerVocabularyIsRefusedNamingTheFirstMissingIdAndBothSizes) {
+  ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
+  const std::string target = stories_program(512, "stories");
+  std::string last;  // the piece of id 511 (no merge makes it: dropping it leaves a valid tokenizer of 511)
+  const std::string draft = edited_vocab_program("smaller_vocab", [&](nlohmann::json& vocab) {
+    last = piece_of(vocab, 511);
+    vocab.erase(last);
+  });
+  ASSERT_FALSE(last.empty());
+  auto r = Runner::load(target);
+  ASSERT_TRUE(r.ok());
+  const std::vector<int32_t> prompt = {1, 400};
+  auto out = (*r)->generate(prompt, with_program(4, draft));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("at id 511: target \"" + last +
+                                       "\", draft (no token) (vocabulary sizes: target 512, draft 511)"),
+            std::string::npos)
+      << out.error().message();
 }
 
 TEST(DraftProgram, MissingDraftFileNamesThePath) {
