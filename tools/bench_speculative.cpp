@@ -75,6 +75,8 @@ Result<Generated> generate_once(Runner& r, std::span<const int32_t> prompt, cons
   d.verify_steps -= before.verify_steps;
   d.draft_tokens -= before.draft_tokens;
   d.draft_accepted -= before.draft_accepted;
+  d.draft_program_steps -= before.draft_program_steps;
+  d.draft_program_ms -= before.draft_program_ms;
   out.stats = d;
   return out;
 }
@@ -213,6 +215,13 @@ int bench_draft(std::shared_ptr<const Program> program, const RunnerOptions& opt
     for (const Generated& g : drafts) v += g.stats.verify_steps;
     return static_cast<double>(v) / b.reps;
   }();
+  if (b.draft.kind == DraftKind::kProgram) {  // the draft program's own steps, drafting and catch-up
+    double ms = 0, steps = 0;
+    for (const Generated& g : drafts) ms += g.stats.draft_program_ms, steps += static_cast<double>(g.stats.draft_program_steps);
+    j["draft_program"] = b.draft.program_path;
+    j["draft_program_ms_per_run"] = ms / b.reps;
+    j["draft_program_steps_per_run"] = steps / b.reps;
+  }
   j["tokens_per_step"] = target_steps > 0 ? static_cast<double>(tokens) / static_cast<double>(target_steps) : 0.0;
   j["same_tokens"] = same;
   if (b.json) {

@@ -1,5 +1,5 @@
 // `hfstatic bench --verify K,...` (what one verification step of K + 1 rows costs next to one decode step)
-// and `hfstatic bench --draft ngram` (plain decode and speculative decoding on the same prompt, in turn).
+// and `hfstatic bench --draft ngram|PATH.hfs` (plain decode and speculative decoding on the same prompt, in turn).
 // Both measure in one process, taking turns, and report ratios: on a shared machine two things timed
 // minutes apart differ by more than what is measured.
 #pragma once

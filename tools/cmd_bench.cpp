@@ -406,8 +406,8 @@ RunFn setup(CLI::App& sub) {
   add_draft_options(sub, a->draft);
   sub.get_option("--draft")->excludes(verify)->excludes(seqs)->excludes(vs);
   sub.add_option("--text-file", a->text_file,
-                 "With --draft ngram: the prompt, a text file encoded with the program's tokenizer (default: --prompt "
-                 "random ids). --draft ngram generates --gen tokens greedily without and with drafts in turn (--reps "
+                 "With --draft: the prompt, a text file encoded with the program's tokenizer (default: --prompt "
+                 "random ids). --draft ngram|PATH.hfs generates --gen tokens greedily without and with drafts in turn (--reps "
                  "pairs) and reports both decode tok/s, the speedup (median of the pairs' ratios), the acceptance "
                  "rate and tokens per model step; different tokens with and without drafts are an error")
       ->needs(sub.get_option("--draft"));

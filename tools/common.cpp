@@ -58,7 +58,9 @@ nlohmann::json stats_json(const RunnerStats& s) {
           {"peak_rss_mib", static_cast<double>(s.peak_rss_bytes) / (1 << 20)},
           {"verify_steps", s.verify_steps},
           {"draft_tokens", s.draft_tokens},
-          {"draft_accepted", s.draft_accepted}};
+          {"draft_accepted", s.draft_accepted},
+          {"draft_program_steps", s.draft_program_steps},
+          {"draft_program_ms", s.draft_program_ms}};
 }
 
 void print_stats_line(const RunnerStats& s) {
@@ -74,6 +76,9 @@ void print_stats_line(const RunnerStats& s) {
                  s.draft_tokens > 0 ? 100.0 * static_cast<double>(s.draft_accepted) / static_cast<double>(s.draft_tokens) : 0.0,
                  static_cast<long long>(s.verify_steps),
                  static_cast<double>(s.draft_accepted + s.verify_steps) / static_cast<double>(s.verify_steps));
+  if (s.draft_program_steps > 0)
+    std::fprintf(stderr, "draft program: %lld steps, %.1f ms (catch-up prefill and drafting)\n",
+                 static_cast<long long>(s.draft_program_steps), s.draft_program_ms);
 }
 
 std::function<void(int64_t, int64_t)> prefill_progress_bar() {

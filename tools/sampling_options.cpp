@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <system_error>
@@ -69,11 +70,23 @@ void add_sampling_options(CLI::App& sub, SamplingConfig& c) {
 void add_draft_options(CLI::App& sub, DraftConfig& d) {
   sub.add_option_function<std::string>(
          "--draft",
-         [&d](const std::string& v) { d.kind = v == "ngram" ? DraftKind::kNgram : DraftKind::kNone; },
-         "Speculative decoding: none, or ngram (drafts from the text so far, verified several per step; needs a "
-         "program with step methods: export --step-sizes, or --sequences > 1). The output is the same as without")
+         [&d](const std::string& v) {
+           d.kind = v == "ngram" ? DraftKind::kNgram : v == "none" ? DraftKind::kNone : DraftKind::kProgram;
+           d.program_path = d.kind == DraftKind::kProgram ? v : std::string();
+         },
+         "Speculative decoding: none; ngram (drafts from the text so far, no extra model); or PATH.hfs, a draft "
+         "program (a smaller export with the same tokenizer, decoding greedily on its own caches; checked at "
+         "load). Drafts are verified several per step: needs a program with step methods (export --step-sizes, "
+         "or --sequences > 1). The output is the same as without")
       ->default_str("none")
-      ->check(one_of({"none", "ngram"}));
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            if (s == "none" || s == "ngram") return {};
+            std::error_code ec;
+            if (std::filesystem::is_regular_file(s, ec)) return {};
+            return "expected none, ngram or the path of a draft program (.hfs), got '" + s + "': no such file";
+          },
+          ""));
   sub.add_option("--draft-max", d.max_tokens,
                  "The most drafts verified per step, an integer in [1, 1024] (also capped by the program's largest "
                  "step method - 1); the count adapts to how many are accepted")

@@ -52,13 +52,27 @@ struct RunnerOptions {
 // program (a step_<T> method, or prefill methods exported with --logits all), accepted by the sampler's
 // rule (Sampler::verify), so the output is exactly what decoding without drafts gives: the same tokens
 // when greedy, the same distribution when sampling.
+//
+//   g.draft.kind = hfs::DraftKind::kProgram;
+//   g.draft.program_path = "small.hfs";   // or g.draft.program = an already loaded Program
 enum class DraftKind : uint8_t {
   kNone,
-  kNgram,  // prompt lookup: what followed the latest earlier occurrence of the last tokens (no extra model)
+  kNgram,    // prompt lookup: what followed the latest earlier occurrence of the last tokens (no extra model)
+  kProgram,  // a draft program: a smaller export sharing the tokenizer, decoding greedily on its own caches
 };
 
 struct DraftConfig {
   DraftKind kind = DraftKind::kNone;
+  // kProgram: the draft program, loaded (`program`) or by path (`program_path`, loaded by the first
+  // generate() that names it). Its tokenizer must be the target's: the same vocabulary size and the same
+  // string for every id (checked at load: kInvalidArgument naming the first id that differs and both
+  // strings); two programs without embedded tokenizers are compared by vocabulary size only. The Runner
+  // keeps the loaded draft (its own IO manager and caches) across generate() calls with the same program,
+  // and keeps it in step with the committed tokens: catch-up prefill for a new prompt, counters rolled back
+  // to the accepted length after each verification. A draft program with a shorter context than the
+  // target stops drafting at its capacity (the output is unchanged). The Engine refuses kProgram.
+  std::string program_path;
+  std::shared_ptr<const Program> program;
   // The most drafts per verification step; also capped by the program's largest all-rows method (T − 1),
   // the context left and the tokens still to generate. The count adapts to recent acceptance, and drafting
   // pauses while verification steps produce fewer tokens per unit of time than decode steps.
@@ -90,6 +104,11 @@ struct RunnerStats {
   int64_t verify_steps = 0;
   int64_t draft_tokens = 0;
   int64_t draft_accepted = 0;
+  // A draft program's own steps (DraftKind::kProgram): its catch-up prefills and decode steps. Drafting
+  // time counts in decode_ms as well (it is part of each verification round); catch-up on a new prompt in
+  // ttft_ms.
+  int64_t draft_program_steps = 0;
+  double draft_program_ms = 0;
   double prefill_tok_s() const { return prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0; }
   double decode_tok_s() const { return decode_ms > 0 ? decode_steps * 1000.0 / decode_ms : 0; }
 };
@@ -167,6 +186,11 @@ class Runner {
 
   bool can_accept(int64_t n) const;
   int64_t position() const;
+  // Forgets the positions from `length` on (counters only: their cache slots are overwritten by later
+  // steps). logits() still show the last step's, not those after position length − 1: feed a token
+  // before sampling again. length > position() →
+  // kInvalidArgument, nothing changes. (A draft program's runner rolls back rejected drafts with it.)
+  [[nodiscard]] Status truncate(int64_t length);
   int64_t capacity_left() const;
   void reset();
   const RunnerStats& stats() const;

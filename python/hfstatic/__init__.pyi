@@ -118,7 +118,9 @@ class Runner:
         stop: _Stop = None,  # str: stop strings (text is cut before them); int: extra stop token ids
         ignore_eos: bool = False,
         add_special: bool | None = None,  # None: add BOS etc. only when the sequence is empty
-        draft: Literal["none", "ngram"] | None = None,  # speculative decoding; same output as without
+        # speculative decoding; same output as without. Any other string: the path of a draft program
+        # (a smaller .hfs with the same tokenizer)
+        draft: Literal["none", "ngram"] | str | None = None,
         draft_max: int = 8,  # most drafts per verification step (also capped by the program's step methods)
     ) -> str:
         """Encodes `prompt` with the program's tokenizer and returns the generated text (the token that
@@ -137,7 +139,7 @@ class Runner:
         stop: int | Sequence[int] | None = None,
         ignore_eos: bool = False,
         add_special: bool | None = None,
-        draft: Literal["none", "ngram"] | None = None,
+        draft: Literal["none", "ngram"] | str | None = None,
         draft_max: int = 8,
     ) -> list[int]:
         """Token prompt → generated ids (the stop token included when one ended generation)."""
@@ -154,7 +156,7 @@ class Runner:
         stop: _Stop = None,
         ignore_eos: bool = False,
         add_special: bool | None = None,
-        draft: Literal["none", "ngram"] | None = None,
+        draft: Literal["none", "ngram"] | str | None = None,
         draft_max: int = 8,
     ) -> Stream:
         """Like generate() but stepwise; the prompt is prefilled now (errors raise here). The pieces of a

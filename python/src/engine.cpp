@@ -44,7 +44,8 @@ DraftKind draft_kind(py::handle v) {
   const std::string s = py::str(v);
   if (s == "none") return DraftKind::kNone;
   if (s == "ngram") return DraftKind::kNgram;
-  raise(ErrorCode::kInvalidArgument, "engine: draft must be None, 'none' or 'ngram', got '" + s + "'");
+  raise(ErrorCode::kInvalidArgument, "engine: draft must be None, 'none' or 'ngram' (a draft program runs in "
+                                     "Runner.generate only), got '" + s + "'");
 }
 
 // The generation keywords add/fork/append take (all optional): max_new_tokens, temperature, top_k, top_p,

@@ -10,6 +10,7 @@
 // `generate(a)` then `generate(b)` continues the text exactly, and `position` counts fed tokens only.
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -114,10 +115,16 @@ GenerateArgs generate_args(int32_t max_new_tokens, float temperature, int32_t to
   a.config.sampling = {temperature, top_k, top_p, min_p, repetition_penalty, seed};
   // The library's ranges (Runner::start checks them too), before anything is encoded or run.
   if (Status st = validate(a.config.sampling); !st) raise(st.error().with_context("generate"));
-  if (draft && *draft != "ngram" && *draft != "none")
-    bad("draft must be None, 'none' or 'ngram', got '" + *draft + "'");
+  // Anything but "none" / "ngram" names a draft program (loaded, and its tokenizer checked, by the first
+  // generate() that uses it; the runner keeps it for the next ones).
+  std::error_code ec;
+  if (draft && *draft != "ngram" && *draft != "none" && !std::filesystem::is_regular_file(*draft, ec))
+    bad("draft must be None, 'none', 'ngram' or the path of a draft program (.hfs), got '" + *draft + "': no such file");
   if (draft_max < 1 || draft_max > 1024) bad("draft_max must be in [1, 1024], got " + std::to_string(draft_max));
-  a.config.draft.kind = draft && *draft == "ngram" ? DraftKind::kNgram : DraftKind::kNone;
+  a.config.draft.kind = !draft || *draft == "none" ? DraftKind::kNone
+                        : *draft == "ngram"        ? DraftKind::kNgram
+                                                   : DraftKind::kProgram;
+  if (a.config.draft.kind == DraftKind::kProgram) a.config.draft.program_path = *draft;
   a.config.draft.max_tokens = draft_max;
   if (stop.is_none()) return a;
   auto add = [&](py::handle item) {
@@ -297,6 +304,8 @@ py::dict stats_dict(const RunnerStats& s) {
   d["verify_steps"] = s.verify_steps;
   d["draft_tokens"] = s.draft_tokens;
   d["draft_accepted"] = s.draft_accepted;
+  d["draft_program_steps"] = s.draft_program_steps;
+  d["draft_program_ms"] = s.draft_program_ms;
   d["decode_ms"] = s.decode_ms;
   d["ttft_ms"] = s.ttft_ms;
   d["peak_rss_bytes"] = s.peak_rss_bytes;

@@ -1,6 +1,6 @@
 // One verification step's host side, shared by the Runner and the Engine: drafts proposed after the
-// pending token, each row's logits checked against the draft after it (Sampler::verify), and the drafter
-// brought up to the committed tokens afterwards.
+// pending token by any DraftSource, each row's logits checked against the draft after it (Sampler::verify),
+// and the source brought up to the committed tokens afterwards.
 #pragma once
 
 #include <cstddef>
@@ -11,20 +11,18 @@
 
 #include "hfstatic/sampler.h"
 #include "llm/logits_check.h"
-#include "llm/ngram_draft.h"
+#include "llm/draft_source.h"
 
 namespace hfs {
 
-// rows = the pending token `last` and up to k drafts proposed after it (the drafter does not hold `last`
-// yet: it is committed only by the step). Returns the drafts' count.
-inline size_t propose_rows(NgramDraft& drafter, int32_t last, int64_t k, std::vector<int32_t>& rows) {
+// rows = the pending token `last` and up to k drafts proposed after it (the source does not hold `last`
+// yet: it is committed only by the step). Returns the drafts' count (rows is then just `last` on error).
+inline Result<size_t> propose_rows(DraftSource& source, int32_t last, int64_t k, std::vector<int32_t>& rows) {
   rows.assign(static_cast<size_t>(1 + k), 0);
   rows[0] = last;
-  drafter.push(last);
-  const size_t drafted = drafter.propose(static_cast<size_t>(k), rows.data() + 1);
-  drafter.pop();
-  rows.resize(1 + drafted);
-  return drafted;
+  auto drafted = source.propose(last, static_cast<size_t>(k), rows.data() + 1);
+  rows.resize(1 + (drafted ? std::min(*drafted, static_cast<size_t>(k)) : 0));
+  return drafted ? Result<size_t>(rows.size() - 1) : drafted;
 }
 
 struct Verification {
@@ -68,9 +66,10 @@ Verification verify_rows(Sampler& sampler, std::span<const float> all, size_t V,
 }
 
 // After the step is cut back to what it commits: the pending token and every verified token but the last.
-inline void push_committed(NgramDraft& drafter, int32_t last, const std::vector<int32_t>& verified) {
-  drafter.push(last);
-  for (size_t i = 0; i + 1 < verified.size(); ++i) drafter.push(verified[i]);
+// (A source that ran ahead on the drafts keeps what matches and forgets the rest: DraftSource.)
+inline void push_committed(DraftSource& source, int32_t last, const std::vector<int32_t>& verified) {
+  source.commit(std::span<const int32_t>(&last, 1));
+  if (verified.size() > 1) source.commit(std::span<const int32_t>(verified.data(), verified.size() - 1));
 }
 
 }  // namespace hfs

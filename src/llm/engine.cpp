@@ -12,7 +12,7 @@
 #include "llm/draft_policy.h"
 #include "llm/draft_verify.h"
 #include "llm/logits_check.h"
-#include "llm/ngram_draft.h"
+#include "llm/draft_source.h"
 
 namespace hfs {
 namespace {
@@ -39,7 +39,7 @@ struct Engine::Impl {
     size_t logits_part = 0;
     // Speculative decoding (config.draft): prompt lookup over its committed tokens, the draft-count policy,
     // and this step's verification rows (the pending token + drafts; drafts == 0: a plain row).
-    std::optional<NgramDraft> ngram;
+    std::unique_ptr<DraftSource> draft;
     std::optional<DraftPolicy> policy;
     std::vector<int32_t> rows;
     size_t drafts = 0;
@@ -80,6 +80,12 @@ struct Engine::Impl {
       return make_error(ErrorCode::kInvalidArgument, std::string("engine: ") + what + ": max_new_tokens must be ≥ 0, got " +
                                                          std::to_string(config.max_new_tokens));
     HFS_TRY_CTX(validate(config.sampling), std::string("engine: ") + what);
+    // A draft program runs one sequence on its own caches: the engine would need one per sequence and a
+    // step of their rows; it is the Runner's (run, chat, generate) for now.
+    if (config.draft.kind == DraftKind::kProgram)
+      return make_error(ErrorCode::kInvalidArgument,
+                        std::string("engine: ") + what + ": GenerationConfig::draft: a draft program (DraftKind::kProgram) " +
+                            "is not supported by the multi-sequence engine; use DraftKind::kNgram here, or the Runner");
     HFS_TRY(check_tokens(tokens, what));
     const int64_t n = static_cast<int64_t>(tokens.size()), N = io->info().context_length;
     if (length + n > N)
@@ -103,11 +109,11 @@ struct Engine::Impl {
     s.started = Clock::now();
     s.order = arrivals++;
     s.logits_step = -1;
-    s.ngram.reset();
+    s.draft.reset();
     s.policy.reset();
     if (config.draft.kind == DraftKind::kNgram && config.max_new_tokens > 0 && rows_max >= 2) {
-      s.ngram.emplace(io->info().context_length);
-      for (int32_t t : s.history) s.ngram->push(t);
+      s.draft = std::make_unique<NgramSource>(io->info().context_length);
+      s.draft->commit(s.history);
       s.policy.emplace(config.draft.max_tokens);
       s.rows.reserve(static_cast<size_t>(rows_max));
     }
@@ -202,12 +208,14 @@ struct Engine::Impl {
   // its token budget and the pool; its part's rows then are s.rows.
   int64_t add_drafts(Seq& s, int64_t room, int64_t* blocks) {
     s.drafts = 0;
-    if (!s.ngram || s.left() != 1) return 0;
+    if (!s.draft || s.left() != 1) return 0;
     const int64_t len = io->sequence_length(s.index);
     const int64_t budget = s.config.max_new_tokens - static_cast<int64_t>(s.info.generated.size());
     const int64_t k = std::min<int64_t>({s.policy->want(), room, io->info().context_length - len - 1, budget - 1});
     if (k < 1) return 0;
-    size_t d = propose_rows(*s.ngram, s.pending[s.fed], k, s.rows);
+    // Prompt lookup cannot fail (a draft program, which could, is refused by check_start).
+    auto proposed = propose_rows(*s.draft, s.pending[s.fed], k, s.rows);
+    size_t d = proposed ? *proposed : 0;
     // The pool must hold the extra rows too.
     while (d > 0) {
       const int64_t extra = io->blocks_needed(s.index, 1 + static_cast<int64_t>(d)) - io->blocks_needed(s.index, 1);
@@ -238,8 +246,7 @@ struct Engine::Impl {
         continue;
       }
       s.history.insert(s.history.end(), parts[i].tokens.begin(), parts[i].tokens.end());
-      if (s.ngram)
-        for (int32_t t : parts[i].tokens) s.ngram->push(t);
+      if (s.draft) s.draft->commit(parts[i].tokens);
       if (s.policy && n == 1 && !s.info.generated.empty()) s.policy->on_decode(step_ms);
       s.fed += n;
       if (s.left() > 0) continue;
@@ -278,7 +285,7 @@ struct Engine::Impl {
     const int64_t committed = std::max<int64_t>(1, static_cast<int64_t>(verified.size()));
     (void)io->truncate_sequence(s.index, base + committed);  // within the sequence's length: cannot fail
     s.history.resize(static_cast<size_t>(base + committed));
-    push_committed(*s.ngram, s.rows[0], verified);
+    push_committed(*s.draft, s.rows[0], verified);
     s.policy->on_verify(static_cast<int32_t>(s.drafts), static_cast<int32_t>(accepted), step_ms);
     s.fed = s.pending.size();
     s.logits_step = -1;

@@ -31,6 +31,7 @@ class NgramDraft {
   // without a push since the last pop (or a push past the capacity, which stored nothing) it does nothing.
   void pop();
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
+  const std::vector<int32_t>& tokens() const { return tokens_; }
   // Up to k tokens following the latest earlier occurrence of the last n tokens, for the longest n ≤ kMaxN
   // with an occurrence; 0 when there is none.
   size_t propose(size_t k, int32_t* out) const;

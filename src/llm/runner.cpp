@@ -11,7 +11,8 @@
 #include "llm/draft_policy.h"
 #include "llm/draft_verify.h"
 #include "llm/logits_check.h"
-#include "llm/ngram_draft.h"
+#include "llm/draft_source.h"
+#include "llm/program_draft.h"
 
 namespace hfs {
 namespace {
@@ -36,6 +37,11 @@ int64_t peak_rss_bytes() {
 
 struct Runner::Impl {
   std::unique_ptr<IOManager> io;
+  std::shared_ptr<const Program> program;  // null when created on an IOManager (tests, custom contracts)
+  // The draft program (DraftKind::kProgram), kept across generate() calls that name the same one, so a
+  // continued chat feeds it only the new tokens.
+  std::unique_ptr<ProgramDraft> program_draft;
+  std::string program_draft_path;
   RunnerOptions options;
   RunnerStats stats;
   std::vector<int32_t> history;  // committed tokens (repetition penalty), reserved to capacity at load
@@ -156,6 +162,40 @@ struct Runner::Impl {
   // Prefills `tokens`; *cancelled says whether `cancel` stopped it before one of its steps. The steps run
   // so far stay committed (position() counts them: a prefix of `tokens`) and the stats count those tokens
   // and that time; logits() stay what a step leaves them: after the last committed token, or empty.
+  // DraftKind::kProgram: loads the draft program (or takes the loaded one) unless it is the one loaded
+  // before, checking its vocabulary against this program's.
+  Status load_program_draft(const DraftConfig& c) {
+    if (c.program) {
+      if (program_draft && program_draft->program() == c.program.get()) return Ok{};
+      HFS_ASSIGN_OR_RETURN(auto d, ProgramDraft::create(c.program, program.get(), io->info().vocab_size,
+                                                        c.program_path.empty() ? "(loaded program)" : c.program_path,
+                                                        draft_options()));
+      program_draft = std::move(d);
+      program_draft_path.clear();
+      return Ok{};
+    }
+    if (c.program_path.empty())
+      return make_error(ErrorCode::kInvalidArgument,
+                        "generate: GenerationConfig::draft: DraftKind::kProgram needs program_path or program");
+    if (program_draft && program_draft_path == c.program_path) return Ok{};
+    HFS_ASSIGN_OR_RETURN_CTX(auto prog, Program::load(c.program_path, options.load), "draft program " + c.program_path);
+    HFS_ASSIGN_OR_RETURN(auto d, ProgramDraft::create(std::move(prog), program.get(), io->info().vocab_size,
+                                                      c.program_path, draft_options()));
+    program_draft = std::move(d);
+    program_draft_path = c.program_path;
+    return Ok{};
+  }
+  // The target's backends and allocator, on the calling thread alone: a draft program's steps are small,
+  // and a second pool of workers would compete with the target's for the same cores (its workers spin
+  // between steps), which measured a draft decode step at 20x its cost alone on a 2-core machine.
+  RunnerOptions draft_options() const {
+    RunnerOptions o;
+    o.load = options.load;
+    o.io = options.io;
+    for (const std::string& b : o.io.method.backends.backends) o.io.method.backends.settings[b].set("threads", Value(1));
+    return o;
+  }
+
   Status prefill(std::span<const int32_t> tokens, const std::atomic<bool>* cancel, bool* cancelled) {
     *cancelled = false;
     HFS_TRY(check_usable());
@@ -220,9 +260,11 @@ Result<std::unique_ptr<Runner>> Runner::load(const std::string& path, const Runn
 
 Result<std::unique_ptr<Runner>> Runner::create(std::shared_ptr<const Program> program, const RunnerOptions& options) {
   auto t0 = Clock::now();
+  const std::shared_ptr<const Program> program_ref = program;
   HFS_ASSIGN_OR_RETURN(auto io, create_io_manager(std::move(program), options.io));
   auto r = create(std::move(io), options);
   if (r) (*r)->impl_->stats.load_ms = ms_since(t0);
+  if (r) (*r)->impl_->program = program_ref;
   return r;
 }
 
@@ -272,6 +314,15 @@ int64_t Runner::position() const { return impl_->io->position(); }
 int64_t Runner::capacity_left() const { return impl_->io->info().context_length - impl_->io->position(); }
 const RunnerStats& Runner::stats() const { return impl_->stats; }
 
+Status Runner::truncate(int64_t length) {
+  if (length < 0 || length > impl_->io->position())
+    return make_error(ErrorCode::kInvalidArgument, "Runner::truncate(" + std::to_string(length) + "): the runner holds " +
+                                                       std::to_string(impl_->io->position()) + " positions");
+  HFS_TRY(impl_->io->truncate_sequence(0, length));
+  if (static_cast<int64_t>(impl_->history.size()) > length) impl_->history.resize(static_cast<size_t>(length));
+  return Ok{};
+}
+
 void Runner::reset() {
   impl_->io->reset();
   impl_->history.clear();
@@ -287,9 +338,11 @@ struct Generation::Impl {
   bool done = false;
   GenerationResult::Stop stop = GenerationResult::Stop::kMaxTokens;
   Clock::time_point started;
-  // Speculative decoding (config.draft): the drafter over the committed tokens, the policy, and the
-  // verified tokens still to hand out (all but the last already committed; the last becomes pending).
-  std::optional<NgramDraft> ngram;
+  // Speculative decoding (config.draft): the draft source over the committed tokens (prompt lookup, owned
+  // here; or the runner's draft program), the policy, and the verified tokens still to hand out (all but
+  // the last already committed; the last becomes pending).
+  std::unique_ptr<DraftSource> owned_draft;
+  DraftSource* draft = nullptr;
   DraftPolicy policy;
   std::vector<int32_t> verified;
   size_t verified_next = 0;
@@ -299,8 +352,13 @@ struct Generation::Impl {
       : runner(r), config(c), sampler(c.sampling, r->io->info().vocab_size), policy(c.draft.max_tokens) {
     tokens.reserve(static_cast<size_t>(std::max(0, c.max_new_tokens)));
     if (c.draft.kind == DraftKind::kNgram && r->verify_rows >= 2) {
-      ngram.emplace(r->io->info().context_length);
-      for (int32_t t : r->history) ngram->push(t);
+      owned_draft = std::make_unique<NgramSource>(r->io->info().context_length);
+      owned_draft->commit(r->history);
+      draft = owned_draft.get();
+    } else if (c.draft.kind == DraftKind::kProgram && r->verify_rows >= 2) {
+      draft = r->program_draft.get();  // brought to the history by Runner::start
+    }
+    if (draft) {
       rows.reserve(static_cast<size_t>(r->verify_rows));
       verified.reserve(static_cast<size_t>(r->verify_rows));
     }
@@ -384,8 +442,8 @@ Status Generation::Impl::decode_plain(int32_t token) {
   const double ms = ms_since(td);
   m.stats.decode_ms += ms;
   m.stats.decode_steps += 1;
-  if (ngram) {
-    ngram->push(token);
+  if (draft) {
+    draft->commit(std::span<const int32_t>(&token, 1));
     policy.on_decode(ms);
   }
   pending.reset();
@@ -403,12 +461,22 @@ Status Generation::Impl::advance(int32_t last, bool* was_verified) {
   // Rows: the pending token + K drafts, within the context and the method, and no more drafts than tokens
   // still wanted (the token after the last draft is generated too).
   const int64_t room = m.io->info().context_length - m.io->position();
-  const int64_t k = ngram ? std::min<int64_t>({policy.want(), m.verify_rows - 1, room - 1, budget() - 1}) : 0;
+  const int64_t k = draft ? std::min<int64_t>({policy.want(), m.verify_rows - 1, room - 1, budget() - 1}) : 0;
   if (k < 1) return decode_plain(last);
-  const size_t drafted = propose_rows(*ngram, last, k, rows);
-  if (drafted == 0) return decode_plain(last);
-  const int64_t base = m.io->position();
+  // Proposing is timed with the step: a draft program's steps are part of what a round costs.
   auto t0 = Clock::now();
+  const double draft_ms0 = m.program_draft ? m.program_draft->ms() : 0;
+  const int64_t draft_steps0 = m.program_draft ? m.program_draft->steps() : 0;
+  HFS_ASSIGN_OR_RETURN(const size_t drafted, propose_rows(*draft, last, k, rows));
+  if (m.program_draft) {
+    m.stats.draft_program_ms += m.program_draft->ms() - draft_ms0;
+    m.stats.draft_program_steps += m.program_draft->steps() - draft_steps0;
+  }
+  if (drafted == 0) {
+    m.stats.decode_ms += ms_since(t0);  // the draft program's time, if it ran
+    return decode_plain(last);
+  }
+  const int64_t base = m.io->position();
   const SequenceTokens part{0, rows};
   HFS_TRY(m.io->run_step(std::span<const SequenceTokens>(&part, 1), StepLogits::kAllRows));
   verified_next = 0;
@@ -429,7 +497,7 @@ Status Generation::Impl::advance(int32_t last, bool* was_verified) {
   m.stats.verify_steps += 1;
   m.stats.draft_tokens += static_cast<int64_t>(drafted);
   m.stats.draft_accepted += static_cast<int64_t>(v.accepted);
-  push_committed(*ngram, last, verified);
+  push_committed(*draft, last, verified);
   pending.reset();
   *was_verified = true;
   return Ok{};
@@ -444,9 +512,21 @@ Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> promp
     return make_error(ErrorCode::kInvalidArgument,
                       "generate: max_new_tokens must be ≥ 0, got " + std::to_string(config.max_new_tokens));
   HFS_TRY_CTX(validate(config.sampling), "generate");
+  if (config.draft.kind == DraftKind::kProgram) HFS_TRY(m.load_program_draft(config.draft));
   auto t0 = Clock::now();
   bool cancelled = false;
   HFS_TRY(m.prefill(prompt, config.cancel, &cancelled));
+  if (config.draft.kind == DraftKind::kProgram && !cancelled && m.verify_rows >= 2) {
+    // The draft program catches up on the committed tokens now (the prompt's prefill on its caches), so the
+    // first verification round does not pay for it; it counts in the time to the first token.
+    ProgramDraft& d = *m.program_draft;
+    const double ms0 = d.ms();
+    const int64_t steps0 = d.steps();
+    sync_source(d, m.history);
+    HFS_TRY(d.catch_up());
+    m.stats.draft_program_ms += d.ms() - ms0;
+    m.stats.draft_program_steps += d.steps() - steps0;
+  }
   auto impl = std::make_unique<Generation::Impl>(&m, config);
   impl->started = t0;
   if (cancelled) impl->finish(GenerationResult::Stop::kCancelled);  // next() yields nothing

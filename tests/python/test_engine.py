@@ -109,6 +109,38 @@ def test_greedy_with_ngram_drafts_equals_greedy(tmp_path, arch):
     assert "draft" in str(err.value)
 
 
+def test_greedy_with_a_draft_program_equals_greedy(tmp_path):
+    """Runner.generate(draft="path.hfs"): a different random-weight model over the same tokenizer (another
+    seed) drafts; the tokens are greedy's exactly, 200+ tokens. A path that does not exist, and the Engine
+    (which does not run draft programs), are clear errors."""
+    ckpt = make_checkpoint(tmp_path, "llama")
+    other = tmp_path / "ckpt_draft"
+    subprocess.run(["/usr/bin/python3", str(ROOT / "scripts" / "make-checkpoint"), "llama", str(other), "--preset",
+                    "tiny", "--seed", "4"], check=True, capture_output=True)
+    prog = hfstatic.export(ckpt, tmp_path / "steps.hfs", prefill_chunk=4, context=256, step_sizes=[2, 4, 8])
+    draft = hfstatic.export(other, tmp_path / "draft.hfs", prefill_chunk=4, context=256)
+    rng = np.random.default_rng(12)
+    prompt = [int(t) for t in rng.integers(3, 500, size=12)]
+    want = hfstatic.Runner(prog).generate(prompt, max_new_tokens=220, ignore_eos=True)
+    spec = hfstatic.Runner(prog)
+    got = spec.generate(prompt, max_new_tokens=220, ignore_eos=True, draft=str(draft), draft_max=4)
+    assert got == want and len(got) == 220
+    assert spec.stats["draft_tokens"] > 0 and spec.stats["draft_program_steps"] > 0
+    # The target drafting for itself accepts (nearly) everything, and continues the sequence across calls.
+    self_spec = hfstatic.Runner(prog)
+    got = self_spec.generate(prompt, max_new_tokens=100, ignore_eos=True, draft=str(prog), draft_max=4)
+    got += self_spec.generate([], max_new_tokens=120, ignore_eos=True, draft=str(prog), draft_max=4)
+    assert got == want
+    assert self_spec.stats["draft_accepted"] >= 0.9 * self_spec.stats["draft_tokens"] > 0
+    with pytest.raises(hfstatic.Error) as err:
+        spec.generate(prompt, max_new_tokens=4, draft=str(tmp_path / "missing.hfs"))
+    assert "no such file" in str(err.value) and "missing.hfs" in str(err.value)
+    multi = hfstatic.export(ckpt, tmp_path / "m.hfs", context=64, sequences=2)
+    with pytest.raises(hfstatic.Error) as err:
+        hfstatic.Engine(multi).add([5], draft=str(draft))
+    assert "draft" in str(err.value)
+
+
 def test_engine_sequences_with_drafts_generate_what_runner_generates(tmp_path):
     ckpt = make_checkpoint(tmp_path, "qwen2")
     multi = hfstatic.export(ckpt, tmp_path / "m.hfs", context=128, sequences=2)

@@ -7,6 +7,7 @@
 
 #include "hfstatic/export.h"
 #include "support/checkpoint_writer.h"
+#include "support/fixtures.h"
 
 namespace hfs::test {
 namespace {
@@ -22,7 +23,7 @@ std::string key_of(const TinyModel& m) {
   return m.arch + "_c" + std::to_string(m.chunk) + "_n" + std::to_string(m.context) + "_w" +
          std::to_string(m.sliding_window) + "_" + m.cache_dtype + "_" + m.logits + "_l" + std::to_string(m.layers) +
          "_s" + std::to_string(m.seed) + list_key("_v", m.prefill_variants) + "_q" + std::to_string(m.sequences) +
-         "_p" + std::to_string(m.pool_slots) + list_key("_t", m.step_sizes);
+         "_p" + std::to_string(m.pool_slots) + list_key("_t", m.step_sizes) + (m.tokenizer ? "_tok" : "");
 }
 
 }  // namespace
@@ -57,6 +58,10 @@ std::string tiny_program(const TinyModel& m) {
   if (m.arch == "mistral") w.config["sliding_window"] = m.sliding_window > 0 ? nlohmann::json(m.sliding_window) : nlohmann::json();
   hfs::testing::write_tiny_model(w, DType::kF32);
   w.write();
+  if (m.tokenizer)
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
+      std::filesystem::copy_file(stories_dir() + "/" + f, w.dir() + "/" + f,
+                                 std::filesystem::copy_options::overwrite_existing);
 
   ExportOptions opt;
   opt.prefill_chunk = m.chunk;

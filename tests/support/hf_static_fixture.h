@@ -26,6 +26,9 @@ struct TinyModel {
   // Multi-row step_<T> methods (ExportOptions::step_sizes): nullopt = the exporter's default.
   std::optional<std::vector<int64_t>> step_sizes = std::nullopt;
   int pool_slots = 0;              // ExportOptions::pool_slots (0 = sequences × context)
+  // Embed the stories260K fixture's tokenizer (512 pieces, the tiny vocabulary): programs that must share a
+  // tokenizer (a target and its draft program).
+  bool tokenizer = false;
 };
 
 // Exports (once per distinct options, cached for the test binary's lifetime) and returns the path.

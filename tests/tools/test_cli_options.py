@@ -434,3 +434,30 @@ def test_nan_logits_are_an_error_naming_the_step(stories_program, tmp_path, back
     assert r.returncode == 1, r.stderr
     assert "the prompt's last step (position 2): logits contain NaN at id 7" in r.stderr, r.stderr
     assert r.stdout == ""  # not a stream of token 0
+
+
+def test_run_and_bench_with_a_draft_program(tmp_path):
+    """--draft PATH.hfs drafts with another program (here stories260K drafting for itself, and a shorter-context
+    export of it): run prints exactly what run without drafts prints; bench --draft PATH reports the drafts and
+    the draft program's time; a path that does not exist is a usage error naming --draft."""
+    prog, short = tmp_path / "steps.hfs", tmp_path / "short.hfs"
+    cli("export", STORIES, "-o", prog, "--context", "512", "--step-sizes", "4,8", timeout=TIMEOUT, check=True)
+    cli("export", STORIES, "-o", short, "--context", "48", timeout=TIMEOUT, check=True)
+    args = ["run", "-m", prog, "-p", "Once upon a time, there was a little girl named Lily.", "-n", "200", "--temp",
+            "0", "--json"]
+    plain = json.loads(cli(*args, timeout=TIMEOUT, check=True).stdout)
+    for draft in (prog, short):
+        spec = json.loads(cli(*args, "--draft", draft, "--draft-max", "4", timeout=TIMEOUT, check=True).stdout)
+        assert spec["tokens"] == plain["tokens"] and spec["text"] == plain["text"], draft
+        assert spec["stats"]["draft_tokens"] > 0 and spec["stats"]["draft_program_steps"] > 0, draft
+    # The same weights draft what the target picks.
+    assert spec["stats"]["draft_accepted"] >= 0.9 * spec["stats"]["draft_tokens"]
+    r = cli(*args, "--draft", tmp_path / "missing.hfs", timeout=TIMEOUT)
+    assert r.returncode == USAGE and "--draft" in r.stderr and "no such file" in r.stderr, r.stderr
+    assert "missing.hfs" in r.stderr and r.stdout == ""
+    out = json.loads(cli("bench", "-m", prog, "--draft", prog, "--prompt", "8", "--gen", "40", "--reps", "1",
+                         "--json", timeout=TIMEOUT, check=True).stdout)
+    assert out["same_tokens"] is True and out["draft_program"] == str(prog)
+    assert out["draft_program_steps_per_run"] > 0 and out["draft_program_ms_per_run"] > 0
+    for command in ("run", "chat", "bench"):
+        assert "PATH.hfs" in cli(command, "--help", timeout=TIMEOUT, check=True).stdout, command
