@@ -171,10 +171,12 @@ void Scheduler::on_event(const StepEvent& ev, Clock::time_point now) {
 void Scheduler::loop() {
   for (;;) {
     std::vector<std::shared_ptr<Job>> admit_now, expired, shut;
+    bool shutting;
     {
       std::unique_lock<std::mutex> l(mu_);
       cv_.wait(l, [&] { return stop_ || !queue_.empty() || !running_.empty(); });
-      if (shutdown_) {
+      shutting = shutdown_;
+      if (shutting) {
         shut.assign(queue_.begin(), queue_.end());
         queue_.clear();
       }
@@ -195,7 +197,7 @@ void Scheduler::loop() {
     }
     for (auto& j : shut) end_job(*j, Job::End::kShutdown);
     for (auto& j : expired) end_job(*j, j->cancel.load() ? Job::End::kCancelled : Job::End::kTimeout);
-    if (shutdown_) {
+    if (shutting) {
       for (auto& [id, r] : running_) {
         (void)engine_->remove(id);
         end_job(*r.job, Job::End::kShutdown);
@@ -208,7 +210,12 @@ void Scheduler::loop() {
     for (auto& j : admit_now) admit(j);
     drop_cancelled();
     publish_gauges();
-    if (running_.empty() || engine_->idle()) continue;
+    if (running_.empty()) continue;
+    if (engine_->idle()) {  // cannot happen (every running sequence has work); never spin on it
+      for (auto& [id, r] : running_) (void)engine_->remove(id), end_job(*r.job, Job::End::kError, "the engine had no work for it");
+      running_.clear();
+      continue;
+    }
     Result<std::span<const StepEvent>> events = engine_->step();
     if (!events) {
       // The program itself failed: every running request ends with the error; later steps would fail too.
