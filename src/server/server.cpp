@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <pthread.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -57,6 +58,13 @@ Status load(State& s, const std::string& path) {
   return Ok{};
 }
 
+// httplib's stop() does nothing before the listener's loop has started: wait for it first.
+void stop_listener(httplib::Server& http, std::thread& listener) {
+  for (int i = 0; i < 5000 && !http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http.stop();
+  listener.join();
+}
+
 }  // namespace
 
 int run_server(const ServerOptions& options, const std::string& program, const std::string& model_id) {
@@ -92,8 +100,7 @@ int run_server(const ServerOptions& options, const std::string& program, const s
 
   if (Status st = load(s, program); !st) {
     std::fprintf(stderr, "hfstatic serve: %s\n", st.error().to_string().c_str());
-    http.stop();
-    listener.join();
+    stop_listener(http, listener);
     return 1;
   }
   s.phase = Phase::kReady;
@@ -106,8 +113,7 @@ int run_server(const ServerOptions& options, const std::string& program, const s
                sig == SIGTERM ? "SIGTERM" : "SIGINT", options.drain_s);
   s.phase = Phase::kDraining;
   s.scheduler->drain(options.drain_s);
-  http.stop();
-  listener.join();
+  stop_listener(http, listener);
   std::fprintf(stderr, "hfstatic serve: stopped\n");
   return 0;
 }

@@ -331,3 +331,39 @@ def test_queue_full_and_sigterm(program, tmp_path):
     finally:
         if srv.proc.poll() is None:
             srv.proc.kill()
+
+
+def test_bad_options_and_unusable_program(program, tmp_path):
+    r = cli("serve", "-m", program, "--port", "70000")
+    assert r.returncode == 2 and "--port" in r.stderr
+    r = cli("serve", "-m", program, "--parallel", "0")
+    assert r.returncode == 2 and "--parallel" in r.stderr
+    # A program that cannot be loaded: the port was opened (for /health), then the error and exit 1.
+    r = cli("serve", "-m", tmp_path / "missing.hfs", "--port", "0", timeout=60)
+    assert r.returncode == 1 and "missing.hfs" in r.stderr, r.stderr
+    # A port already taken.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        r = cli("serve", "-m", program, "--port", taken.getsockname()[1], timeout=60)
+    assert r.returncode == 1 and "cannot listen" in r.stderr, r.stderr
+
+
+def test_checkpoint_directory_is_exported_for_parallel(stories_dir, tmp_path):
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    log = open(tmp_path / "serve.log", "w")
+    proc = subprocess.Popen([CLI, "serve", "-m", str(stories_dir), "--port", "0", "--parallel", "2"], stdout=log,
+                            stderr=log, env=env)
+    try:
+        deadline = time.time() + 120
+        while "ready:" not in (tmp_path / "serve.log").read_text():
+            assert proc.poll() is None and time.time() < deadline, (tmp_path / "serve.log").read_text()
+            time.sleep(0.1)
+        port = re.search(r"127\.0\.0\.1:(\d+)", (tmp_path / "serve.log").read_text()).group(1)
+        models = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10).read())
+        assert models["data"][0]["id"] == "stories260K" and models["data"][0]["meta"]["parallel"] == 2
+        assert list((tmp_path / "cache" / "hfstatic").glob("stories260K-*.hfs"))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        log.close()
