@@ -12,7 +12,13 @@ bool Job::wait(size_t seen, std::chrono::milliseconds timeout) {
 
 Scheduler::Scheduler(std::unique_ptr<Engine> engine, const Options& options, Metrics& metrics)
     : engine_(std::move(engine)), options_(options), metrics_(metrics) {
-  options_.parallel = static_cast<int>(std::min<int64_t>(options_.parallel, engine_->info().max_sequences));
+  const ModelInfo& info = engine_->info();
+  options_.parallel = static_cast<int>(std::min<int64_t>(options_.parallel, info.max_sequences));
+  const int64_t blocks = engine_->io().free_blocks();  // all of them: nothing runs yet
+  if (blocks > 0 && info.pool_slots < info.max_sequences * info.context_length) {
+    const int64_t block = std::max<int64_t>(1, info.pool_slots / blocks);
+    blocks_per_sequence_step_ = (info.prefill_tokens + block - 1) / block + 1;
+  }
   publish_gauges();
   thread_ = std::thread([this] { loop(); });
 }
@@ -117,6 +123,16 @@ void Scheduler::admit(const std::shared_ptr<Job>& job) {
   running_[*id] = Running{job, Clock::now()};
 }
 
+void Scheduler::free_pool_for_running() {
+  if (blocks_per_sequence_step_ == 0) return;
+  const int64_t want = static_cast<int64_t>(running_.size()) * blocks_per_sequence_step_;
+  while (engine_->io().free_blocks() < want) {
+    std::optional<SequenceId> victim = cache_.evict();
+    if (!victim) return;
+    (void)engine_->remove(*victim);
+  }
+}
+
 void Scheduler::drop_cancelled() {
   const Clock::time_point now = Clock::now();
   for (auto it = running_.begin(); it != running_.end();) {
@@ -209,6 +225,7 @@ void Scheduler::loop() {
     }
     for (auto& j : admit_now) admit(j);
     drop_cancelled();
+    free_pool_for_running();
     publish_gauges();
     if (running_.empty()) continue;
     if (engine_->idle()) {  // cannot happen (every running sequence has work); never spin on it

@@ -85,6 +85,7 @@ class Scheduler {
   void drop_cancelled();
   void on_event(const StepEvent& ev, Clock::time_point now);
   void publish_gauges();
+  void free_pool_for_running();
 
   std::unique_ptr<Engine> engine_;
   Options options_;
@@ -102,6 +103,9 @@ class Scheduler {
   };
   std::unordered_map<SequenceId, Running> running_;
   PromptCache cache_;
+  // A pool smaller than max_sequences × context (export --pool-slots) can run short while kept sequences
+  // hold blocks: then they give way before running sequences would starve. 0 when the pool always suffices.
+  int64_t blocks_per_sequence_step_ = 0;
   std::atomic<int64_t> active_{0};  // queued + running, for drain()
   std::thread thread_;
 };

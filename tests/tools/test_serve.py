@@ -367,3 +367,32 @@ def test_checkpoint_directory_is_exported_for_parallel(stories_dir, tmp_path):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
         log.close()
+
+
+def test_kept_sequences_give_way_in_a_small_pool(stories_dir, program, tmp_path):
+    """A pool of 2 sequences' worth of slots for 4 sequences: finished sequences kept for the prompt cache
+    must not starve running ones of blocks (each answer below needs 205 of the 512 slots)."""
+    small = tmp_path / "small_pool.hfs"
+    cli("export", stories_dir, "-o", small, "--sequences", "4", "--context", "256", "--prefill-chunk", "16",
+        "--pool-slots", "512", check=True)
+    srv = Server(small, tmp_path, "--parallel", "4")
+    try:
+        def long_answer(prompt):
+            # End-of-sequence banned: exactly max_tokens tokens unless the pool ran out.
+            got, j, _ = post(srv.url, "/v1/completions", {"prompt": prompt, "max_tokens": 200, "temperature": 0,
+                                                          "logit_bias": {"2": -100}}, key=None, timeout=120)
+            assert got == 200, j
+            return j
+        for p in ["Once upon a time", "The cat sat"]:  # kept afterwards, holding ~410 slots
+            assert long_answer(p)["usage"]["completion_tokens"] == 200
+        answers = [None, None]
+        threads = [threading.Thread(target=lambda i=i, p=p: answers.__setitem__(i, long_answer(p)))
+                   for i, p in enumerate(["A dog ran", "Lily and Tom"])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        for a in answers:
+            assert a["usage"]["completion_tokens"] == 200 and a["choices"][0]["finish_reason"] == "length", a
+    finally:
+        assert srv.stop() == 0
