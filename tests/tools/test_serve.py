@@ -396,3 +396,26 @@ def test_kept_sequences_give_way_in_a_small_pool(stories_dir, program, tmp_path)
             assert a["usage"]["completion_tokens"] == 200 and a["choices"][0]["finish_reason"] == "length", a
     finally:
         assert srv.stop() == 0
+
+
+def test_timeout_ends_generation_and_queued_requests(program, tmp_path):
+    """--timeout 1 at 20 ms a step: a 200-token answer ends early with "length"; the time a request waits in
+    the queue counts (one queued 0.8 s behind it has about 0.2 s left to generate)."""
+    srv = Server(program, tmp_path, "--parallel", "1", "--timeout", "1", "--step-delay-ms", "20")
+    try:
+        results = {}
+        body = {"prompt": PROMPT, "max_tokens": 200, "temperature": 0, "logit_bias": {"2": -100}}
+        first = threading.Thread(target=lambda: results.__setitem__("first", post(srv.url, "/v1/completions", body, key=None)))
+        first.start()
+        time.sleep(0.2)
+        results["second"] = post(srv.url, "/v1/completions", body, key=None)
+        first.join(timeout=30)
+        got, j, _ = results["first"]
+        assert got == 200 and j["choices"][0]["finish_reason"] == "length", j
+        assert 5 < j["usage"]["completion_tokens"] < 200, j["usage"]
+        first_tokens = j["usage"]["completion_tokens"]
+        got, j, _ = results["second"]
+        assert got == 200 and j["choices"][0]["finish_reason"] == "length", j
+        assert j["usage"]["completion_tokens"] < first_tokens / 2, (j["usage"], first_tokens)
+    finally:
+        assert srv.stop() == 0
