@@ -62,13 +62,13 @@ json usage(const Generation& g) {
   return {{"prompt_tokens", p},
           {"completion_tokens", g.used},
           {"total_tokens", p + g.used},
-          {"prompt_tokens_details", {{"cached_tokens", g.job->cached_tokens}}}};
+          {"prompt_tokens_details", {{"cached_tokens", g.cached}}}};
 }
 
 void finish(State& s, Generation& g, std::string reason) {
   g.finished = true;
   g.finish_reason = std::move(reason);
-  s.metrics.count_tokens(static_cast<int64_t>(g.job->prompt.size()), g.job->cached_tokens, g.used);
+  s.metrics.count_tokens(static_cast<int64_t>(g.job->prompt.size()), g.cached, g.used);
 }
 
 // Consumes the job's new tokens (waiting up to `wait` for some) into `out`; false once finished.
@@ -84,6 +84,7 @@ bool advance(State& s, Generation& g, std::string& out, std::chrono::millisecond
     std::lock_guard<std::mutex> l(g.job->mu);
     fresh.assign(g.job->tokens.begin() + static_cast<std::ptrdiff_t>(g.seen), g.job->tokens.end());
     done = g.job->done, end = g.job->end, started = g.job->started, error = g.job->error;
+    g.cached = g.job->cached_tokens;
   }
   for (int32_t t : fresh) {
     ++g.seen;
@@ -130,7 +131,7 @@ json chunk(const Generation& g, json choices) {
 }  // namespace
 
 std::string Generation::summary() const {
-  return "prompt=" + std::to_string(job ? job->prompt.size() : 0) + " cached=" + std::to_string(job ? job->cached_tokens : 0) +
+  return "prompt=" + std::to_string(job ? job->prompt.size() : 0) + " cached=" + std::to_string(cached) +
          " generated=" + std::to_string(used) + (finished ? " finish=" + finish_reason : "") +
          (client_gone ? " client_gone" : "") + (error ? " error=" + error->message : "");
 }

@@ -29,6 +29,7 @@ struct Generation {
   std::unique_ptr<StopMatcher> stop;
   size_t seen = 0;           // job tokens consumed
   int64_t used = 0;          // completion tokens (up to the end of a stop string's match)
+  int64_t cached = 0;        // prompt tokens reused from the prompt cache (Job::cached_tokens, copied under its lock)
   std::string text;          // the whole answer (non-streaming)
   bool sent_head = false;    // streaming: the first chunk went out
   bool finished = false;

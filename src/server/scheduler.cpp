@@ -100,11 +100,12 @@ void Scheduler::admit(const std::shared_ptr<Job>& job) {
     m.reset();
   }
   Result<SequenceId> id = make_error(ErrorCode::kInternal, "unset");
+  int64_t cached = 0;
   if (m) {
     const std::span<const int32_t> rest = std::span<const int32_t>(job->prompt).subspan(static_cast<size_t>(m->length));
     id = engine_->fork(m->id, m->length, rest, job->config);
     if (id) {
-      job->cached_tokens = m->length;
+      cached = m->length;
       // A sequence wholly contained in the new one is of no further use.
       if (m->length == m->held) cache_.forget(m->id), drop(m->id);
       else cache_.touch(m->id);
@@ -119,6 +120,7 @@ void Scheduler::admit(const std::shared_ptr<Job>& job) {
   {
     std::lock_guard<std::mutex> l(job->mu);
     job->started = true;
+    job->cached_tokens = cached;
   }
   running_[*id] = Running{job, Clock::now()};
 }

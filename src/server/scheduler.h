@@ -44,7 +44,7 @@ struct Job {
   // Set by the request's thread at any time: the client is gone, or a stop string completed.
   std::atomic<bool> cancel{false};
 
-  // Written by the scheduler under `mu`; `cv` signals each change.
+  // Written by the scheduler under `mu` (read them under it too); `cv` signals each change.
   std::mutex mu;
   std::condition_variable cv;
   std::vector<int32_t> tokens;  // generated so far
