@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hfstatic/error.h"
+#include "hfstatic/export.h"
 #include "hfstatic/llm_runner.h"
 
 namespace hfs::cli {
@@ -30,6 +31,7 @@ void reset_interrupt_flag();
 
 namespace hfs::cli {
 // A program path as given, or for an HF checkpoint directory the path of its cached export (exported on
-// first use into $XDG_CACHE_HOME/hfstatic or ~/.cache/hfstatic, keyed by directory and file times).
-Result<std::string> resolve_model(const std::string& model);
+// first use into $XDG_CACHE_HOME/hfstatic or ~/.cache/hfstatic, keyed by directory, file times and, when
+// options.sequences > 1, the sequence count).
+Result<std::string> resolve_model(const std::string& model, const ExportOptions& options = {});
 }  // namespace hfs::cli

@@ -9,7 +9,7 @@
 
 namespace hfs::cli {
 
-Result<std::string> resolve_model(const std::string& model) {
+Result<std::string> resolve_model(const std::string& model, const ExportOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(model, ec)) return model;
@@ -22,6 +22,8 @@ Result<std::string> resolve_model(const std::string& model) {
     key += "|" + e.path().filename().string() + ":" + std::to_string(e.file_size(ec)) + ":" +
            std::to_string(e.last_write_time(ec).time_since_epoch().count());
   }
+  // Programs exported for several sequences are cached apart from single-sequence ones.
+  if (options.sequences > 1) key += "|sequences=" + std::to_string(options.sequences);
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
   fs::path cache = xdg && *xdg ? fs::path(xdg) / "hfstatic" : fs::path(home ? home : "/tmp") / ".cache" / "hfstatic";
@@ -32,7 +34,7 @@ Result<std::string> resolve_model(const std::string& model) {
   const fs::path out = cache / (dir.filename().string() + "-" + hex + ".hfs");
   if (fs::exists(out, ec)) return out.string();
   std::fprintf(stderr, "hfstatic: exporting %s → %s (once; later runs reuse it)\n", dir.c_str(), out.c_str());
-  HFS_TRY(export_checkpoint(dir.string(), out.string(), ExportOptions{}));
+  HFS_TRY(export_checkpoint(dir.string(), out.string(), options));
   return out.string();
 }
 

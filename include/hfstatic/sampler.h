@@ -16,6 +16,7 @@
 #include <random>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hfstatic/error.h"
@@ -29,6 +30,12 @@ struct SamplingConfig {
   float min_p = 0.0f;              // 0 → off
   float repetition_penalty = 1.0f; // 1 → off; HF semantics: logit > 0 ? logit / p : logit * p
   uint64_t seed = 0;
+  // OpenAI-style penalties, applied before everything above (after logit_bias): each token's logit loses
+  // presence_penalty once if it occurs in the history and frequency_penalty per occurrence. 0 → off.
+  float presence_penalty = 0.0f;   // in [-2, 2]
+  float frequency_penalty = 0.0f;  // in [-2, 2]
+  // Added to a token's logit before any other processing (OpenAI's logit_bias; -100 all but bans a token).
+  std::vector<std::pair<int32_t, float>> logit_bias{};  // token id ≥ 0, bias finite
 };
 
 // A field of a SamplingConfig outside its accepted values, and those values in words.
@@ -37,8 +44,8 @@ struct InvalidSamplingField {
   std::string_view expected;  // "a number in (0, 1] (1 = off)"
   double value;               // the field's value
 };
-// Accepted: temperature finite ≥ 0; top_k ≥ 0; top_p in (0, 1]; min_p in [0, 1]; repetition_penalty finite > 0
-// (NaN is outside every range). The first field outside, in declaration order, or nullopt. Front ends that name
+// Accepted: temperature finite ≥ 0; top_k ≥ 0; top_p in (0, 1]; min_p in [0, 1]; repetition_penalty finite > 0;
+// presence_penalty, frequency_penalty in [-2, 2]; logit_bias ids ≥ 0 with finite biases (NaN is outside every range). The first field outside, in declaration order, or nullopt. Front ends that name
 // fields their own way (the CLI's flags) word their errors from this; everyone else calls validate().
 std::optional<InvalidSamplingField> find_invalid_field(const SamplingConfig& config);
 // kInvalidArgument naming the field, its accepted values and the value given, e.g.
@@ -74,7 +81,13 @@ class Sampler {
   std::vector<float> work_;       // [vocab] adjusted logits
   std::vector<int32_t> order_;    // [vocab] candidate ids
   std::vector<uint8_t> seen_;     // [vocab] repetition-penalty marks
+  std::vector<int32_t> counts_;   // [vocab] occurrences for the OpenAI penalties; empty when both are 0
 };
+
+// logit_bias, then presence/frequency penalties over `history`, on the logits `w` in place. `counts` is
+// zero on entry and on return (scratch sized to the vocabulary, or empty when no penalty is set).
+void apply_bias_and_penalties(std::span<float> w, std::span<const int32_t> history, const SamplingConfig& config,
+                              std::span<int32_t> counts);
 
 // Index of the largest value, lowest index on ties.
 int32_t argmax(std::span<const float> logits);

@@ -20,6 +20,14 @@ std::optional<InvalidSamplingField> find_invalid_field(const SamplingConfig& c) 
     return InvalidSamplingField{"min_p", "a number in [0, 1] (0 = off)", c.min_p};
   if (!(std::isfinite(c.repetition_penalty) && c.repetition_penalty > 0.0f))
     return InvalidSamplingField{"repetition_penalty", "a finite number > 0 (1 = off)", c.repetition_penalty};
+  if (!(c.presence_penalty >= -2.0f && c.presence_penalty <= 2.0f))
+    return InvalidSamplingField{"presence_penalty", "a number in [-2, 2] (0 = off)", c.presence_penalty};
+  if (!(c.frequency_penalty >= -2.0f && c.frequency_penalty <= 2.0f))
+    return InvalidSamplingField{"frequency_penalty", "a number in [-2, 2] (0 = off)", c.frequency_penalty};
+  for (const auto& [id, bias] : c.logit_bias) {
+    if (id < 0) return InvalidSamplingField{"logit_bias", "token ids >= 0", static_cast<double>(id)};
+    if (!std::isfinite(bias)) return InvalidSamplingField{"logit_bias", "finite biases", bias};
+  }
   return std::nullopt;
 }
 
@@ -78,19 +86,22 @@ int32_t argmax(std::span<const float> logits) {
 
 Sampler::Sampler(const SamplingConfig& config, int64_t vocab_size)
     : cfg_(config), rng_(config.seed), work_(static_cast<size_t>(vocab_size)), order_(static_cast<size_t>(vocab_size)),
-      seen_(static_cast<size_t>(vocab_size)) {}
+      seen_(static_cast<size_t>(vocab_size)),
+      counts_(config.presence_penalty != 0.0f || config.frequency_penalty != 0.0f ? static_cast<size_t>(vocab_size) : 0) {}
 
 void Sampler::reseed(uint64_t seed) { rng_.seed(seed); }
 
 size_t Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history) {
   const size_t V = std::min(logits.size(), work_.size());
-  if (cfg_.temperature <= 0.0f && cfg_.repetition_penalty == 1.0f) {
+  const bool adjusted = cfg_.repetition_penalty != 1.0f || !cfg_.logit_bias.empty() || !counts_.empty();
+  if (cfg_.temperature <= 0.0f && !adjusted) {
     // Plain greedy needs no adjusted copy of the logits: draw() is never called for it.
     order_[0] = argmax(logits.first(V));
     return 1;
   }
   std::copy_n(logits.begin(), V, work_.begin());
   std::span<float> w(work_.data(), V);
+  if (!cfg_.logit_bias.empty() || !counts_.empty()) apply_bias_and_penalties(w, history, cfg_, counts_);
 
   if (cfg_.repetition_penalty != 1.0f) {
     // HF RepetitionPenaltyLogitsProcessor: each distinct previous token once.
@@ -150,6 +161,23 @@ size_t Sampler::distribution(std::span<const float> logits, std::span<const int3
     n = keep;
   }
   return n;
+}
+
+void apply_bias_and_penalties(std::span<float> w, std::span<const int32_t> history, const SamplingConfig& c,
+                              std::span<int32_t> counts) {
+  const size_t V = w.size();
+  for (const auto& [id, bias] : c.logit_bias)
+    if (static_cast<size_t>(id) < V) w[static_cast<size_t>(id)] += bias;
+  if (counts.size() < V) return;
+  for (int32_t t : history)
+    if (t >= 0 && static_cast<size_t>(t) < V) ++counts[static_cast<size_t>(t)];
+  // Each distinct token once, clearing its count behind it so the scratch is zero again.
+  for (int32_t t : history) {
+    if (t < 0 || static_cast<size_t>(t) >= V || counts[static_cast<size_t>(t)] == 0) continue;
+    int32_t& n = counts[static_cast<size_t>(t)];
+    w[static_cast<size_t>(t)] -= c.presence_penalty + c.frequency_penalty * static_cast<float>(n);
+    n = 0;
+  }
 }
 
 int32_t Sampler::draw(size_t n, int32_t skip) {

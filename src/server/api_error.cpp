@@ -1,0 +1,22 @@
+#include "server/api_error.h"
+
+#include <nlohmann/json.hpp>
+
+namespace hfs::server {
+
+std::string ApiError::body() const {
+  nlohmann::json e = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+  if (!param.empty()) e["param"] = param;
+  if (!code.empty()) e["code"] = code;
+  return nlohmann::json{{"error", e}}.dump();
+}
+
+ApiError invalid_param(const std::string& param, const std::string& message) {
+  return ApiError{400, message, "invalid_request_error", param, ""};
+}
+
+ApiError server_error(int status, const std::string& type, const std::string& code, const std::string& message) {
+  return ApiError{status, message, type, "", code};
+}
+
+}  // namespace hfs::server

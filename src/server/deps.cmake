@@ -1,0 +1,25 @@
+# The server (`hfstatic serve`): its own static library on the public API, linked into the CLI and the
+# unit tests. HTTP is Debian's cpp-httplib (libcpp-httplib-dev, scripts/install-deps installs it).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HFS_HTTPLIB IMPORTED_TARGET cpp-httplib)
+if(NOT HFS_HTTPLIB_FOUND)
+  message(FATAL_ERROR "hfstatic serve needs cpp-httplib: install libcpp-httplib-dev (scripts/install-deps does), "
+                      "or make its cpp-httplib.pc visible to pkg-config (PKG_CONFIG_PATH)")
+endif()
+
+# The chat page (src/server/web/index.html) compiled in: one generated header, no build step, no CDN.
+set(HFS_WEB_PAGE ${CMAKE_SOURCE_DIR}/src/server/web/index.html)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${HFS_WEB_PAGE})
+file(READ ${HFS_WEB_PAGE} HFS_WEB_PAGE_TEXT)
+string(FIND "${HFS_WEB_PAGE_TEXT}" ")hfs_page\"" HFS_WEB_PAGE_CLASH)
+if(NOT HFS_WEB_PAGE_CLASH EQUAL -1)
+  message(FATAL_ERROR "${HFS_WEB_PAGE} contains the raw-string delimiter )hfs_page\"")
+endif()
+file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/generated/server/web_page.h
+     CONTENT "// Generated from src/server/web/index.html by src/server/deps.cmake: edit that file.\n#pragma once\n#include <string_view>\nnamespace hfs::server {\ninline constexpr std::string_view kWebPage = R\"hfs_page(@HFS_WEB_PAGE_TEXT@)hfs_page\";\n}  // namespace hfs::server\n"
+     @ONLY)
+
+file(GLOB HFS_SERVER_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/server/*.cpp)
+add_library(hfs_server STATIC ${HFS_SERVER_SOURCES})
+target_include_directories(hfs_server PUBLIC ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/generated)
+target_link_libraries(hfs_server PUBLIC hfstatic nlohmann_json::nlohmann_json PkgConfig::HFS_HTTPLIB Threads::Threads)

@@ -1,0 +1,51 @@
+// server/generation.h — one completion request from its body to its answer: the prompt's tokens (chat
+// template or text), the Job the scheduler runs, and the text it produces (incremental detokenization,
+// stop strings) as a whole response or as server-sent events.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "hfstatic/tokenizer.h"
+#include "server/api_error.h"
+#include "server/request.h"
+#include "server/scheduler.h"
+#include "server/stop_matcher.h"
+
+namespace hfs::server {
+
+struct State;
+
+struct Generation {
+  CompletionRequest request;
+  std::shared_ptr<Job> job;
+  std::string id;            // "chatcmpl-N" / "cmpl-N"
+  int64_t created = 0;       // unix seconds
+  std::unique_ptr<StreamDecoder> decoder;
+  std::unique_ptr<StopMatcher> stop;
+  size_t seen = 0;           // job tokens consumed
+  int64_t used = 0;          // completion tokens (up to the end of a stop string's match)
+  int64_t cached = 0;        // prompt tokens reused from the prompt cache (Job::cached_tokens, copied under its lock)
+  std::string text;          // the whole answer (non-streaming)
+  bool sent_head = false;    // streaming: the first chunk went out
+  bool finished = false;
+  bool client_gone = false;  // streaming: a write failed
+  std::string finish_reason; // "stop" | "length" once finished
+  std::optional<ApiError> error;
+
+  std::string summary() const;  // for the request's log line
+};
+
+// Parses and checks the body, builds the prompt's tokens and the job (not yet submitted).
+std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool chat, Generation& g);
+// Waits for the whole answer; `out` is the response body.
+std::optional<ApiError> run_to_end(State& s, Generation& g, nlohmann::json& out);
+// Streaming: writes what is ready (or a keep-alive comment after a short wait) through `write`; false once
+// the stream is complete ("data: [DONE]" written) or the client is gone (g.client_gone).
+bool stream_some(State& s, Generation& g, const std::function<bool(const std::string&)>& write);
+
+}  // namespace hfs::server

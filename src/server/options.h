@@ -1,0 +1,29 @@
+// server/options.h — what `hfstatic serve` is told on its command line (tools/cmd_serve.cpp fills it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hfstatic/llm_runner.h"
+
+namespace hfs::server {
+
+struct ServerOptions {
+  std::string model;                 // program file, or an HF checkpoint directory (exported with --sequences = parallel)
+  std::string host = "127.0.0.1";    // loopback unless told otherwise
+  int port = 8080;                   // 0: any free port (printed on the "listening" line)
+  int parallel = 4;                  // sequences generating at once (capped by the program's max_sequences)
+  std::string api_key;               // empty: no authentication
+  int max_queue = 64;                // requests waiting for a sequence; one more → 429
+  int32_t max_tokens_cap = 4096;     // per request; larger max_tokens are clamped to it
+  double timeout_s = 600;            // per request, from arrival: queued past it → 503, generating → ends ("length")
+  size_t max_body_bytes = 1 << 20;   // request bodies above it → 413
+  double drain_s = 10;               // SIGTERM: in-flight requests get this long to finish, then are cancelled
+  int step_delay_ms = 0;             // a pause after every engine step (tests and demos of a slow model)
+  DraftConfig draft;
+  std::vector<std::string> backends = {"cpu_fast"};
+};
+
+}  // namespace hfs::server

@@ -1,0 +1,107 @@
+#include "server/request.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace hfs::server {
+namespace {
+
+std::optional<ApiError> parse(const std::string& body, bool chat, CompletionRequest* out = nullptr) {
+  CompletionRequest r;
+  auto e = parse_completion_request(body, chat, r);
+  if (out) *out = r;
+  return e;
+}
+
+TEST(CompletionRequest, ParsesOpenAiFields) {
+  CompletionRequest r;
+  ASSERT_FALSE(parse(R"({"model":"m","messages":[{"role":"system","content":"Be brief."},
+      {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]}],
+      "max_completion_tokens":12,"temperature":0.5,"top_p":0.9,"top_k":3,"min_p":0.1,"seed":-1,
+      "stop":["a","b"],"stream":true,"stream_options":{"include_usage":true},"presence_penalty":0.5,
+      "frequency_penalty":-0.25,"logit_bias":{"7":-100},"n":1,"user":"u","metadata":{},"store":false})",
+                     true, &r));
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[1].content, "Hi there");
+  EXPECT_EQ(r.max_tokens, 12);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
+  EXPECT_EQ(r.sampling.top_k, 3);
+  EXPECT_TRUE(r.seeded);
+  EXPECT_EQ(r.sampling.seed, UINT64_MAX);  // -1 as the 64-bit pattern
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(r.stream && r.include_usage);
+  EXPECT_FLOAT_EQ(r.sampling.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.frequency_penalty, -0.25f);
+  ASSERT_EQ(r.sampling.logit_bias.size(), 1u);
+  EXPECT_EQ(r.sampling.logit_bias[0].first, 7);
+}
+
+TEST(CompletionRequest, DefaultsAreOpenAis) {
+  CompletionRequest r;
+  ASSERT_FALSE(parse(R"({"prompt":"x"})", false, &r));
+  EXPECT_EQ(r.prompt, "x");
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_FALSE(r.max_tokens.has_value());
+  EXPECT_FALSE(r.seeded);
+  ASSERT_FALSE(parse(R"({"prompt":[1,2,3]})", false, &r));
+  EXPECT_TRUE(r.prompt_is_tokens);
+  EXPECT_EQ(r.prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
+}
+
+TEST(CompletionRequest, ErrorsNameTheField) {
+  struct Case {
+    const char* body;
+    bool chat;
+    const char* param;
+    const char* words;
+  };
+  const Case cases[] = {
+      {"{", false, "", "not valid JSON"},
+      {"[1]", false, "", "must be a JSON object"},
+      {R"({})", true, "messages", "required"},
+      {R"({"messages":[]})", true, "messages", "must not be empty"},
+      {R"({"messages":[{"content":"x"}]})", true, "messages[0].role", "must be a string"},
+      {R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", true, "messages[0].content[0]", "text only"},
+      {R"({"prompt":5})", false, "prompt", "a string or an array"},
+      {R"({"prompt":["a","b"]})", false, "prompt", "one prompt per request"},
+      {R"({"prompt":"x","max_tokens":0})", false, "max_tokens", "[1, "},
+      {R"({"prompt":"x","max_tokens":1.5})", false, "max_tokens", "an integer"},
+      {R"({"prompt":"x","temperature":"hot"})", false, "temperature", "a number, got a string"},
+      {R"({"prompt":"x","top_p":0})", false, "top_p", "(0, 1]"},
+      {R"({"prompt":"x","presence_penalty":3})", false, "presence_penalty", "[-2, 2]"},
+      {R"({"prompt":"x","stop":[1]})", false, "stop", "array of strings"},
+      {R"({"prompt":"x","logit_bias":{"a":1}})", false, "logit_bias", "token ids"},
+      {R"({"prompt":"x","logit_bias":{"1":500}})", false, "logit_bias", "[-100, 100]"},
+      {R"({"prompt":"x","stream_options":{"include_usage":1}})", false, "stream_options.include_usage", "boolean"},
+      {R"({"prompt":"x","n":3})", false, "n", "must be 1"},
+      {R"({"prompt":"x","logprobs":1})", false, "logprobs", "not supported"},
+      {R"({"prompt":"x","echo":true})", false, "echo", "not supported"},
+      {R"({"prompt":"x","best_of":2})", false, "best_of", "not supported"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{}]})", true, "tools", "not supported"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})", true, "response_format",
+       "not supported"},
+  };
+  for (const Case& c : cases) {
+    auto e = parse(c.body, c.chat);
+    ASSERT_TRUE(e.has_value()) << c.body;
+    EXPECT_EQ(e->status, 400) << c.body;
+    EXPECT_EQ(e->param, c.param) << c.body;
+    EXPECT_NE(e->message.find(c.words), std::string::npos) << c.body << " → " << e->message;
+    // OpenAI's error shape.
+    auto j = nlohmann::json::parse(e->body());
+    EXPECT_EQ(j["error"]["message"], e->message);
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+  }
+}
+
+TEST(CompletionRequest, NeutralValuesOfRefusedFieldsAreAccepted) {
+  EXPECT_FALSE(parse(R"({"prompt":"x","n":1,"logprobs":false,"tools":[],"response_format":{"type":"text"},"echo":false,
+                       "best_of":1,"user":"u","metadata":{"a":"b"},"store":true,"unknown_field":1})",
+                     false));
+}
+
+}  // namespace
+}  // namespace hfs::server

@@ -1,0 +1,7 @@
+# The server's pure parts (stop strings, request validation, metrics text, prompt cache bookkeeping) are
+# unit tests in hfstatic_tests (tests/server/*_test.cpp, linked against hfs_server); the live server with
+# real clients is tests/tools/test_serve.py, registered here on its own so ctest can run it beside the rest.
+target_link_libraries(hfstatic_tests PRIVATE hfs_server)
+add_test(NAME serve_end_to_end
+         COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve.py)
+set_tests_properties(serve_end_to_end PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 600)

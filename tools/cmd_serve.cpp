@@ -1,0 +1,88 @@
+// `hfstatic serve`: an OpenAI-compatible HTTP server with continuous batching, prompt caching and a web
+// chat page (src/server/, docs/server.md).
+#include <filesystem>
+
+#include "cli.h"
+#include "common.h"
+#include "hfstatic/export.h"
+#include "option_checks.h"
+#include "sampling_options.h"
+#include "server/server.h"
+
+namespace hfs::cli {
+namespace {
+
+int serve(const server::ServerOptions& o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // A checkpoint directory is exported (once, cached) with one sequence per --parallel slot.
+  ExportOptions eo;
+  eo.sequences = std::max(1, o.parallel);
+  auto program = resolve_model(o.model, eo);
+  if (!program) return fail(program.error());
+  fs::path p(o.model);
+  if (p.filename().empty()) p = p.parent_path();
+  const std::string id = fs::is_directory(o.model, ec) ? p.filename().string() : p.stem().string();
+  return server::run_server(o, *program, id);
+}
+
+RunFn setup(CLI::App& sub) {
+  auto o = std::make_shared<server::ServerOptions>();
+  sub.add_option("-m,--model", o->model,
+                 "Program file (.hfs; exported with --sequences N to serve N requests at once), or an HF checkpoint "
+                 "directory (exported once to a cached program with --sequences = --parallel)")
+      ->required();
+  sub.add_option("--host", o->host, "Address to listen on (loopback by default; 0.0.0.0 for every interface)")
+      ->capture_default_str();
+  sub.add_option("--port", o->port, "TCP port, an integer in [0, 65535] (0: any free port, printed when listening)")
+      ->capture_default_str()
+      ->transform(integer_in(0, 65535, "an integer in [0, 65535]"));
+  sub.add_option("--parallel", o->parallel,
+                 "Requests generating at once, an integer in [1, 1024] (at most the program's --sequences)")
+      ->capture_default_str()
+      ->transform(integer_in(1, 1024, "an integer in [1, 1024]"));
+  sub.add_option("--api-key", o->api_key,
+                 "Require 'Authorization: Bearer KEY' on every endpoint but / and /health (default: none)");
+  sub.add_option("--max-queue", o->max_queue,
+                 "Requests waiting for a free sequence, an integer in [0, 100000]; one more is answered 429 with "
+                 "Retry-After")
+      ->capture_default_str()
+      ->transform(integer_in(0, 100000, "an integer in [0, 100000]"));
+  sub.add_option("--max-tokens-cap", o->max_tokens_cap,
+                 "The most tokens one request generates, an integer >= 1 (a larger max_tokens is clamped; generation "
+                 "also ends at the context's end)")
+      ->capture_default_str()
+      ->transform(integer_in(1, INT32_MAX, "an integer in [1, 2147483647]"));
+  sub.add_option("--timeout", o->timeout_s,
+                 "Seconds a request may take from arrival, a number > 0: still queued → 503, generating → ends with "
+                 "finish_reason \"length\"")
+      ->capture_default_str()
+      ->transform(float_where([](float v) { return v > 0; }, "a number > 0"));
+  sub.add_option("--max-body", o->max_body_bytes, "The largest request body in bytes; larger → 413")
+      ->capture_default_str()
+      ->transform(integer_in(1, INT32_MAX, "an integer in [1, 2147483647]"));
+  sub.add_option("--drain", o->drain_s,
+                 "Seconds in-flight requests get to finish after SIGTERM/SIGINT before they are cancelled, a number >= 0")
+      ->capture_default_str()
+      ->transform(float_where([](float v) { return v >= 0; }, "a number >= 0"));
+  sub.add_option("--step-delay-ms", o->step_delay_ms,
+                 "A pause after every engine step in milliseconds (to try clients against a slow model), an integer "
+                 "in [0, 10000]")
+      ->capture_default_str()
+      ->transform(integer_in(0, 10000, "an integer in [0, 10000]"));
+  add_draft_options(sub, o->draft);
+  sub.add_option("--backend", o->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
+  sub.footer(
+      "Endpoints: POST /v1/chat/completions, /v1/completions (OpenAI's, streaming with \"stream\": true), "
+      "/tokenize, /detokenize; GET /v1/models, /health (200 ready, 503 loading or draining), /metrics "
+      "(Prometheus), and the chat page at /. SIGTERM or SIGINT: stop accepting, let in-flight requests finish "
+      "(--drain), exit 0. docs/server.md has the details.\n" +
+      std::string(kExitStatusHelp));
+  return [o] { return serve(*o); };
+}
+
+[[maybe_unused]] const bool kReg = register_command(
+    {"serve", "OpenAI-compatible HTTP server: continuous batching, prompt caching, a web chat page at /", &setup});
+
+}  // namespace
+}  // namespace hfs::cli
