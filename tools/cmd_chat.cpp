@@ -34,17 +34,6 @@ struct ChatArgs {
 
 constexpr const char* kCommands = "/reset, /stats, /quit, /exit";
 
-std::string file_text(const Program& p, const std::string& file) {
-  auto v = p.constant(std::string(keys::kFilePrefix) + file);
-  if (!v || v->dtype != DType::kU8) return {};
-  return std::string(static_cast<const char*>(v->ptr), static_cast<size_t>(v->nbytes()));
-}
-
-std::string token_text(const Tokenizer& tok, std::optional<int32_t> id) {
-  if (!id) return {};
-  return tok.id_to_token(*id).value_or("");
-}
-
 int chat(const ChatArgs& a) {
   auto model = resolve_model(a.model);
   if (!model) return fail(model.error());
@@ -52,7 +41,7 @@ int chat(const ChatArgs& a) {
   if (!program) return fail(program.error());
   auto tok = Tokenizer::from_program(**program);
   if (!tok) return fail(tok.error());
-  auto tmpl = ChatTemplate::from_tokenizer_config(file_text(**program, "tokenizer_config.json"));
+  auto tmpl = ChatTemplate::from_tokenizer_config((*program)->embedded_file("tokenizer_config.json"));
   if (!tmpl) return fail(tmpl.error().with_context(*model + ": chat template"));
   RunnerOptions ro;
   ro.io.method.backends.backends = a.backends;
@@ -66,11 +55,10 @@ int chat(const ChatArgs& a) {
   g.sampling = a.sampling;
   g.draft = a.draft;
   g.cancel = install_interrupt_flag();
-  const auto& eos = (*tok)->eos_ids();
   ChatContext ctx;
   ctx.add_generation_prompt = true;
-  ctx.bos_token = token_text(**tok, (*tok)->bos_id());
-  ctx.eos_token = token_text(**tok, eos.empty() ? std::nullopt : std::optional<int32_t>(eos[0]));
+  ctx.bos_token = (*tok)->bos_token();
+  ctx.eos_token = (*tok)->eos_token();
   if (!a.system.empty()) ctx.messages.push_back({"system", a.system, {}});
   std::vector<int32_t> cached;  // tokens whose K/V the runner holds, in order
   const bool tty = isatty(STDIN_FILENO);

@@ -54,6 +54,9 @@ class Program {
   std::span<const ConstantInfo> constants() const;
   Result<TensorView> constant(std::string_view name) const;  // zero-copy view into the mapping
   uint64_t constant_bytes() const;                           // sum of all constant sizes
+  // The bytes of a file the exporter embedded (u8 constant keys::kFilePrefix + file, e.g.
+  // "tokenizer_config.json"); "" when the program carries no such file.
+  std::string embedded_file(std::string_view file) const;
 
   std::span<const MethodDef> methods() const;
   const MethodDef* method(std::string_view name) const;  // nullptr when absent

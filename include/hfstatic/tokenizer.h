@@ -67,6 +67,10 @@ class Tokenizer {
 
   // tokenizer_config.json's bos_token; nullopt when it has none.
   std::optional<int32_t> bos_id() const;
+  // The text of the BOS token and of the first EOS token ("" when none): a chat template's bos_token and
+  // eos_token variables.
+  std::string bos_token() const;
+  std::string eos_token() const;
   // tokenizer_config.json's eos_token (a string or a list); empty when none.
   const std::vector<int32_t>& eos_ids() const;
   std::optional<int32_t> token_to_id(std::string_view token) const;

@@ -18,6 +18,7 @@
 #include "format/layout.h"
 #include "format/manifest.h"
 #include "hfstatic/program.h"
+#include "hfstatic/metadata_keys.h"
 
 namespace hfs {
 namespace format {
@@ -256,6 +257,12 @@ Result<TensorView> Program::constant(std::string_view name) const {
     return make_error(ErrorCode::kNotFound, "format: " + impl_->path + ": no constant named '" + std::string(name) + "'");
   const ConstantInfo& c = impl_->constants[it->second];
   return TensorView(static_cast<const void*>(impl_->data + c.offset), c.type.dtype, c.type.shape);
+}
+
+std::string Program::embedded_file(std::string_view file) const {
+  auto v = constant(std::string(keys::kFilePrefix) + std::string(file));
+  if (!v || v->dtype != DType::kU8) return {};
+  return std::string(static_cast<const char*>(v->ptr), static_cast<size_t>(v->nbytes()));
 }
 
 uint64_t Program::constant_bytes() const { return impl_->constant_bytes; }

@@ -17,29 +17,17 @@
 namespace hfs::server {
 namespace {
 
-std::string file_text(const Program& p, const std::string& file) {
-  auto v = p.constant(std::string(keys::kFilePrefix) + file);
-  if (!v || v->dtype != DType::kU8) return {};
-  return std::string(static_cast<const char*>(v->ptr), static_cast<size_t>(v->nbytes()));
-}
-
-std::string token_text(const Tokenizer& tok, std::optional<int32_t> id) {
-  if (!id) return {};
-  return tok.id_to_token(*id).value_or("");
-}
-
 Status load(State& s, const std::string& path) {
   HFS_ASSIGN_OR_RETURN(std::shared_ptr<const Program> program, Program::load(path));
   HFS_ASSIGN_OR_RETURN(s.tokenizer, Tokenizer::from_program(*program));
-  const std::string config = file_text(*program, "tokenizer_config.json");
+  const std::string config = program->embedded_file("tokenizer_config.json");
   if (config.find("\"chat_template\"") != std::string::npos) {
     auto t = ChatTemplate::from_tokenizer_config(config);
     if (!t) return t.error().with_context(path + ": chat template");
     s.chat_template = std::move(*t);
   }
-  const auto& eos = s.tokenizer->eos_ids();
-  s.bos_token = token_text(*s.tokenizer, s.tokenizer->bos_id());
-  s.eos_token = token_text(*s.tokenizer, eos.empty() ? std::nullopt : std::optional<int32_t>(eos[0]));
+  s.bos_token = s.tokenizer->bos_token();
+  s.eos_token = s.tokenizer->eos_token();
   EngineOptions eo;
   eo.io.method.backends.backends = s.options.backends;
   HFS_ASSIGN_OR_RETURN(auto engine, Engine::create(program, eo));

@@ -237,6 +237,8 @@ Result<std::string> decode_ids(const Tokenizer::Impl& im, std::span<const int32_
 
 std::optional<int32_t> Tokenizer::bos_id() const { return impl_->bos; }
 const std::vector<int32_t>& Tokenizer::eos_ids() const { return impl_->eos; }
+std::string Tokenizer::bos_token() const { return impl_->bos ? id_to_token(*impl_->bos).value_or("") : ""; }
+std::string Tokenizer::eos_token() const { return impl_->eos.empty() ? "" : id_to_token(impl_->eos[0]).value_or(""); }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   int32_t sym = impl_->model.syms.find(token);
