@@ -39,20 +39,7 @@ GenerationConfig with_program(int n, const std::string& draft) {
   return g;
 }
 
-struct Outcome {
-  GenerationResult out;
-  RunnerStats stats;
-};
-
-Outcome generate(const std::string& program, std::span<const int32_t> prompt, const GenerationConfig& g) {
-  auto r = Runner::load(program);
-  EXPECT_TRUE(r.ok()) << r.error().to_string();
-  if (!r) return {};
-  auto out = (*r)->generate(prompt, g);
-  EXPECT_TRUE(out.ok()) << out.error().to_string();
-  if (!out) return {};
-  return {*out, (*r)->stats()};
-}
+using test::Outcome;
 
 // stories260K exported with step methods (the target verifies drafts) at the given context.
 std::string stories_program(int context, const std::string& name) {
@@ -88,8 +75,8 @@ TEST(DraftProgram, ItselfAsDraftIsTokenIdenticalAndAcceptsNearlyEverything) {
   ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
   const std::string target = stories_program(512, "stories");
   const auto prompt = encode(target, "Once upon a time, there was a little girl named Lily.");
-  const Outcome plain = generate(target, prompt, greedy(250));
-  const Outcome spec = generate(target, prompt, with_program(250, target));
+  const Outcome plain = test::generate_fresh(target, prompt, greedy(250));
+  const Outcome spec = test::generate_fresh(target, prompt, with_program(250, target));
   ASSERT_EQ(plain.out.tokens.size(), 250u);
   EXPECT_EQ(spec.out.tokens, plain.out.tokens);
   EXPECT_GT(spec.stats.verify_steps, 0);
@@ -111,7 +98,7 @@ TEST(DraftProgram, SamplingWithADraftProgramVerifiesDrafts) {
   g.sampling.temperature = 0.7f;
   g.sampling.top_k = 40;
   g.sampling.seed = 3;
-  const Outcome spec = generate(target, prompt, g);
+  const Outcome spec = test::generate_fresh(target, prompt, g);
   EXPECT_EQ(spec.out.tokens.size(), 200u);
   EXPECT_GT(spec.stats.verify_steps, 0);
   EXPECT_GT(spec.stats.draft_accepted, 0);  // a draft from the same weights is the likeliest token
@@ -127,8 +114,8 @@ TEST(DraftProgram, DifferentRandomDraftIsTokenIdenticalAndAcceptsLittle) {
   d.tokenizer = true;
   const std::string target = test::tiny_program(t), draft = test::tiny_program(d);
   const auto prompt = test::random_tokens(12, 512, 5);
-  const Outcome plain = generate(target, prompt, greedy(220));
-  const Outcome spec = generate(target, prompt, with_program(220, draft));
+  const Outcome plain = test::generate_fresh(target, prompt, greedy(220));
+  const Outcome spec = test::generate_fresh(target, prompt, with_program(220, draft));
   ASSERT_EQ(plain.out.tokens.size(), 220u);
   EXPECT_EQ(spec.out.tokens, plain.out.tokens);
   EXPECT_GT(spec.stats.draft_tokens, 0);
@@ -212,8 +199,8 @@ TEST(DraftProgram, ShorterContextDraftStopsDraftingAtItsCapacityOutputUnchanged)
   const std::string target = stories_program(512, "stories"), draft = stories_program(64, "stories_short");
   const auto prompt = encode(target, "Once upon a time, there was a little girl named Lily.");
   ASSERT_LT(prompt.size(), 64u);
-  const Outcome plain = generate(target, prompt, greedy(240));
-  const Outcome spec = generate(target, prompt, with_program(240, draft));
+  const Outcome plain = test::generate_fresh(target, prompt, greedy(240));
+  const Outcome spec = test::generate_fresh(target, prompt, with_program(240, draft));
   EXPECT_EQ(spec.out.tokens, plain.out.tokens);
   EXPECT_EQ(spec.out.stop, plain.out.stop);
   // Drafts while the 64 positions hold the text, none after: fewer than 64 − prompt tokens were drafted
@@ -223,8 +210,8 @@ TEST(DraftProgram, ShorterContextDraftStopsDraftingAtItsCapacityOutputUnchanged)
   // A prompt longer than the draft's context: no drafts at all, no error.
   std::vector<int32_t> long_prompt;
   while (long_prompt.size() < 80) long_prompt.insert(long_prompt.end(), prompt.begin(), prompt.end());
-  const Outcome plain_long = generate(target, long_prompt, greedy(60));
-  const Outcome spec_long = generate(target, long_prompt, with_program(60, draft));
+  const Outcome plain_long = test::generate_fresh(target, long_prompt, greedy(60));
+  const Outcome spec_long = test::generate_fresh(target, long_prompt, with_program(60, draft));
   EXPECT_EQ(spec_long.out.tokens, plain_long.out.tokens);
   EXPECT_EQ(spec_long.stats.draft_tokens, 0);
 }

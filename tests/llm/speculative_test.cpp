@@ -30,25 +30,12 @@ GenerationConfig greedy(int n, DraftKind draft) {
   return g;
 }
 
-struct Outcome {
-  GenerationResult out;
-  RunnerStats stats;
-};
-
-Outcome generate(const std::string& program, std::span<const int32_t> prompt, const GenerationConfig& g) {
-  auto r = Runner::load(program);
-  EXPECT_TRUE(r.ok()) << r.error().to_string();
-  if (!r) return {};
-  auto out = (*r)->generate(prompt, g);
-  EXPECT_TRUE(out.ok()) << out.error().to_string();
-  if (!out) return {};
-  return {*out, (*r)->stats()};
-}
+using test::Outcome;
 
 // Greedy with n-gram drafts gives the tokens greedy without gives, and drafts were verified.
 void expect_same_greedy(const std::string& program, std::span<const int32_t> prompt, int n, bool expect_accepted) {
-  const Outcome plain = generate(program, prompt, greedy(n, DraftKind::kNone));
-  const Outcome spec = generate(program, prompt, greedy(n, DraftKind::kNgram));
+  const Outcome plain = test::generate_fresh(program, prompt, greedy(n, DraftKind::kNone));
+  const Outcome spec = test::generate_fresh(program, prompt, greedy(n, DraftKind::kNgram));
   EXPECT_EQ(spec.out.tokens, plain.out.tokens);
   EXPECT_EQ(spec.out.stop, plain.out.stop);
   EXPECT_GT(spec.stats.verify_steps, 0);
@@ -110,7 +97,7 @@ TEST(Speculative, GreedyWithDraftsEqualsGreedyOnGlobalAndSlidingLayersToTheEndOf
     // tokens generated: the last steps' drafts are cut at the context, and both stop with kContextFull.
     const auto prompt = repeating_prompt(10, 3);
     expect_same_greedy(prog, prompt, 1000, /*expect_accepted=*/false);
-    const Outcome spec = generate(prog, prompt, greedy(1000, DraftKind::kNgram));
+    const Outcome spec = test::generate_fresh(prog, prompt, greedy(1000, DraftKind::kNgram));
     EXPECT_EQ(spec.out.stop, GenerationResult::Stop::kContextFull) << arch;
     EXPECT_EQ(static_cast<int64_t>(spec.out.tokens.size()), 256 - 20 + 1) << arch;
   }
@@ -119,8 +106,8 @@ TEST(Speculative, GreedyWithDraftsEqualsGreedyOnGlobalAndSlidingLayersToTheEndOf
 TEST(Speculative, WithoutStepMethodsDraftsAreOffAndOutputUnchanged) {
   const std::string prog = test::tiny_program({"llama", 4, 64});  // no step methods, logits "last"
   const auto prompt = repeating_prompt(8, 4);
-  const Outcome plain = generate(prog, prompt, greedy(40, DraftKind::kNone));
-  const Outcome spec = generate(prog, prompt, greedy(40, DraftKind::kNgram));
+  const Outcome plain = test::generate_fresh(prog, prompt, greedy(40, DraftKind::kNone));
+  const Outcome spec = test::generate_fresh(prog, prompt, greedy(40, DraftKind::kNgram));
   EXPECT_EQ(spec.out.tokens, plain.out.tokens);
   EXPECT_EQ(spec.stats.verify_steps, 0);
 }
@@ -130,18 +117,18 @@ TEST(Speculative, StopTokensAndTheBudgetEndGenerationAsWithoutDrafts) {
   m.step_sizes = std::vector<int64_t>{8};
   const std::string prog = test::tiny_program(m);
   const auto prompt = repeating_prompt(12, 5);
-  const Outcome plain = generate(prog, prompt, greedy(60, DraftKind::kNone));
+  const Outcome plain = test::generate_fresh(prog, prompt, greedy(60, DraftKind::kNone));
   ASSERT_GE(plain.out.tokens.size(), 20u);
   for (int n : {1, 2, 3, 17}) {  // budgets ending inside a verification step
     GenerationConfig g = greedy(n, DraftKind::kNgram);
-    const Outcome spec = generate(prog, prompt, g);
+    const Outcome spec = test::generate_fresh(prog, prompt, g);
     EXPECT_EQ(spec.out.tokens, std::vector<int32_t>(plain.out.tokens.begin(), plain.out.tokens.begin() + n)) << n;
   }
   // A stop token that greedy reaches at index 9: both stop there, the stop token included.
   GenerationConfig g = greedy(60, DraftKind::kNgram);
   g.stop_tokens = {plain.out.tokens[9]};
   const auto first = std::find(plain.out.tokens.begin(), plain.out.tokens.end(), plain.out.tokens[9]);
-  const Outcome spec = generate(prog, prompt, g);
+  const Outcome spec = test::generate_fresh(prog, prompt, g);
   EXPECT_EQ(spec.out.stop, GenerationResult::Stop::kStopToken);
   EXPECT_EQ(spec.out.tokens, std::vector<int32_t>(plain.out.tokens.begin(), first + 1));
 }

@@ -1,5 +1,7 @@
 #include "support/hf_static_fixture.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -87,6 +89,16 @@ Result<std::unique_ptr<Runner>> open_runner(const std::string& path, TailPolicy 
   RunnerOptions o;
   o.tail = tail;
   return Runner::load(path, o);
+}
+
+Outcome generate_fresh(const std::string& program, std::span<const int32_t> prompt, const GenerationConfig& g) {
+  auto r = Runner::load(program);
+  EXPECT_TRUE(r.ok()) << r.error().to_string();
+  if (!r) return {};
+  auto out = (*r)->generate(prompt, g);
+  EXPECT_TRUE(out.ok()) << out.error().to_string();
+  if (!out) return {};
+  return {*out, (*r)->stats()};
 }
 
 std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {

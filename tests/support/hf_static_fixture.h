@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ std::string tiny_program(const TinyModel& m);
 std::string temp_dir();
 // Runner over a program path (aborts the test on failure via gtest assertions in the caller).
 Result<std::unique_ptr<Runner>> open_runner(const std::string& path, TailPolicy tail = TailPolicy::kPad);
+// One generate() on a fresh Runner over `program`: its result and the runner's stats afterwards (empty, with
+// a gtest failure recorded, when loading or generating fails).
+struct Outcome {
+  GenerationResult out;
+  RunnerStats stats;
+};
+Outcome generate_fresh(const std::string& program, std::span<const int32_t> prompt, const GenerationConfig& g);
 // Deterministic pseudo-random token ids in [3, vocab).
 std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed);
 
