@@ -1,7 +1,10 @@
 // bench/serve's client: B concurrent streams through the npm `openai` client, each a prompt of exactly
 // --prompt random token ids (a fresh draw per request, so the prompt cache never helps) and greedy
-// --gen tokens with the end-of-sequence ids banned (every answer is --gen tokens, as `hfstatic bench`'s
-// ignore_eos). All B requests are sent at once, as `hfstatic bench --sequences B` adds its B prompts.
+// --gen tokens, each of them the token of " the": a logit_bias of +100 on it makes every step's argmax
+// that token (the step's work is the same whatever it picks), so that every token is text the server
+// turns into a chunk — with random weights the argmax is mostly a token without text, which the server
+// never sends, and neither the overhead of a chunk per token nor TTFT would be measured. The
+// end-of-sequence ids are banned as well (every answer is --gen tokens, as `hfstatic bench`'s ignore_eos). All B requests are sent at once, as `hfstatic bench --sequences B` adds its B prompts.
 // One request first warms the connection and the client up; then per B in --streams: wall seconds from
 // sending to the last [DONE], aggregate tok/s over it, each request's TTFT (sending to its first chunk with
 // a choice). Prints one JSON object.
@@ -35,7 +38,7 @@ function rng(seed) {
 
 async function one(client, a, prompt, bias) {
   const t0 = performance.now();
-  let ttft = 0, tokens = 0, cached = 0;
+  let ttft = 0, tokens = 0, cached = 0, chunks = 0;
   const s = await client.completions.create({ model: "default", prompt, max_tokens: a.gen, temperature: 0,
                                               logit_bias: bias, stream: true,
                                               stream_options: { include_usage: true } });
@@ -44,9 +47,12 @@ async function one(client, a, prompt, bias) {
       tokens = chunk.usage.completion_tokens;
       cached = (chunk.usage.prompt_tokens_details || {}).cached_tokens || 0;
     }
-    if (!ttft && chunk.choices && chunk.choices.length) ttft = performance.now() - t0;
+    if (chunk.choices && chunk.choices.length && chunk.choices[0].text) {
+      if (!ttft) ttft = performance.now() - t0;
+      ++chunks;
+    }
   }
-  return { ttft, tokens, cached, end: performance.now() };
+  return { ttft, tokens, cached, chunks, end: performance.now() };
 }
 
 const median = (v) => { const s = [...v].sort((x, y) => x - y); const n = s.length;
@@ -58,6 +64,9 @@ async function main() {
   const vocab = (await client.models.list()).data[0].meta.vocab_size;
   const bias = {};
   for (const id of a.eos) bias[String(id)] = -100;
+  const tok = await fetch(a.url + "/tokenize", { method: "POST", body: JSON.stringify({ content: " the", add_special: false }) });
+  const ids = (await tok.json()).tokens;
+  bias[String(ids[ids.length - 1])] = 100;
   const next = rng(a.seed * 7919);
   const draw = () => Array.from({ length: a.prompt }, () => next() % vocab);
   await one(client, { ...a, gen: 2 }, draw(), bias);
@@ -71,6 +80,7 @@ async function main() {
     rounds.push({ streams, wall_s: wall, tokens, tok_s: tokens / wall, ttft_median_ms: median(got.map((g) => g.ttft)),
                   ttft_max_ms: Math.max(...got.map((g) => g.ttft)),
                   short_answers: got.filter((g) => g.tokens !== a.gen).length,
+                  min_text_chunks: Math.min(...got.map((g) => g.chunks)),
                   cached_tokens: got.reduce((n, g) => n + g.cached, 0) });
   }
   process.stdout.write(JSON.stringify({ rounds }) + "\n");
