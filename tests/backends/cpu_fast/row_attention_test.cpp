@@ -102,6 +102,26 @@ std::vector<float> reference(Data& x, std::vector<float>& mask, int64_t T, int64
   return out;
 }
 
+// The kernel's arguments for T query rows of `x` from row q0 on, over S cached slots.
+AttentionArgs args_of(Data& x, std::vector<float>& mask, std::vector<float>& out, int64_t q0, int64_t T, int64_t S,
+                      const Case& c) {
+  AttentionArgs a;
+  a.q = x.q.data() + q0 * c.hq * c.D;
+  a.k = c.f16 ? static_cast<const void*>(x.kh.data()) : x.k.data();
+  a.v = c.f16 ? static_cast<const void*>(x.vh.data()) : x.v.data();
+  a.kv_dtype = c.f16 ? DType::kF16 : DType::kF32;
+  a.mask = mask.data();
+  a.out = out.data();
+  a.t = T;
+  a.hq = c.hq;
+  a.hkv = c.hkv;
+  a.s = S;
+  a.d = c.D;
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.D)));
+  a.softcap = c.cap;
+  return a;
+}
+
 void expect_near(const std::vector<float>& got, const std::vector<float>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5 * (1 + std::fabs(want[i]))) << "elem " << i;
@@ -121,20 +141,7 @@ void run_rows(const std::vector<RowView>& rows, int64_t S, const Case& c, int th
   ThreadPool pool(threads);
   AttentionScratch scratch(pool.size(), c.hq / c.hkv, S, c.D, c.D);
   std::vector<float> out(x.q.size(), 99.0f);
-  AttentionArgs a;
-  a.q = x.q.data();
-  a.k = c.f16 ? static_cast<const void*>(x.kh.data()) : x.k.data();
-  a.v = c.f16 ? static_cast<const void*>(x.vh.data()) : x.v.data();
-  a.kv_dtype = c.f16 ? DType::kF16 : DType::kF32;
-  a.mask = mask.data();
-  a.out = out.data();
-  a.t = T;
-  a.hq = c.hq;
-  a.hkv = c.hkv;
-  a.s = S;
-  a.d = c.D;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.D)));
-  a.softcap = c.cap;
+  const AttentionArgs a = args_of(x, mask, out, 0, T, S, c);
   ASSERT_EQ(walks_own_slots(a, live, scratch), per_row);
   attention(a, live, scratch, &pool);
   expect_near(out, want);
@@ -234,20 +241,7 @@ std::vector<float> attend(Data& x, const std::vector<RowView>& rows, int64_t q0,
   scan_live_slots(mask.data(), live);
   AttentionScratch scratch(pool.size(), c.hq / c.hkv, S, c.D, c.D, T);
   std::vector<float> out(static_cast<size_t>(T * c.hq * c.D), 99.0f);
-  AttentionArgs a;
-  a.q = x.q.data() + q0 * c.hq * c.D;
-  a.k = c.f16 ? static_cast<const void*>(x.kh.data()) : x.k.data();
-  a.v = c.f16 ? static_cast<const void*>(x.vh.data()) : x.v.data();
-  a.kv_dtype = c.f16 ? DType::kF16 : DType::kF32;
-  a.mask = mask.data();
-  a.out = out.data();
-  a.t = T;
-  a.hq = c.hq;
-  a.hkv = c.hkv;
-  a.s = S;
-  a.d = c.D;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.D)));
-  a.softcap = c.cap;
+  const AttentionArgs a = args_of(x, mask, out, q0, T, S, c);
   attention(a, live, scratch, &pool);
   return out;
 }
