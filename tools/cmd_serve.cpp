@@ -72,6 +72,9 @@ RunFn setup(CLI::App& sub) {
       ->transform(integer_in(0, 10000, "an integer in [0, 10000]"));
   add_draft_options(sub, o->draft);
   sub.add_option("--backend", o->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
+  sub.add_option("--threads", o->threads,
+                 "Threads for the selected backends, an integer in [0, 1024] (0 = their default)")
+      ->transform(integer_in(0, 1024, "an integer in [0, 1024]"));
   sub.footer(
       "Endpoints: POST /v1/chat/completions, /v1/completions (OpenAI's, streaming with \"stream\": true), "
       "/tokenize, /detokenize; GET /v1/models, /health (200 ready, 503 loading or draining), /metrics "

@@ -24,6 +24,7 @@ struct ServerOptions {
   int step_delay_ms = 0;             // a pause after every engine step (tests and demos of a slow model)
   DraftConfig draft;
   std::vector<std::string> backends = {"cpu_fast"};
+  int threads = 0;                   // threads of each selected backend (0: the backend's default)
 };
 
 }  // namespace hfs::server

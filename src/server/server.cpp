@@ -30,6 +30,8 @@ Status load(State& s, const std::string& path) {
   s.eos_token = s.tokenizer->eos_token();
   EngineOptions eo;
   eo.io.method.backends.backends = s.options.backends;
+  if (s.options.threads > 0)
+    for (const std::string& b : s.options.backends) eo.io.method.backends.settings[b].set("threads", Value(s.options.threads));
   HFS_ASSIGN_OR_RETURN(auto engine, Engine::create(program, eo));
   if (engine->info().max_sequences < s.options.parallel)
     std::fprintf(stderr,

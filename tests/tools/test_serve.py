@@ -338,6 +338,8 @@ def test_bad_options_and_unusable_program(program, tmp_path):
     assert r.returncode == 2 and "--port" in r.stderr
     r = cli("serve", "-m", program, "--parallel", "0")
     assert r.returncode == 2 and "--parallel" in r.stderr
+    r = cli("serve", "-m", program, "--threads", "2000")
+    assert r.returncode == 2 and "--threads" in r.stderr and "[0, 1024]" in r.stderr, r.stderr
     # A program that cannot be loaded: the port was opened (for /health), then the error and exit 1.
     r = cli("serve", "-m", tmp_path / "missing.hfs", "--port", "0", timeout=60)
     assert r.returncode == 1 and "missing.hfs" in r.stderr, r.stderr
@@ -352,7 +354,8 @@ def test_bad_options_and_unusable_program(program, tmp_path):
 def test_checkpoint_directory_is_exported_for_parallel(stories_dir, tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     log = open(tmp_path / "serve.log", "w")
-    proc = subprocess.Popen([CLI, "serve", "-m", str(stories_dir), "--port", "0", "--parallel", "2"], stdout=log,
+    proc = subprocess.Popen([CLI, "serve", "-m", str(stories_dir), "--port", "0", "--parallel", "2",
+                             "--threads", "1"], stdout=log,
                             stderr=log, env=env)
     try:
         deadline = time.time() + 120
