@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #ifndef HFS_SOURCE_DIR
@@ -33,6 +35,14 @@ inline bool fixture_exists(const std::string& path) {
 inline std::string missing(const std::string& path) {
   return "test fixture " + path + " is missing: set HFS_SHARED_DIR to the shared fixtures folder (default: ../shared "
          "beside the repository root, holding models/stories260K)";
+}
+
+// A fixture file's whole contents ("" when it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
 }
 
 }  // namespace hfs::test

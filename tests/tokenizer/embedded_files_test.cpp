@@ -15,20 +15,13 @@
 namespace hfs {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 TEST(EmbeddedFiles, ProgramCarriesTheCheckpointsTokenizerFilesAndTheirSpecialTokens) {
   ASSERT_TRUE(test::fixture_exists(test::stories_dir())) << test::missing(test::stories_dir());
   test::TinyModel m;
   m.tokenizer = true;  // the stories260K tokenizer files, embedded by the exporter
   auto program = Program::load(test::tiny_program(m));
   ASSERT_TRUE(program.ok()) << program.error().to_string();
-  const std::string config = slurp(test::stories_dir() + "/tokenizer_config.json");
+  const std::string config = test::read_text(test::stories_dir() + "/tokenizer_config.json");
   EXPECT_EQ((*program)->embedded_file("tokenizer_config.json"), config);
   EXPECT_EQ((*program)->embedded_file("no_such_file.json"), "");
 

@@ -16,13 +16,6 @@
 namespace hfs {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::string tokenizer_path(const std::string& name) {
   if (name == "stories260K") {
     const std::string d = hfs::test::stories_dir();
@@ -67,7 +60,7 @@ TEST(TokenizerLongWords, CuttingMergeSpansNeverChangesTheIds) {
   for (const std::string name : {"stories260K", "gemma3", "llama3"}) {
     const std::string path = tokenizer_path(name);
     ASSERT_FALSE(path.empty()) << name << ": tokenizer.json fixture missing";
-    const std::string json = slurp(path);
+    const std::string json = test::read_text(path);
     ASSERT_FALSE(json.empty()) << path;
     // One span over every word vs a cut at every safe place (a 1-byte span). Separate instances: each
     // keeps its own cache of short words.
