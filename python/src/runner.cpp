@@ -25,6 +25,21 @@
 #include "stepper.h"
 
 namespace hfs::py_bind {
+
+DraftConfig draft_config(const std::optional<std::string>& draft, int32_t draft_max, const std::string& who) {
+  // Anything but "none" / "ngram" names a draft program.
+  std::error_code ec;
+  if (draft && *draft != "ngram" && *draft != "none" && !std::filesystem::is_regular_file(*draft, ec))
+    raise(ErrorCode::kInvalidArgument, who + ": draft must be None, 'none', 'ngram' or the path of a draft program (.hfs), got '" +
+                                           *draft + "': no such file");
+  if (draft_max < 1 || draft_max > 1024)
+    raise(ErrorCode::kInvalidArgument, who + ": draft_max must be in [1, 1024], got " + std::to_string(draft_max));
+  DraftConfig d;
+  d.kind = !draft || *draft == "none" ? DraftKind::kNone : *draft == "ngram" ? DraftKind::kNgram : DraftKind::kProgram;
+  if (d.kind == DraftKind::kProgram) d.program_path = *draft;
+  d.max_tokens = draft_max;
+  return d;
+}
 namespace {
 
 // Ids kept to prime detokenizers, so that a piece's leading space is right after earlier text.
@@ -115,17 +130,9 @@ GenerateArgs generate_args(int32_t max_new_tokens, float temperature, int32_t to
   a.config.sampling = {temperature, top_k, top_p, min_p, repetition_penalty, seed};
   // The library's ranges (Runner::start checks them too), before anything is encoded or run.
   if (Status st = validate(a.config.sampling); !st) raise(st.error().with_context("generate"));
-  // Anything but "none" / "ngram" names a draft program (loaded, and its tokenizer checked, by the first
-  // generate() that uses it; the runner keeps it for the next ones).
-  std::error_code ec;
-  if (draft && *draft != "ngram" && *draft != "none" && !std::filesystem::is_regular_file(*draft, ec))
-    bad("draft must be None, 'none', 'ngram' or the path of a draft program (.hfs), got '" + *draft + "': no such file");
-  if (draft_max < 1 || draft_max > 1024) bad("draft_max must be in [1, 1024], got " + std::to_string(draft_max));
-  a.config.draft.kind = !draft || *draft == "none" ? DraftKind::kNone
-                        : *draft == "ngram"        ? DraftKind::kNgram
-                                                   : DraftKind::kProgram;
-  if (a.config.draft.kind == DraftKind::kProgram) a.config.draft.program_path = *draft;
-  a.config.draft.max_tokens = draft_max;
+  // A draft program is loaded, and its tokenizer checked, by the first generate() that uses it; the runner
+  // keeps it for the next ones.
+  a.config.draft = draft_config(draft, draft_max, "generate");
   if (stop.is_none()) return a;
   auto add = [&](py::handle item) {
     if (py::isinstance<py::str>(item)) {

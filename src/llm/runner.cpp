@@ -185,16 +185,7 @@ struct Runner::Impl {
     program_draft_path = c.program_path;
     return Ok{};
   }
-  // The target's backends and allocator, on the calling thread alone: a draft program's steps are small,
-  // and a second pool of workers would compete with the target's for the same cores (its workers spin
-  // between steps), which measured a draft decode step at 20x its cost alone on a 2-core machine.
-  RunnerOptions draft_options() const {
-    RunnerOptions o;
-    o.load = options.load;
-    o.io = options.io;
-    for (const std::string& b : o.io.method.backends.backends) o.io.method.backends.settings[b].set("threads", Value(1));
-    return o;
-  }
+  RunnerOptions draft_options() const { return draft_runner_options(options.load, options.io); }
 
   Status prefill(std::span<const int32_t> tokens, const std::atomic<bool>* cancel, bool* cancelled) {
     *cancelled = false;

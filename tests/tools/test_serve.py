@@ -3,6 +3,7 @@
 stories260K exported for 4 sequences. Every answer is checked against an independent reference: greedy
 text against `hfstatic run`, streamed against whole, concurrent against solo, status codes against the API.
 """
+import concurrent.futures
 import json
 import os
 import re
@@ -422,3 +423,24 @@ def test_timeout_ends_generation_and_queued_requests(program, tmp_path):
         assert j["usage"]["completion_tokens"] < first_tokens / 2, (j["usage"], first_tokens)
     finally:
         assert srv.stop() == 0
+
+
+def test_draft_program_answers_equal_plain_answers(server, program, stories_dir, tmp_path):
+    """`serve --draft PATH`: every request's sequence drafts with its own runner of the draft program (here
+    stories260K itself, so drafts are accepted); concurrent greedy answers equal the plain server's."""
+    draft = tmp_path / "draft.hfs"
+    cli("export", stories_dir, "-o", draft, "--context", "256", check=True)
+    s = Server(program, tmp_path, "--parallel", "4", "--draft", draft, "--draft-max", "4")
+    try:
+        prompts = ["Once upon a time", "The cat sat", "Lily and Ben went to the park", "One day, a little bird"]
+        bodies = [{"prompt": p, "max_tokens": 48, "temperature": 0} for p in prompts]
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda b: post(s.url, "/v1/completions", b, key=None), bodies))
+        for (status, body, _), b in zip(got, bodies):
+            assert status == 200, body
+            want_status, want, _ = post(server.url, "/v1/completions", b)
+            assert want_status == 200 and body["choices"][0]["text"] == want["choices"][0]["text"], b["prompt"]
+        m = s.metrics()
+        assert m["hfstatic_draft_accepted_total"] > 0, m
+    finally:
+        assert s.stop() == 0, s.log_path.read_text()[-3000:]
