@@ -17,7 +17,8 @@ set(HFS_LAYER_DEPS
   "backends:core,alloc,format,ops,runtime"
   "tokenizer:core,format"
   "chat:core"
-  "llm:core,alloc,format,runtime,tokenizer"
+  "constrain:core"
+  "llm:core,alloc,format,runtime,tokenizer,constrain"
   "export:core,format,ops,tokenizer")
 
 set(HFS_LAYER_OBJECTS)
