@@ -70,7 +70,7 @@ class RegexParser {
           } else if (rest.starts_with("?P<")) {
             i_ = s_.find('>', i_) == std::string_view::npos ? s_.size() : s_.find('>', i_) + 1;
           } else {
-            return fail("group kind '(" + std::string(rest.substr(0, 3)) +
+            return fail("group kind '(" + std::string(rest.substr(0, 2)) +
                         "' is not supported (lookaround, flags and conditionals have no grammar form)");
           }
         }
