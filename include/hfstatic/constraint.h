@@ -11,11 +11,10 @@
 //   auto g = hfs::Grammar::from_gbnf("root ::= \"yes\" | \"no\"\n");
 //   if (!g) { std::fprintf(stderr, "%s\n", g.error().to_string().c_str()); return 1; }
 //   hfs::GrammarMatcher m(*g);
-//   bool ok = m.feed("ye");                          // true: a valid prefix; m.complete() is false
+//   bool ok = m.feed("ye");                       // true: a valid prefix (m.complete() is false)
 //   hfs::GenerationConfig gen;
-//   gen.constraint = hfs::Grammar::json_object();    // or *g, or *hfs::Grammar::from_regex("[0-9]{3}")
-//   // runner->generate(prompt, gen, on_token): every sampled token keeps the output a valid prefix, and
-//   // generation ends (EOS) only where the grammar is complete.
+//   gen.constraint = *g;                          // or hfs::Grammar::json_object(), Grammar::from_regex("\\d+")
+//   auto out = runner->generate(prompt, gen);     // tokens spelling "yes" or "no", then EOS
 //   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 //
 // GBNF: rules `name ::= alternatives` (start rule `root`), "literals" with \n \t \r \\ \" \xHH \uHHHH
