@@ -9,6 +9,7 @@
 #include "common.h"
 #include "core/regular_file.h"
 #include "io_util.h"
+#include "hfstatic/constraint.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
 #include "option_checks.h"
@@ -30,7 +31,25 @@ struct RunArgs {
   std::string tail = "auto";
   std::vector<std::string> backends = {"cpu_fast"};
   std::string dump_logits;
+  std::string grammar_file;  // structured output: one of the three
+  std::string regex;
+  bool json_object = false;
 };
+
+// The constraint the options name, or nullptr for none.
+Result<std::shared_ptr<const Grammar>> load_constraint(const RunArgs& a) {
+  if (!a.grammar_file.empty()) {
+    HFS_ASSIGN_OR_RETURN_CTX(std::string text, io::read_regular_file(a.grammar_file), "--grammar");
+    HFS_ASSIGN_OR_RETURN_CTX(auto g, Grammar::from_gbnf(text), "--grammar " + a.grammar_file);
+    return g;
+  }
+  if (!a.regex.empty()) {
+    HFS_ASSIGN_OR_RETURN_CTX(auto g, Grammar::from_regex(a.regex), "--regex");
+    return g;
+  }
+  if (a.json_object) return Grammar::json_object();
+  return std::shared_ptr<const Grammar>();
+}
 
 int run(const RunArgs& a) {
   const bool text_mode = a.tokens.empty();
@@ -45,6 +64,8 @@ int run(const RunArgs& a) {
     return fail(make_error(ErrorCode::kInvalidArgument, "give either --tokens or -p/-f, not both"));
   if (text_mode && text.empty())
     return fail(make_error(ErrorCode::kInvalidArgument, "no prompt: give -p TEXT, -f FILE or --tokens IDS"));
+  auto constraint = load_constraint(a);
+  if (!constraint) return fail(constraint.error());
   auto model = resolve_model(a.model);
   if (!model) return fail(model.error());
   RunnerOptions ro;
@@ -97,9 +118,11 @@ int run(const RunArgs& a) {
   g.sampling = a.sampling;
   g.draft = a.draft;
   g.cancel = install_interrupt_flag();
+  g.constraint = *constraint;
 
   // A failed write (stdout or the dump file) stops generation at once: nothing is produced into the void.
   std::optional<Error> dump_error;
+  const Tokenizer* tokenizer = tok.get();
   auto on_token = [&](int32_t tok) {
     if (dump.is_open()) {
       auto l = r.logits();  // the logits this token was sampled from
@@ -107,6 +130,14 @@ int run(const RunArgs& a) {
         dump_error = st.error();
         return false;
       }
+    }
+    if (tokenizer && g.constraint) {
+      // The constraint matched the tokens' raw bytes: print exactly those (no clean-up of tokenization
+      // spaces, which could turn matched output into output the grammar or regex rejects).
+      if (tokenizer->is_special(tok)) return true;
+      const std::string piece = tokenizer->token_bytes(tok).value_or("");
+      generated_text += piece;
+      return a.json || out(piece);
     }
     if (stream) {
       auto piece = stream->feed(tok);
@@ -129,13 +160,14 @@ int run(const RunArgs& a) {
     nlohmann::json j;
     j["tokens"] = result->tokens;
     if (stream) {
-      auto rest = stream->flush();
+      auto rest = g.constraint ? Result<std::string>(std::string()) : stream->flush();
       if (rest) generated_text += *rest;
       j["text"] = generated_text;
     }
     j["stop"] = stop_reason_name(result->stop);
     j["stats"] = stats_json(s);
-    if (!out(j.dump() + "\n")) return 1;
+    // A constrained output cut by -n may end inside a UTF-8 character: replaced, not an exception.
+    if (!out(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n")) return 1;
   } else {
     if (!out("\n")) return 1;
     print_stats_line(s);
@@ -170,13 +202,25 @@ RunFn setup(CLI::App& sub) {
       ->capture_default_str()
       ->check(backend_name());
   sub.add_flag("--json", a->json, "Print one JSON object: {\"tokens\": [...], \"stop\": ..., \"stats\": {...}}");
+  excludes_each_other(
+      {sub.add_option("--grammar", a->grammar_file,
+                      "Constrain the output to a GBNF grammar (llama.cpp syntax, start rule `root`) read from this file"),
+       sub.add_option("--regex", a->regex,
+                      "Constrain the output to match this regular expression as a whole (classes, \\d \\w \\s, "
+                      "groups, |, * + ? {m,n}; no lookaround or backreferences)"),
+       sub.add_flag("--json-object", a->json_object,
+                    "Constrain the output to one JSON object (--json is the output format, not this)")});
   sub.add_option("--dump-logits", a->dump_logits,
                  "Write each sampled step's logits (f32 rows) to this file; a failed write stops the run and "
                  "removes the file");
   sub.footer(
       "Ctrl-C stops between steps (during a long prompt's prefill, within one chunk), prints the stats and exits "
       "0; a second Ctrl-C exits at once (130). A prompt over the program's context is refused before anything "
-      "is printed. A failed write to stdout (full disk, closed pipe) stops generating and exits 1.");
+      "is printed. A failed write to stdout (full disk, closed pipe) stops generating and exits 1.\n"
+      "Structured output (--grammar, --regex, --json-object): each step samples only among the tokens that keep "
+      "the output a valid prefix; end-of-sequence only once it is complete. Output reaching -n stops with stop "
+      "'length' as a valid prefix. The text printed is the tokens' raw bytes. Drafts (--draft-*) are off "
+      "under a constraint. See docs/structured-output.md.");
   return [a] { return run(*a); };
 }
 

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "hfstatic/constraint.h"
 #include "hfstatic/error.h"
 #include "hfstatic/io_contract.h"
 #include "hfstatic/program.h"
@@ -89,6 +90,16 @@ struct GenerationConfig {
   // Checked before every step, prefill steps included: once set, generation stops with kCancelled before
   // the next step runs (a prompt's prefill stops within one chunk; see Runner::prefill for what stays).
   const std::atomic<bool>* cancel = nullptr;
+  // Structured output (constraint.h): each step's logits are masked to the tokens that keep the output a
+  // valid prefix of `constraint` (then sampled with `sampling` as usual); the program's EOS ids are allowed
+  // only where the grammar is complete, special tokens never. The vocabulary's byte trie comes from the
+  // program's tokenizer, built by the first constrained generate() and kept by the Runner; a Runner created
+  // on an IOManager without a program needs `constraint_vocab`. A constrained generation that reaches
+  // max_new_tokens stops with kMaxTokens, its output a valid prefix; one whose grammar is complete with no
+  // end token allowed (ignore_eos, or no EOS id) stops with kStopToken. Drafts (`draft`) are not used under
+  // a constraint: verification would need a mask per drafted row (see docs/structured-output.md).
+  std::shared_ptr<const Grammar> constraint;
+  std::shared_ptr<const TokenVocabulary> constraint_vocab;
 };
 
 struct RunnerStats {

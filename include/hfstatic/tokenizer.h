@@ -75,6 +75,11 @@ class Tokenizer {
   const std::vector<int32_t>& eos_ids() const;
   std::optional<int32_t> token_to_id(std::string_view token) const;
   std::optional<std::string> id_to_token(int32_t id) const;
+  // The bytes token `id` adds to the output in the middle of a text, undecoded: byte-level BPE's "Ġ" is
+  // a space byte, a <0xHH> byte-fallback token its byte (possibly part of a UTF-8 character), "▁" a space;
+  // no clean-up of tokenization spaces, no start-of-text space stripping. An added token: its content.
+  // nullopt for an id without a token (a hole, or out of range). Constrained generation matches these.
+  std::optional<std::string> token_bytes(int32_t id) const;
   // Ids are in [0, vocab_size()) (model vocab plus added tokens; there may be holes).
   int32_t vocab_size() const;
   bool is_special(int32_t id) const;

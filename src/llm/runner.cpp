@@ -13,6 +13,7 @@
 #include "llm/logits_check.h"
 #include "llm/draft_source.h"
 #include "llm/program_draft.h"
+#include "hfstatic/tokenizer.h"
 
 namespace hfs {
 namespace {
@@ -42,6 +43,8 @@ struct Runner::Impl {
   // continued chat feeds it only the new tokens.
   std::unique_ptr<ProgramDraft> program_draft;
   std::string program_draft_path;
+  // Constrained generation's vocabulary trie from the program's tokenizer, built once on first use.
+  std::shared_ptr<const TokenVocabulary> constraint_vocab;
   RunnerOptions options;
   RunnerStats stats;
   std::vector<int32_t> history;  // committed tokens (repetition penalty), reserved to capacity at load
@@ -338,10 +341,18 @@ struct Generation::Impl {
   std::vector<int32_t> verified;
   size_t verified_next = 0;
   std::vector<int32_t> rows;  // scratch: the pending token and the drafts of one verification step
+  // config.constraint: the matcher over the vocabulary and the masked logits (sized once).
+  std::unique_ptr<TokenConstraint> constraint;
+  std::vector<float> masked;
 
-  Impl(Runner::Impl* r, const GenerationConfig& c)
+  Impl(Runner::Impl* r, const GenerationConfig& c, std::shared_ptr<const TokenVocabulary> vocab)
       : runner(r), config(c), sampler(c.sampling, r->io->info().vocab_size), policy(c.draft.max_tokens) {
     tokens.reserve(static_cast<size_t>(std::max(0, c.max_new_tokens)));
+    if (c.constraint) {
+      constraint = std::make_unique<TokenConstraint>(c.constraint, std::move(vocab));
+      masked.resize(static_cast<size_t>(r->io->info().vocab_size));
+      return;  // no drafts under a constraint (llm_runner.h)
+    }
     if (c.draft.kind == DraftKind::kNgram && r->verify_rows >= 2) {
       owned_draft = std::make_unique<NgramSource>(r->io->info().context_length);
       owned_draft->commit(r->history);
@@ -418,7 +429,19 @@ Result<std::optional<int32_t>> Generation::next() {
     return make_error(ErrorCode::kExecution,
                       "generate: " + m.poisoned + " (non-finite weights or activations?); the runner needs reset()");
   }
-  const int32_t tok = g.sampler.sample(logits, m.history);
+  std::span<const float> use = logits;
+  if (g.constraint) {
+    if (g.constraint->mask_logits(logits, g.masked) == 0) {
+      if (g.constraint->complete()) return g.finish(GenerationResult::Stop::kStopToken);
+      return make_error(ErrorCode::kInvalidArgument,
+                        "generate: constraint: no token of the vocabulary continues the output after " +
+                            std::to_string(g.tokens.size()) + " generated tokens (the grammar needs a character "
+                            "no token can produce)");
+    }
+    use = g.masked;
+  }
+  const int32_t tok = g.sampler.sample(use, m.history);
+  if (g.constraint) HFS_TRY(g.constraint->accept(tok));
   if (g.tokens.empty()) m.stats.ttft_ms = ms_since(g.started);
   g.tokens.push_back(tok);
   g.pending = tok;
@@ -503,11 +526,27 @@ Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> promp
     return make_error(ErrorCode::kInvalidArgument,
                       "generate: max_new_tokens must be ≥ 0, got " + std::to_string(config.max_new_tokens));
   HFS_TRY_CTX(validate(config.sampling), "generate");
-  if (config.draft.kind == DraftKind::kProgram) HFS_TRY(m.load_program_draft(config.draft));
+  std::shared_ptr<const TokenVocabulary> vocab = config.constraint_vocab;
+  if (config.constraint && !vocab) {
+    if (!m.constraint_vocab) {
+      if (!m.program)
+        return make_error(ErrorCode::kInvalidArgument,
+                          "generate: GenerationConfig::constraint needs constraint_vocab on a Runner created "
+                          "without a program (no tokenizer to take the vocabulary from)");
+      HFS_ASSIGN_OR_RETURN_CTX(auto tok, Tokenizer::from_program(*m.program), "generate: constraint");
+      std::vector<int32_t> eos;
+      for (int64_t id : m.io->info().eos_token_ids) eos.push_back(static_cast<int32_t>(id));
+      HFS_ASSIGN_OR_RETURN_CTX(m.constraint_vocab, TokenVocabulary::from_tokenizer(*tok, eos),
+                               "generate: constraint");
+    }
+    vocab = m.constraint_vocab;
+  }
+  const bool drafting = !config.constraint;
+  if (drafting && config.draft.kind == DraftKind::kProgram) HFS_TRY(m.load_program_draft(config.draft));
   auto t0 = Clock::now();
   bool cancelled = false;
   HFS_TRY(m.prefill(prompt, config.cancel, &cancelled));
-  if (config.draft.kind == DraftKind::kProgram && !cancelled && m.verify_rows >= 2) {
+  if (drafting && config.draft.kind == DraftKind::kProgram && !cancelled && m.verify_rows >= 2) {
     // The draft program catches up on the committed tokens now (the prompt's prefill on its caches), so the
     // first verification round does not pay for it; it counts in the time to the first token.
     ProgramDraft& d = *m.program_draft;
@@ -518,7 +557,7 @@ Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> promp
     m.stats.draft_program_ms += d.ms() - ms0;
     m.stats.draft_program_steps += d.steps() - steps0;
   }
-  auto impl = std::make_unique<Generation::Impl>(&m, config);
+  auto impl = std::make_unique<Generation::Impl>(&m, config, std::move(vocab));
   impl->started = t0;
   if (cancelled) impl->finish(GenerationResult::Stop::kCancelled);  // next() yields nothing
   return std::unique_ptr<Generation>(new Generation(std::move(impl)));

@@ -34,6 +34,9 @@ class Decoder {
  public:
   virtual ~Decoder() = default;
   [[nodiscard]] virtual Status decode_chain(std::vector<std::string>& tokens) const = 0;
+  // One token's raw bytes in the middle of a text (Tokenizer::token_bytes): no lossy UTF-8 decoding (a byte
+  // token stays its byte), no start-of-text rule (Metaspace's first-space removal, Strip). Default: as is.
+  virtual void piece(std::string& /*token*/) const {}
 };
 
 // What a decoder needs to know about the tokenizer (ByteLevel passes added tokens through untouched).

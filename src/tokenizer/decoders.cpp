@@ -35,6 +35,15 @@ class ByteLevel final : public Decoder {
     tokens = std::move(out);
     return Ok{};
   }
+  void piece(std::string& t) const override {
+    if (added_ && std::binary_search(added_->begin(), added_->end(), t)) return;
+    std::string bytes;
+    for (size_t i = 0; i < t.size();) {
+      int b = char_to_byte(next_cp(t, i));
+      bytes.push_back(static_cast<char>(b < 0 ? 0 : b));
+    }
+    t = std::move(bytes);
+  }
 
  private:
   const std::vector<std::string>* added_;
@@ -50,6 +59,7 @@ class Metaspace final : public Decoder {
     }
     return Ok{};
   }
+  void piece(std::string& t) const override { t = replace_all(t, repl_, " "); }
 
  private:
   std::string repl_;
@@ -88,6 +98,12 @@ class ByteFallback final : public Decoder {
     flush();
     tokens = std::move(out);
     return Ok{};
+  }
+  void piece(std::string& t) const override {
+    if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>') {
+      int d0 = hex_digit(t[3]), d1 = hex_digit(t[4]);
+      if (d0 >= 0) t = std::string(1, static_cast<char>(d1 >= 0 ? d0 * 16 + d1 : d0));
+    }
   }
 };
 
@@ -146,6 +162,11 @@ class Replace final : public Decoder {
     }
     return Ok{};
   }
+  void piece(std::string& t) const override {
+    std::vector<std::string> one(1, std::move(t));
+    (void)decode_chain(one);  // never fails
+    t = std::move(one[0]);
+  }
 
  private:
   std::string literal_;
@@ -162,6 +183,9 @@ class BpeSuffix final : public Decoder {
       tokens[i] = replace_all(tokens[i], suffix_, i + 1 == tokens.size() ? "" : " ");
     return Ok{};
   }
+  void piece(std::string& t) const override {
+    if (!suffix_.empty()) t = replace_all(t, suffix_, " ");
+  }
 
  private:
   std::string suffix_;
@@ -174,6 +198,10 @@ class Sequence final : public Decoder {
     for (const auto& s : steps_)
       if (s) HFS_TRY(s->decode_chain(tokens));
     return Ok{};
+  }
+  void piece(std::string& t) const override {
+    for (const auto& s : steps_)
+      if (s) s->piece(t);
   }
 
  private:

@@ -252,6 +252,14 @@ std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
   return impl_->model.syms.str(impl_->id_to_sym[static_cast<size_t>(id)]);
 }
 
+std::optional<std::string> Tokenizer::token_bytes(int32_t id) const {
+  std::optional<std::string> t = id_to_token(id);
+  if (!t) return std::nullopt;
+  if (impl_->added_index(*t) >= 0) return t;  // added tokens are output as written
+  if (impl_->decoder) impl_->decoder->piece(*t);
+  return t;
+}
+
 int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->id_to_sym.size()); }
 
 bool Tokenizer::is_special(int32_t id) const {

@@ -21,6 +21,7 @@
 #include "hfstatic/export.h"
 #include "hfstatic/graph.h"
 #include "hfstatic/io_contract.h"
+#include "hfstatic/constraint.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/metadata_keys.h"
 #include "hfstatic/method.h"
@@ -125,6 +126,20 @@ hfs::Result<hfs::GenerationResult> runner_example(const std::string& model_path)
   auto out = (*r)->generate(prompt, g, [](int32_t tok) { std::printf("%d ", tok); return true; });
   // continuation: the next generate() continues at (*r)->position(); (*r)->reset() starts over.
   return out;
+}
+
+// ---- constraint.h
+int constraint_example(hfs::Runner* runner, const std::vector<int32_t>& prompt, hfs::GenerationResult* result) {
+  auto g = hfs::Grammar::from_gbnf("root ::= \"yes\" | \"no\"\n");
+  if (!g) { std::fprintf(stderr, "%s\n", g.error().to_string().c_str()); return 1; }
+  hfs::GrammarMatcher m(*g);
+  bool ok = m.feed("ye");                       // true: a valid prefix (m.complete() is false)
+  hfs::GenerationConfig gen;
+  gen.constraint = *g;                          // or hfs::Grammar::json_object(), Grammar::from_regex("\\d+")
+  auto out = runner->generate(prompt, gen);     // tokens spelling "yes" or "no", then EOS
+  if (!ok || m.complete() || !out) return 1;
+  *result = *out;
+  return 0;
 }
 
 // ---- tokenizer.h
@@ -358,6 +373,22 @@ TEST(UsageExamples, LlmRunner) {
   if (out->stop == hfs::GenerationResult::Stop::kMaxTokens) {
     EXPECT_EQ(out->tokens.size(), 64u);
   }
+}
+
+TEST(UsageExamples, Constraint) {
+  const std::string& path = stories_program();
+  ASSERT_FALSE(path.empty());
+  auto r = hfs::Runner::load(path);
+  ASSERT_TRUE(r) << r.error().to_string();
+  hfs::GenerationResult out;
+  ASSERT_EQ(constraint_example(r->get(), {1}, &out), 0);
+  ASSERT_EQ(out.stop, hfs::GenerationResult::Stop::kStopToken);
+  auto tok = hfs::Tokenizer::from_dir(stories_dir());
+  ASSERT_TRUE(tok);
+  std::string text;
+  for (size_t i = 0; i + 1 < out.tokens.size(); ++i) text += (*tok)->token_bytes(out.tokens[i]).value_or("?");
+  EXPECT_TRUE(text == "yes" || text == "no") << text;
+  EXPECT_EQ(out.tokens.back(), (*tok)->eos_ids().at(0));
 }
 
 TEST(UsageExamples, Engine) {
