@@ -18,72 +18,100 @@
 namespace hfs::cpu_fast::detail {
 namespace {
 
-// One weight row `wr` against X activation rows (x, ldx apart) → y[r·ldy] = sum(row r's chains) + b.
-// PF: software-prefetch the weight stream (the first group only).
-template <class Isa, class Fmt, int X, bool PF, class Sum, size_t... R>
-inline void float_rows_tile(const char* wr, int64_t k, const float* x, int64_t ldx, float* y, int64_t ldy, float b,
-                            const Sum& sum, std::index_sequence<R...>) {
+// Decode sums each weight row's products in four chains, and the chains never meet before the finish:
+// chain c takes the vectors at c·kLanes + 4·kLanes·i, chain 0 also the leftover whole vectors. So a tile
+// can run one chain at a time for X activation rows × NW weight rows: X·NW accumulators, each activation
+// vector loaded once for NW FMAs and each weight vector widened once for X, and every accumulator still
+// sees its chain's products in decode's order.
+// Vectors j, j + stride, .. < end of NW weight rows (rb bytes apart) against X activation rows (ldx
+// apart): acc[r·NW + w] += x_r[j..] · w_w[j..]. PF: also prefetch one step's share of the weight block
+// after this one per step, from pf on (advanced past it).
+template <class Isa, class Fmt, int X, int NW, bool PF, size_t... I>
+inline void float_rows_chain(const char* wr, int64_t rb, int64_t j, int64_t end, int64_t stride, const float* x,
+                             int64_t ldx, const char*& pf, typename Isa::V* acc_io, std::index_sequence<I...>) {
+  using V = typename Isa::V;
+  constexpr int64_t kPfBytes = NW * Isa::kLanes * elem_size(Fmt{});
+  V acc[X * NW];
+  ((acc[I] = acc_io[I]), ...);
+  for (; j < end; j += stride) {
+    if constexpr (PF) {
+      for (int64_t off = 0; off < kPfBytes; off += 64) _mm_prefetch(pf + off, _MM_HINT_T0);
+      pf += kPfBytes;
+    }
+    V w[NW];
+#pragma GCC unroll 8
+    for (int c = 0; c < NW; ++c) w[c] = Isa::wload(Fmt{}, wr + c * rb, j);
+    ((acc[I] = Isa::fma(Isa::load(x + static_cast<int64_t>(I / NW) * ldx + j), w[I % NW], acc[I])), ...);
+  }
+  ((acc_io[I] = acc[I]), ...);
+}
+
+// Elements per K block of a tile: X activation rows' and NW weight rows' share of one stay in L1 while
+// the four chains pass over it (the chains' sums wait in memory, exactly, for the next block).
+constexpr int64_t kRowsKBlock = 1024;
+
+// X activation rows × NW weight rows (y[r·ldy + w] = sum(row r's chains against weight row w) + b[w]).
+// pf: the next weight block, prefetched over the tile's steps (nullptr: none).
+template <class Isa, class Fmt, int X, int NW, class Sum>
+inline void float_rows_tile(const char* wr, int64_t k, const float* x, int64_t ldx, float* y, int64_t ldy,
+                            const float* b, const char* pf, const Sum& sum) {
   using V = typename Isa::V;
   constexpr int64_t L = Isa::kLanes;
-  constexpr int64_t es = elem_size(Fmt{});
-  V a0[X], a1[X], a2[X], a3[X];
-  ((a0[R] = a1[R] = a2[R] = a3[R] = Isa::zero()), ...);
-  int64_t j = 0;
-  for (; j + 4 * L <= k; j += 4 * L) {
-    if constexpr (PF)
-      for (int64_t off = 0; off < 4 * L * es; off += 64) _mm_prefetch(wr + j * es + kPrefetchAhead + off, _MM_HINT_T0);
-    const V w0 = Isa::wload(Fmt{}, wr, j);
-    ((a0[R] = Isa::fma(Isa::load(x + R * ldx + j), w0, a0[R])), ...);
-    const V w1 = Isa::wload(Fmt{}, wr, j + L);
-    ((a1[R] = Isa::fma(Isa::load(x + R * ldx + j + L), w1, a1[R])), ...);
-    const V w2 = Isa::wload(Fmt{}, wr, j + 2 * L);
-    ((a2[R] = Isa::fma(Isa::load(x + R * ldx + j + 2 * L), w2, a2[R])), ...);
-    const V w3 = Isa::wload(Fmt{}, wr, j + 3 * L);
-    ((a3[R] = Isa::fma(Isa::load(x + R * ldx + j + 3 * L), w3, a3[R])), ...);
+  constexpr auto kTile = std::make_index_sequence<X * NW>{};
+  const int64_t rb = k * elem_size(Fmt{}), k4 = k / (4 * L) * (4 * L), kv = k / L * L;
+  V part[4][X * NW];
+  for (auto& p : part)
+    for (V& v : p) v = Isa::zero();
+  for (int64_t k0 = 0; k0 < k4; k0 += kRowsKBlock) {
+    const int64_t k1 = std::min(k4, k0 + kRowsKBlock);
+    for (int c = 0; c < 4; ++c)
+      if (pf != nullptr)
+        float_rows_chain<Isa, Fmt, X, NW, true>(wr, rb, k0 + c * L, k1, 4 * L, x, ldx, pf, part[c], kTile);
+      else
+        float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, k0 + c * L, k1, 4 * L, x, ldx, pf, part[c], kTile);
   }
-  for (; j + L <= k; j += L) {
-    const V w0 = Isa::wload(Fmt{}, wr, j);
-    ((a0[R] = Isa::fma(Isa::load(x + R * ldx + j), w0, a0[R])), ...);
-  }
-  ((y[R * ldy] = sum(a0[R], a1[R], a2[R], a3[R], x + R * ldx, wr, j, k) + b), ...);
+  float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, k4, kv, L, x, ldx, pf, part[0], kTile);
+  for (int i = 0; i < X * NW; ++i)
+    y[i / NW * ldy + i % NW] =
+        sum(part[0][i], part[1][i], part[2][i], part[3][i], x + i / NW * ldx, wr + i % NW * rb, kv, k) + b[i % NW];
 }
 
 // Group sizes 1..Isa::kRowsMaxX, picked at run time.
-template <class Isa, class Fmt, bool PF, class Sum, size_t... G>
+template <class Isa, class Fmt, int NW, class Sum, size_t... G>
 inline void float_rows_group(int64_t rows, const char* wr, int64_t k, const float* x, int64_t ldx, float* y,
-                             int64_t ldy, float b, const Sum& sum, std::index_sequence<G...>) {
-  ((rows == static_cast<int64_t>(G + 1)
-        ? float_rows_tile<Isa, Fmt, G + 1, PF>(wr, k, x, ldx, y, ldy, b, sum, std::make_index_sequence<G + 1>{})
-        : void()),
+                             int64_t ldy, const float* b, const char* pf, const Sum& sum, std::index_sequence<G...>) {
+  ((rows == static_cast<int64_t>(G + 1) ? float_rows_tile<Isa, Fmt, G + 1, NW>(wr, k, x, ldx, y, ldy, b, pf, sum) : void()),
    ...);
 }
 
-// Rows [0, m) × outputs [n0, n1): weight row by weight row, each against every group of activation rows.
-// sum(a0, a1, a2, a3, x, wr, j, k): the decode kernel's finish for one row from element j (its tail, its
-// reduction), without the bias.
+// Rows [0, m) × outputs [n0, n1): blocks of kRowsNW weight rows (then single rows), each against every
+// group of activation rows. A block's rows are contiguous, so the prefetch of the next block during the
+// first group's chain 0 is one sequential stream. sum(a0, a1, a2, a3, x, wr, j, k): the decode kernel's
+// finish for one row from element j (its tail, its reduction), without the bias.
 template <class Isa, class Fmt, class Sum>
 void float_rows(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0, int64_t n1,
                 const Sum& sum) {
-  constexpr int64_t kMaxX = Isa::kRowsMaxX;
+  constexpr int64_t kMaxX = Isa::kRowsMaxX, kNW = Isa::kRowsNW;
   constexpr bool kPf = Isa::template gemv_prefetch<Fmt>();
-  const int64_t k = w.k, ld = w.n, es = elem_size(Fmt{});
+  const int64_t k = w.k, ld = w.n, rb = k * elem_size(Fmt{});
   const int64_t groups = (m + kMaxX - 1) / kMaxX, per = m / groups, extra = m % groups;  // the first `extra` get one more
   const char* base = static_cast<const char*>(w.raw);
-  for (int64_t n = n0; n < n1; ++n) {
-    const char* wr = base + n * k * es;
-    const float b = bias ? bias[n] : 0.0f;
+  float b[kNW];
+  auto block = [&](auto nw, int64_t n) {
+    constexpr int kN = decltype(nw)::value;
+    for (int64_t c = 0; c < kN; ++c) b[c] = bias ? bias[n + c] : 0.0f;
+    const char* wr = base + n * rb;
     int64_t i = 0;
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t rows = per + (g < extra ? 1 : 0);
-      if (g == 0)
-        float_rows_group<Isa, Fmt, kPf>(rows, wr, k, x + i * k, k, y + i * ld + n, ld, b, sum,
-                                        std::make_index_sequence<kMaxX>{});
-      else
-        float_rows_group<Isa, Fmt, false>(rows, wr, k, x + i * k, k, y + i * ld + n, ld, b, sum,
-                                          std::make_index_sequence<kMaxX>{});
+      float_rows_group<Isa, Fmt, kN>(rows, wr, k, x + i * k, k, y + i * ld + n, ld, b, kPf && g == 0 ? wr + kN * rb : nullptr,
+                                     sum, std::make_index_sequence<kMaxX>{});
       i += rows;
     }
-  }
+  };
+  int64_t n = n0;
+  for (; n + kNW <= n1; n += kNW) block(std::integral_constant<int, kNW>{}, n);
+  for (; n < n1; ++n) block(std::integral_constant<int, 1>{}, n);
 }
 
 // float_rows finishing as float_gemv does (the traits' gemv_sum): the ISA's own decode kernel.
