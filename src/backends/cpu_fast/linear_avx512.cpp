@@ -60,7 +60,7 @@ struct Avx512 {
   static constexpr int64_t kPanelCols = 32, kPanelK = 256, kPanelRows = 8;
   static constexpr bool kPlainFullStores = false;
   // Multi-row steps (linear_float_rows.h): tiles of up to 4 activation rows × 4 weight rows.
-  static constexpr int64_t kRowsMaxX = 4, kRowsNW = 4;
+  static constexpr int64_t kRowsMaxX = 6, kRowsNW = 4;
 
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
