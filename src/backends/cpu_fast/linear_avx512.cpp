@@ -59,7 +59,8 @@ struct Avx512 {
   // the FMA peak.
   static constexpr int64_t kPanelCols = 32, kPanelK = 256, kPanelRows = 8;
   static constexpr bool kPlainFullStores = false;
-  // Multi-row steps (linear_float_rows.h): tiles of up to 4 activation rows × 4 weight rows.
+  // Multi-row steps (linear_float_rows.h): tiles of up to 6 activation rows × 4 weight rows (24
+  // accumulators, 4 weight vectors, one activation vector at a time: no spills).
   static constexpr int64_t kRowsMaxX = 6, kRowsNW = 4;
 
   static V zero() { return _mm512_setzero_ps(); }

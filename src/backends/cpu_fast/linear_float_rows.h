@@ -8,11 +8,12 @@
 // decode gives it. Decode's GEMVs (float_gemv, and the half_group variants of linear_half_gemv.h) sum a
 // weight row's products in four chains a0..a3 over steps of 4·kLanes elements, a leftover whole vector
 // into a0, then finish with a tail and a reduction that differs per kernel (`sum` below). float_rows runs
-// exactly those additions for every activation row, but with the rows side by side: per weight row,
-// groups of up to kMaxX activation rows hold 4 accumulators each, and every weight vector loaded and
-// widened once feeds the whole group. Only the first group streams the weight row from memory (with the
-// decode GEMV's software prefetch); the other groups re-read it from L1. The groups are balanced (8 rows on
-// AVX-512: two groups of 4), so that each widening feeds as many FMAs as the registers allow.
+// exactly those additions for every activation row, in tiles of X activation rows × NW weight rows
+// (the traits' kRowsMaxX, kRowsNW), one chain at a time (see float_rows_chain). The activation rows go in
+// balanced groups (8 rows on AVX-512: two of 4); the first group prefetches the next weight block as one
+// sequential stream, the others find the weights in L1/L2. Where two GEMVs add the same way for every K
+// (float_gemv and half_group on AVX2: the same chains, lane sum and element-by-element tail) one rows kernel
+// serves both (linear_kernels.h).
 #pragma once
 
 namespace hfs::cpu_fast::detail {

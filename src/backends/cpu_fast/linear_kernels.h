@@ -52,7 +52,7 @@ inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 32) * st
 // verifier's largest step): every row gets, bit for bit, what decode's GEMV gives it, so a row's outputs
 // do not depend on the rows beside it. The decode kernel's rows kernel does that (linear_float_rows.h:
 // decode's additions in decode's order for every row, each weight vector widened once for up to 6
-// (AVX-512) or 3 (AVX2) rows); a GEMV variant without one (linear_half.h) runs each row through the
+// (AVX-512) or 2 (AVX2) rows); a GEMV variant without one (linear_half.h) runs each row through the
 // GEMV itself, a few weight rows at a time (linear.cpp, float_rows_as_decode). From one row more, the
 // prefill panel GEMM (linear_float_<isa>, which itself runs the GEMV for one row and the GEMM for any
 // other count).

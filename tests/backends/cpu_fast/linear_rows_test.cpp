@@ -1,5 +1,5 @@
 // A few activation rows in one call: 2..16 rows, as a multi-sequence engine packs the decode rows of several
-// sequences (or draft tokens) into one step. Float weights run each row through decode's GEMV up to
+// sequences (or draft tokens) into one step. Float weights run decode's GEMV additions for every row up to
 // kFloatRowsMax rows (16) and the panel GEMM above, integer weights the tile loops of their prefill kernels;
 // either way every row is bit for bit what decode gives it.
 #include <gtest/gtest.h>
