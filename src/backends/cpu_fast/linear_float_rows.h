@@ -47,8 +47,10 @@ inline void float_rows_chain(const char* wr, int64_t rb, int64_t j, int64_t end,
   ((acc_io[I] = acc[I]), ...);
 }
 
-// Elements per K block of a tile: X activation rows' and NW weight rows' share of one stay in L1 while
-// the four chains pass over it (the chains' sums wait in memory, exactly, for the next block).
+// Elements per K block of a tile: the NW weight rows' share of one stays in L1 while the four chains pass
+// over it (a 64-byte line of 16-bit weights holds two chains' vectors; over the whole row, 4 rows of
+// K = 4864 outgrew L1 and R = 8 took 3.1-3.6x a decode pass instead of 2.4x). The chains' sums wait in
+// memory, exactly, for the next block.
 constexpr int64_t kRowsKBlock = 1024;
 
 // X activation rows × NW weight rows (y[r·ldy + w] = sum(row r's chains against weight row w) + b[w]).
@@ -81,13 +83,14 @@ inline void float_rows_tile(const char* wr, int64_t k, const float* x, int64_t l
 template <class Isa, class Fmt, int NW, class Sum, size_t... G>
 inline void float_rows_group(int64_t rows, const char* wr, int64_t k, const float* x, int64_t ldx, float* y,
                              int64_t ldy, const float* b, const char* pf, const Sum& sum, std::index_sequence<G...>) {
-  ((rows == static_cast<int64_t>(G + 1) ? float_rows_tile<Isa, Fmt, G + 1, NW>(wr, k, x, ldx, y, ldy, b, pf, sum) : void()),
+  ((rows == static_cast<int64_t>(G + 1) ? float_rows_tile<Isa, Fmt, G + 1, NW>(wr, k, x, ldx, y, ldy, b, pf, sum)
+                                        : void()),
    ...);
 }
 
 // Rows [0, m) × outputs [n0, n1): blocks of kRowsNW weight rows (then single rows), each against every
 // group of activation rows. A block's rows are contiguous, so the prefetch of the next block during the
-// first group's chain 0 is one sequential stream. sum(a0, a1, a2, a3, x, wr, j, k): the decode kernel's
+// first group's tile is one sequential stream. sum(a0, a1, a2, a3, x, wr, j, k): the decode kernel's
 // finish for one row from element j (its tail, its reduction), without the bias.
 template <class Isa, class Fmt, class Sum>
 void float_rows(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0, int64_t n1,
@@ -95,7 +98,8 @@ void float_rows(const PackedWeight& w, const float* x, int64_t m, const float* b
   constexpr int64_t kMaxX = Isa::kRowsMaxX, kNW = Isa::kRowsNW;
   constexpr bool kPf = Isa::template gemv_prefetch<Fmt>();
   const int64_t k = w.k, ld = w.n, rb = k * elem_size(Fmt{});
-  const int64_t groups = (m + kMaxX - 1) / kMaxX, per = m / groups, extra = m % groups;  // the first `extra` get one more
+  // Balanced groups: `per` rows each, the first `extra` one more.
+  const int64_t groups = (m + kMaxX - 1) / kMaxX, per = m / groups, extra = m % groups;
   const char* base = static_cast<const char*>(w.raw);
   float b[kNW];
   auto block = [&](auto nw, int64_t n) {
@@ -105,8 +109,8 @@ void float_rows(const PackedWeight& w, const float* x, int64_t m, const float* b
     int64_t i = 0;
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t rows = per + (g < extra ? 1 : 0);
-      float_rows_group<Isa, Fmt, kN>(rows, wr, k, x + i * k, k, y + i * ld + n, ld, b, kPf && g == 0 ? wr + kN * rb : nullptr,
-                                     sum, std::make_index_sequence<kMaxX>{});
+      float_rows_group<Isa, Fmt, kN>(rows, wr, k, x + i * k, k, y + i * ld + n, ld, b,
+                                     kPf && g == 0 ? wr + kN * rb : nullptr, sum, std::make_index_sequence<kMaxX>{});
       i += rows;
     }
   };
@@ -121,12 +125,12 @@ void linear_float_rows(const PackedWeight& w, const float* x, int64_t m, const f
                        int64_t n1) {
   auto run = [&](auto fmt) {
     using Fmt = decltype(fmt);
+    using V = typename Isa::V;
     const auto tail = Isa::gemv_tail(w.k);
-    float_rows<Isa, Fmt>(w, x, m, bias, y, n0, n1,
-                         [tail](typename Isa::V a0, typename Isa::V a1, typename Isa::V a2, typename Isa::V a3,
-                                const float* xr, const char* wr, int64_t j, int64_t k) {
-                           return Isa::template gemv_sum<Fmt>(a0, a1, a2, a3, xr, wr, j, k, tail);
-                         });
+    const auto sum = [tail](V a0, V a1, V a2, V a3, const float* xr, const char* wr, int64_t j, int64_t k) {
+      return Isa::template gemv_sum<Fmt>(a0, a1, a2, a3, xr, wr, j, k, tail);
+    };
+    float_rows<Isa, Fmt>(w, x, m, bias, y, n0, n1, sum);
   };
   switch (w.format) {
     case DType::kF16: run(F16{}); break;
