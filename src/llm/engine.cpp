@@ -15,6 +15,7 @@
 #include "llm/logits_check.h"
 #include "llm/draft_source.h"
 #include "llm/program_draft.h"
+#include "llm/program_vocabulary.h"
 
 namespace hfs {
 namespace {
@@ -47,6 +48,10 @@ struct Engine::Impl {
     std::optional<DraftPolicy> policy;
     std::vector<int32_t> rows;
     size_t drafts = 0;
+    // Structured output (config.constraint): the sequence's matcher over the vocabulary, and its masked
+    // logits (sized when it starts). No drafts under a constraint, as in the Runner.
+    std::unique_ptr<TokenConstraint> constraint;
+    std::vector<float> masked;
 
     int64_t left() const { return static_cast<int64_t>(pending.size() - fed); }
     bool generating() const { return !info.finished && config.max_new_tokens > 0; }
@@ -79,6 +84,8 @@ struct Engine::Impl {
     std::vector<std::unique_ptr<DraftSource>> free;
   };
   std::map<std::string, DraftPool> draft_pools;
+  // The vocabulary constrained sequences mask, from the program's tokenizer (built by the first one).
+  std::shared_ptr<const TokenVocabulary> constraint_vocab;
 
   Status check_tokens(std::span<const int32_t> tokens, const char* what) const {
     const int64_t V = io->info().vocab_size;
@@ -111,7 +118,8 @@ struct Engine::Impl {
   // drafts otherwise or not at all. Loading or checking the draft fails here, before the sequence changes.
   Result<std::unique_ptr<DraftSource>> acquire_draft(const GenerationConfig& config, std::string* key, const char* what) {
     const DraftConfig& c = config.draft;
-    if (c.kind != DraftKind::kProgram || config.max_new_tokens == 0 || rows_max < 2) return std::unique_ptr<DraftSource>();
+    if (c.kind != DraftKind::kProgram || config.constraint || config.max_new_tokens == 0 || rows_max < 2)
+      return std::unique_ptr<DraftSource>();
     *key = c.program ? "@" + std::to_string(reinterpret_cast<uintptr_t>(c.program.get())) : c.program_path;
     auto it = draft_pools.find(*key);
     if (it != draft_pools.end() && !it->second.free.empty()) {
@@ -132,6 +140,17 @@ struct Engine::Impl {
     return std::unique_ptr<DraftSource>(std::move(*d));
   }
 
+  // The vocabulary a constrained config masks: its own, or the program's (built once). Null without one.
+  Result<std::shared_ptr<const TokenVocabulary>> vocabulary(const GenerationConfig& config, const char* what) {
+    if (!config.constraint) return std::shared_ptr<const TokenVocabulary>();
+    if (config.constraint_vocab) return config.constraint_vocab;
+    if (!constraint_vocab) {
+      HFS_ASSIGN_OR_RETURN(constraint_vocab,
+                           program_vocabulary(program.get(), io->info().eos_token_ids, std::string("engine: ") + what));
+    }
+    return constraint_vocab;
+  }
+
   // A draft program goes back to its pool (the next sequence brings it to its own tokens).
   void release_draft(Seq& s) {
     if (!s.draft_pool.empty() && s.draft) draft_pools[s.draft_pool].free.push_back(std::move(s.draft));
@@ -140,7 +159,8 @@ struct Engine::Impl {
   }
 
   void start(Seq& s, std::span<const int32_t> tokens, const GenerationConfig& config,
-             std::unique_ptr<DraftSource> program_draft = nullptr, std::string pool = {}) {
+             std::unique_ptr<DraftSource> program_draft = nullptr, std::string pool = {},
+             std::shared_ptr<const TokenVocabulary> vocab = nullptr) {
     s.pending.assign(tokens.begin(), tokens.end());
     s.fed = 0;
     s.config = config;
@@ -157,11 +177,16 @@ struct Engine::Impl {
     s.logits_step = -1;
     release_draft(s);
     s.policy.reset();
-    if (program_draft) {
+    s.constraint.reset();
+    if (config.constraint && config.max_new_tokens > 0) {
+      s.constraint = std::make_unique<TokenConstraint>(config.constraint, std::move(vocab));
+      s.masked.resize(static_cast<size_t>(io->info().vocab_size));
+    } else if (program_draft) {
       s.draft = std::move(program_draft);
       s.draft_pool = std::move(pool);
       sync_source(*s.draft, s.history);  // the tokens it shares with its last sequence stay in its caches
-    } else if (config.draft.kind == DraftKind::kNgram && config.max_new_tokens > 0 && rows_max >= 2) {
+    } else if (config.draft.kind == DraftKind::kNgram && !config.constraint && config.max_new_tokens > 0 &&
+               rows_max >= 2) {
       s.draft = std::make_unique<NgramSource>(io->info().context_length);
       s.draft->commit(s.history);
     }
@@ -365,6 +390,24 @@ struct Engine::Impl {
       events.push_back({s.id, -1, true});
       return;
     }
+    if (s.constraint) {
+      // Only tokens that keep the output a valid prefix; an end token only where the grammar is complete.
+      if (s.constraint->mask_logits(logits, s.masked) == 0) {
+        if (s.constraint->complete()) {
+          finish(s, SequenceStop::kStopToken);
+        } else {
+          s.info.error = "constraint: no token of the vocabulary continues the output after " +
+                         std::to_string(s.info.generated.size()) + " generated tokens";
+          finish(s, SequenceStop::kError);
+        }
+        events.push_back({s.id, -1, true});
+        return;
+      }
+      const int32_t tok = s.sampler->sample(s.masked, s.history);
+      (void)s.constraint->accept(tok);  // drawn from the mask: always allowed
+      emit(s, tok, now, true);
+      return;
+    }
     emit(s, s.sampler->sample(logits, s.history), now, true);
   }
 
@@ -437,6 +480,7 @@ const EngineStats& Engine::stats() const { return impl_->stats; }
 Result<SequenceId> Engine::add(std::span<const int32_t> prompt, const GenerationConfig& config) {
   Impl& m = *impl_;
   HFS_TRY(m.check_start(prompt, 0, config, "add"));
+  HFS_ASSIGN_OR_RETURN(auto vocab, m.vocabulary(config, "add"));
   std::string pool;
   HFS_ASSIGN_OR_RETURN(auto draft, m.acquire_draft(config, &pool, "add"));
   auto index = m.io->add_sequence();
@@ -445,7 +489,7 @@ Result<SequenceId> Engine::add(std::span<const int32_t> prompt, const Generation
     return index.error();
   }
   Impl::Seq& s = m.make_seq(*index);
-  m.start(s, prompt, config, std::move(draft), std::move(pool));
+  m.start(s, prompt, config, std::move(draft), std::move(pool), std::move(vocab));
   return s.id;
 }
 
@@ -457,6 +501,7 @@ Result<SequenceId> Engine::fork(SequenceId parent, int64_t prefix, std::span<con
     return make_error(ErrorCode::kInvalidArgument, "engine: fork: prefix of " + std::to_string(prefix) + " tokens, but sequence " +
                                                        std::to_string(parent) + " holds " + std::to_string(held));
   HFS_TRY(m.check_start(more, prefix, config, "fork"));
+  HFS_ASSIGN_OR_RETURN(auto vocab, m.vocabulary(config, "fork"));
   std::string pool;
   HFS_ASSIGN_OR_RETURN(auto draft, m.acquire_draft(config, &pool, "fork"));
   auto index = m.io->fork_sequence(p->index, prefix);
@@ -467,7 +512,7 @@ Result<SequenceId> Engine::fork(SequenceId parent, int64_t prefix, std::span<con
   std::vector<int32_t> history(p->history.begin(), p->history.begin() + prefix);
   Impl::Seq& s = m.make_seq(*index);
   s.history.insert(s.history.end(), history.begin(), history.end());
-  m.start(s, more, config, std::move(draft), std::move(pool));
+  m.start(s, more, config, std::move(draft), std::move(pool), std::move(vocab));
   return s.id;
 }
 
@@ -478,9 +523,10 @@ Status Engine::append(SequenceId id, std::span<const int32_t> tokens, const Gene
     return make_error(ErrorCode::kInvalidArgument, "engine: append: sequence " + std::to_string(id) + " still has " +
                                                        std::to_string(s->left()) + " tokens to feed or is generating");
   HFS_TRY(m.check_start(tokens, m.io->sequence_length(s->index), config, "append"));
+  HFS_ASSIGN_OR_RETURN(auto vocab, m.vocabulary(config, "append"));
   std::string pool;
   HFS_ASSIGN_OR_RETURN(auto draft, m.acquire_draft(config, &pool, "append"));
-  m.start(*s, tokens, config, std::move(draft), std::move(pool));
+  m.start(*s, tokens, config, std::move(draft), std::move(pool), std::move(vocab));
   return Ok{};
 }
 

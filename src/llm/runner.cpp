@@ -13,7 +13,7 @@
 #include "llm/logits_check.h"
 #include "llm/draft_source.h"
 #include "llm/program_draft.h"
-#include "hfstatic/tokenizer.h"
+#include "llm/program_vocabulary.h"
 
 namespace hfs {
 namespace {
@@ -529,15 +529,7 @@ Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> promp
   std::shared_ptr<const TokenVocabulary> vocab = config.constraint_vocab;
   if (config.constraint && !vocab) {
     if (!m.constraint_vocab) {
-      if (!m.program)
-        return make_error(ErrorCode::kInvalidArgument,
-                          "generate: GenerationConfig::constraint needs constraint_vocab on a Runner created "
-                          "without a program (no tokenizer to take the vocabulary from)");
-      HFS_ASSIGN_OR_RETURN_CTX(auto tok, Tokenizer::from_program(*m.program), "generate: constraint");
-      std::vector<int32_t> eos;
-      for (int64_t id : m.io->info().eos_token_ids) eos.push_back(static_cast<int32_t>(id));
-      HFS_ASSIGN_OR_RETURN_CTX(m.constraint_vocab, TokenVocabulary::from_tokenizer(*tok, eos),
-                               "generate: constraint");
+      HFS_ASSIGN_OR_RETURN(m.constraint_vocab, program_vocabulary(m.program.get(), m.io->info().eos_token_ids, "generate"));
     }
     vocab = m.constraint_vocab;
   }
