@@ -174,8 +174,9 @@ def test_openai_client(server, program):
     ("/v1/completions", {"prompt": PROMPT, "logprobs": 2}, "secret", 400, "logprobs", "not supported"),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]},
      "secret", 400, "tools", "not supported"),
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}},
-     "secret", 400, "response_format", "not supported"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+     "json_schema": {"name": "n", "schema": {"type": "integer", "minimum": 0}}}},
+     "secret", 400, "response_format", 'unsupported keyword "minimum"'),
     ("/v1/completions", {"prompt": PROMPT, "model": "gpt-4"}, "secret", 404, "model", "does not exist"),
     ("/v1/completions", {"prompt": " ".join(["Once upon a time"] * 80)}, "secret", 400, "prompt", "context is 256"),
     ("/v1/completions", {"prompt": PROMPT}, "wrong", 401, None, "invalid API key"),
@@ -451,3 +452,42 @@ def test_draft_program_answers_equal_plain_answers(server, program, stories_dir,
         assert m["hfstatic_draft_accepted_total"] > 0, m
     finally:
         assert s.stop() == 0, s.log_path.read_text()[-3000:]
+
+
+def test_response_format_json_schema_and_json_object(server, tmp_path):
+    """response_format through the npm openai client's shape: every reply is JSON valid against its schema
+    (checked by ajv, an independent validator), streamed or not; json_object replies are JSON objects."""
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10},
+                                               "mood": {"enum": ["happy", "sad"]}, "age": {"type": "integer"}},
+              "required": ["name", "mood", "age"], "additionalProperties": False}
+    fmt = {"type": "json_schema", "json_schema": {"name": "character", "schema": schema, "strict": True}}
+    texts = []
+    for seed in range(4):
+        body = {"messages": [{"role": "user", "content": "Describe a character."}], "max_tokens": 200,
+                "temperature": 1.0, "seed": seed, "response_format": fmt}
+        status, j, _ = post(server.url, "/v1/chat/completions", body)
+        assert status == 200, j
+        assert j["choices"][0]["finish_reason"] == "stop", j
+        texts.append(j["choices"][0]["message"]["content"])
+    req = urllib.request.Request(server.url + "/v1/completions", method="POST", data=json.dumps(
+        {"prompt": "Once upon a time", "max_tokens": 200, "seed": 9, "temperature": 1.0, "stream": True,
+         "response_format": fmt}).encode(), headers={"Content-Type": "application/json", "Authorization": "Bearer secret"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        streamed = r.read().decode()
+    pieces = [json.loads(line[6:]) for line in streamed.splitlines() if line.startswith("data: {")]
+    texts.append("".join(p["choices"][0]["text"] for p in pieces if p.get("choices")))
+    cases = [{"schema": schema, "text": t} for t in texts]
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps(cases))
+    r = subprocess.run(["node", str(ROOT / "tests" / "tools" / "validate_json.js"), str(path)], capture_output=True,
+                       text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout)["failures"] == [], (r.stdout, r.stderr, texts)
+    # json_object: any object, so a reply may run to max_tokens inside a string (then it is a valid prefix).
+    for seed in range(3):
+        status, j, _ = post(server.url, "/v1/completions", {"prompt": "Once", "max_tokens": 300, "seed": seed,
+                                                            "response_format": {"type": "json_object"}})
+        assert status == 200, j
+        text, why = j["choices"][0]["text"], j["choices"][0]["finish_reason"]
+        assert text.lstrip().startswith("{")
+        if why == "stop":
+            assert isinstance(json.loads(text), dict), text
