@@ -60,7 +60,9 @@ nlohmann::json stats_json(const RunnerStats& s) {
           {"draft_tokens", s.draft_tokens},
           {"draft_accepted", s.draft_accepted},
           {"draft_program_steps", s.draft_program_steps},
-          {"draft_program_ms", s.draft_program_ms}};
+          {"draft_program_ms", s.draft_program_ms},
+          {"constraint_steps", s.constraint_steps},
+          {"constraint_ms", s.constraint_ms}};
 }
 
 void print_stats_line(const RunnerStats& s) {
@@ -79,6 +81,9 @@ void print_stats_line(const RunnerStats& s) {
   if (s.draft_program_steps > 0)
     std::fprintf(stderr, "draft program: %lld steps, %.1f ms (catch-up prefill and drafting)\n",
                  static_cast<long long>(s.draft_program_steps), s.draft_program_ms);
+  if (s.constraint_steps > 0)
+    std::fprintf(stderr, "constraint: %.1f us per token (token masks and matcher steps, %lld tokens)\n",
+                 1e3 * s.constraint_ms / static_cast<double>(s.constraint_steps), static_cast<long long>(s.constraint_steps));
 }
 
 std::function<void(int64_t, int64_t)> prefill_progress_bar() {

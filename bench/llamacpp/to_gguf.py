@@ -15,6 +15,11 @@ relied on:
 - F16 / BF16 output stores matrices in f16 / bf16 (gguf-py's own round-to-nearest-even) and keeps 1-D tensors
   (norms, biases) in f32, as llama.cpp expects.
 The result is checked against the PyTorch reference by bench/llamacpp/check_gguf.py.
+
+--bpe-pre NAME instead writes the checkpoint's own byte-level BPE tokenizer.json (GPT-2 style: vocab, merges,
+added tokens; ids past it up to vocab_size become unused pad tokens) with llama.cpp's pre-tokenizer NAME
+("qwen2", "gpt-2", ...), so that llama.cpp can turn ids into text: what its grammar sampler needs
+(bench/grammar).
 """
 
 import argparse
@@ -38,7 +43,40 @@ def rope_permute(w, n_heads):
     return w.reshape(n_heads, 2, rows // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def convert(model_dir, out_path, outtype, gguf):
+def write_bpe_vocab(w, model_dir, vocab, pre, gguf):
+    """The checkpoint's byte-level BPE tokenizer as llama.cpp's "gpt2" tokenizer model."""
+    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
+        tj = json.load(f)
+    model = tj["model"]
+    if model.get("type") != "BPE":
+        raise SystemExit(f"to_gguf: {model_dir}/tokenizer.json is not a BPE tokenizer")
+    tokens = [f"[PAD{i}]" for i in range(vocab)]
+    types = [gguf.TokenType.UNUSED] * vocab
+    for text, i in model["vocab"].items():
+        if i < vocab:
+            tokens[i], types[i] = text, gguf.TokenType.NORMAL
+    for t in tj.get("added_tokens", []):
+        if t["id"] < vocab:
+            tokens[t["id"]] = t["content"]
+            types[t["id"]] = gguf.TokenType.CONTROL if t.get("special") else gguf.TokenType.USER_DEFINED
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    with open(os.path.join(model_dir, "generation_config.json")) as f:
+        gen = json.load(f)
+    eos = gen.get("eos_token_id")
+    eos = eos[0] if isinstance(eos, list) else eos
+    if gen.get("bos_token_id") is not None:
+        w.add_bos_token_id(gen["bos_token_id"])
+    if eos is not None:
+        w.add_eos_token_id(eos)
+    w.add_add_bos_token(False)
+
+
+def convert(model_dir, out_path, outtype, gguf, bpe_pre=None):
     with open(os.path.join(model_dir, "config.json")) as f:
         cfg = json.load(f)
     arch = cfg.get("model_type")
@@ -74,7 +112,10 @@ def convert(model_dir, out_path, outtype, gguf):
     w.add_rope_freq_base(float(cfg.get("rope_theta", 10000.0)))
     w.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
     w.add_vocab_size(vocab)
-    w.add_tokenizer_model("none")
+    if bpe_pre:
+        write_bpe_vocab(w, model_dir, vocab, bpe_pre, gguf)
+    else:
+        w.add_tokenizer_model("none")
     w.add_file_type({"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
                      "bf16": gguf.LlamaFileType.MOSTLY_BF16}[outtype])
 
@@ -138,11 +179,13 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--gguf-py", required=True, help="llama.cpp's gguf-py folder")
     ap.add_argument("--outtype", choices=("f32", "f16", "bf16"), default="f32")
+    ap.add_argument("--bpe-pre", default=None, metavar="NAME",
+                    help="write the checkpoint's byte-level BPE tokenizer with this llama.cpp pre-tokenizer")
     a = ap.parse_args()
     sys.path.insert(0, a.gguf_py)
     import gguf  # noqa: E402
 
-    convert(a.model_dir, a.out, a.outtype, gguf)
+    convert(a.model_dir, a.out, a.outtype, gguf, a.bpe_pre)
 
 
 if __name__ == "__main__":

@@ -121,6 +121,10 @@ struct RunnerStats {
   // ttft_ms.
   int64_t draft_program_steps = 0;
   double draft_program_ms = 0;
+  // Structured output (GenerationConfig::constraint): time computing token masks and advancing the matcher,
+  // over `constraint_steps` sampled tokens (it counts in decode_ms / ttft_ms as well).
+  int64_t constraint_steps = 0;
+  double constraint_ms = 0;
   double prefill_tok_s() const { return prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0; }
   double decode_tok_s() const { return decode_ms > 0 ? decode_steps * 1000.0 / decode_ms : 0; }
 };

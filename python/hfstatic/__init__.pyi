@@ -223,6 +223,11 @@ class Engine:
     @property
     def step_sizes(self) -> list[int]: ...
 
+def json_schema_gbnf(schema: dict[str, Any] | str) -> str:
+    """A JSON Schema as the GBNF grammar generate(json_schema=...) compiles (llama.cpp's syntax)."""
+def json_object_gbnf() -> str:
+    """The GBNF grammar generate(json_object=True) compiles."""
+
 def export(
     model_dir: _PathLike,
     out: _PathLike,

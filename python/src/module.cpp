@@ -10,4 +10,5 @@ PYBIND11_MODULE(_hfstatic, m) {
   hfs::py_bind::bind_runner(m);
   hfs::py_bind::bind_export(m);
   hfs::py_bind::bind_engine(m);
+  hfs::py_bind::bind_constraint(m);
 }

@@ -337,6 +337,8 @@ py::dict stats_dict(const RunnerStats& s) {
   d["draft_accepted"] = s.draft_accepted;
   d["draft_program_steps"] = s.draft_program_steps;
   d["draft_program_ms"] = s.draft_program_ms;
+  d["constraint_steps"] = s.constraint_steps;
+  d["constraint_ms"] = s.constraint_ms;
   d["decode_ms"] = s.decode_ms;
   d["ttft_ms"] = s.ttft_ms;
   d["peak_rss_bytes"] = s.peak_rss_bytes;

@@ -430,6 +430,7 @@ Result<std::optional<int32_t>> Generation::next() {
                       "generate: " + m.poisoned + " (non-finite weights or activations?); the runner needs reset()");
   }
   std::span<const float> use = logits;
+  const auto mask_t0 = Clock::now();
   if (g.constraint) {
     if (g.constraint->mask_logits(logits, g.masked) == 0) {
       if (g.constraint->complete()) return g.finish(GenerationResult::Stop::kStopToken);
@@ -440,8 +441,15 @@ Result<std::optional<int32_t>> Generation::next() {
     }
     use = g.masked;
   }
+  const auto mask_t1 = Clock::now();
   const int32_t tok = g.sampler.sample(use, m.history);
-  if (g.constraint) HFS_TRY(g.constraint->accept(tok));
+  if (g.constraint) {
+    const auto accept_t0 = Clock::now();
+    HFS_TRY(g.constraint->accept(tok));
+    // The mask and the matcher's step, not the sampling between them (which any generation pays).
+    m.stats.constraint_ms += std::chrono::duration<double, std::milli>(mask_t1 - mask_t0).count() + ms_since(accept_t0);
+    ++m.stats.constraint_steps;
+  }
   if (g.tokens.empty()) m.stats.ttft_ms = ms_since(g.started);
   g.tokens.push_back(tok);
   g.pending = tok;
