@@ -86,6 +86,12 @@ struct Engine::Impl {
       return make_error(ErrorCode::kInvalidArgument,
                         std::string("engine: ") + what + ": GenerationConfig::draft: a draft program (DraftKind::kProgram) " +
                             "is not supported by the multi-sequence engine; use DraftKind::kNgram here, or the Runner");
+    // Refused rather than ignored: an unconstrained output where a constrained one was asked for would pass
+    // for valid. A matcher per sequence is the next step (docs/structured-output.md).
+    if (config.constraint)
+      return make_error(ErrorCode::kUnsupported, std::string("engine: ") + what +
+                                                     ": GenerationConfig::constraint is not supported by the "
+                                                     "multi-sequence engine yet; use the Runner");
     HFS_TRY(check_tokens(tokens, what));
     const int64_t n = static_cast<int64_t>(tokens.size()), N = io->info().context_length;
     if (length + n > N)
