@@ -62,6 +62,26 @@ TEST(GbnfParser, LeftRecursionIsRejectedByName) {
   EXPECT_TRUE(Grammar::from_gbnf("root ::= \"a\"\nunused ::= \"b\"\n"));
 }
 
+TEST(GbnfParser, LayoutFormsOfTheSyntax) {
+  // An empty first alternative, a body on the next line, '|' ending a line and starting one, newlines
+  // inside parentheses, comments anywhere, a backslash class, names with '-' and '_'.
+  auto g = gbnf(
+      "root ::=\n"
+      "  item-list ( # a comment inside a group\n"
+      "    \";\" sp item-list\n"
+      "  )*\n"
+      "item-list ::= \"[\" sp (item_1 (\",\" sp item_1){0,2})? \"]\"   # trailing comment\n"
+      "item_1 ::= [a-z]+ |\n"
+      "  [\\\\] [nt]\n"
+      "  | \"'\" [^'\\n]* \"'\"\n"
+      "sp ::= | \" \" | \"\\n\" [ \\t]{0,4}\n");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(accepts(g, "[]"));
+  EXPECT_TRUE(accepts(g, "[ ab,\\n,'x y'];\n\t[q]"));
+  EXPECT_FALSE(prefix(g, "[a,b,c,"));  // at most three items
+  EXPECT_FALSE(prefix(g, "[\n     a"));  // at most four spaces after a newline
+}
+
 TEST(GrammarMatcher, EmptyMatchAlternationAndGroups) {
   auto g = gbnf("root ::= \"\" | \"ab\" | (\"c\" (\"d\" | \"e\"))\n");
   EXPECT_TRUE(accepts(g, ""));
