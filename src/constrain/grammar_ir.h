@@ -31,6 +31,9 @@ using Alternative = std::vector<Element>;  // empty: matches the empty string
 struct Rule {
   std::string name;
   std::vector<Alternative> alts;
+  // A repetition loop from RuleSet::repeat: alts = {body…, self}, {}. compile() rewrites a loop whose body
+  // can match the empty string to repeat only the body's non-empty matches (same language, no ε-cycle).
+  bool loop = false;
 };
 
 // Rules under construction; a builder (GBNF parser, regex compiler) fills it, then compile() checks it.

@@ -173,6 +173,21 @@ TEST(RegexGrammar, WholeOutputMatches) {
   EXPECT_TRUE(accepts(empty, "abab"));
 }
 
+TEST(RegexGrammar, RepeatedBodiesThatCanMatchNothing) {
+  // A loop over a body that may be empty must neither hang nor be taken for left recursion.
+  auto g = regex("(a|b?)+c");
+  EXPECT_TRUE(accepts(g, "c"));
+  EXPECT_TRUE(accepts(g, "abbac"));
+  EXPECT_FALSE(prefix(g, "ad"));
+  auto nested = regex("((a*)*|x)*y");
+  EXPECT_TRUE(accepts(nested, "y"));
+  EXPECT_TRUE(accepts(nested, "aaxay"));
+  auto gb = gbnf("root ::= (\"a\"? \"b\"?)* \"c\"\n");
+  EXPECT_TRUE(accepts(gb, "c"));
+  EXPECT_TRUE(accepts(gb, "abbaac"));
+  EXPECT_FALSE(prefix(gb, "ax"));
+}
+
 TEST(RegexGrammar, UnsupportedConstructsAreNamed) {
   auto e = [](const char* re) {
     auto g = Grammar::from_regex(re);
