@@ -188,6 +188,23 @@ TEST(RegexGrammar, RepeatedBodiesThatCanMatchNothing) {
   EXPECT_FALSE(prefix(gb, "ax"));
 }
 
+TEST(GrammarMatcher, PathologicallyAmbiguousGrammarsAreBounded) {
+  // Nested loops: after n characters the parse can be inside any combination of the loops. The state is
+  // capped (1024 stacks): past it the byte is refused rather than time and memory growing without bound.
+  std::string text = "root ::= ";
+  for (int i = 0; i < 14; ++i) text += "(";
+  text += "\"a\"";
+  for (int i = 0; i < 14; ++i) text += ")+";
+  auto g = gbnf(text + "\n");
+  GrammarMatcher m(g);
+  int fed = 0;
+  while (fed < 64 && m.feed("a")) ++fed;
+  EXPECT_LT(fed, 64);
+  EXPECT_GT(fed, 0);
+  auto small = gbnf("root ::= ((\"a\")+)+\n");  // two levels stay far below the cap
+  EXPECT_TRUE(accepts(small, std::string(200, 'a')));
+}
+
 TEST(RegexGrammar, UnsupportedConstructsAreNamed) {
   auto e = [](const char* re) {
     auto g = Grammar::from_regex(re);
@@ -198,6 +215,8 @@ TEST(RegexGrammar, UnsupportedConstructsAreNamed) {
   EXPECT_EQ(e("a{3,1}"), "regex: offset 6: quantifier maximum below its minimum");
   EXPECT_EQ(e("(ab"), "regex: offset 3: missing ')'");
   EXPECT_EQ(e("*a"), "regex: offset 0: quantifier '*' with nothing to repeat");
+  EXPECT_EQ(e("a+**"), "regex: offset 2: multiple repeat (a quantifier after a quantifier, as Python's re refuses it)");
+  EXPECT_TRUE(Grammar::from_regex("a+?b*+c{1,2}?"));  // lazy and possessive suffixes are not repeats
 }
 
 TEST(JsonObjectGrammar, AcceptsObjectsOnly) {
