@@ -6,8 +6,8 @@
 namespace hfs::cst {
 
 int32_t RuleSet::intern(const std::string& name) {
-  for (size_t i = 0; i < rules_.size(); ++i)
-    if (rules_[i].name == name) return static_cast<int32_t>(i);
+  auto [it, added] = ids_.emplace(name, static_cast<int32_t>(rules_.size()));
+  if (!added) return it->second;
   rules_.push_back(Rule{name, {}, false});
   defined_.push_back(0);
   return static_cast<int32_t>(rules_.size() - 1);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hfstatic/error.h"
@@ -57,6 +58,7 @@ class RuleSet {
  private:
   std::vector<Rule> rules_;
   std::vector<char> defined_;
+  std::unordered_map<std::string, int32_t> ids_;  // name → id: {0,30000} makes as many helper rules
 };
 
 }  // namespace hfs::cst
