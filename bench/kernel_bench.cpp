@@ -17,7 +17,9 @@
 //                                 # wrote their input or output from both cores)
 //   build/kernel_bench layer      # a prefill chunk's f16 GEMMs over 30 layers of distinct weights, 1 vs 2
 //                                 # threads (what each pool task pays on a chain of different weights)
-//   build/kernel_bench rows [T]   # one weight pass for R = 1..16 activation rows, every format, T threads
+//   build/kernel_bench rows [T] [f16,bf16,...]  # one weight pass for R = 1..16 activation rows, every
+//                                 # format (or those named), T threads; HFS_CPU_FAST_HALF_GEMV picks the
+//                                 # f16 / bf16 GEMV variant
 //   build/kernel_bench half [T]   # every f16 / bf16 decode GEMV variant (linear_half.h), alternated, T threads,
 //                                 # and what the load-time tuning picks over the same weights
 //   build/kernel_bench half-decode qwen|smollm [T]  # a decode token's linears (every layer's weights, distinct,
@@ -619,56 +621,67 @@ void layer() {
 }
 
 // "rows": one weight pass for R activation rows (a multi-sequence engine step, or K draft tokens + 1), R = 1,
-// 2, 4, 8, 16, for every weight format, 2 threads (or as given), weights streamed from DRAM (copies well beyond the
-// caches): time per call and its ratio to R = 1. A kernel that shares the weight pass keeps the ratio near
-// 1 while R grows; R separate passes would make it R.
+// 2, 4, 8, 16, for every weight format (or the comma-separated dtype names in `formats`), Qwen2.5-0.5B's
+// down [896, 4864] and up [4864, 896] shapes, 2 threads (or as given), weights streamed from DRAM (copies
+// well beyond the caches): time per call and its ratio to R = 1. A kernel that shares the weight pass keeps
+// the ratio near 1 while R grows; R separate passes would make it R. f16 / bf16 weights run the GEMV
+// variant HFS_CPU_FAST_HALF_GEMV names (the ISA's kernel when unset), as a load would.
 // Each call is timed alone and a copy's best call is kept (the mean over the copies is printed): on a shared
 // machine a call another process interrupted then does not count, while every call still reads its copy
 // from memory. The R values take turns within each repetition. `kernel_bench rows T` runs T threads.
-void rows(int threads) {
+void rows(int threads, const std::string& formats) {
   ThreadPool pool(threads);
   std::printf("isa %s  threads %d  triad %.1f GB/s\n", std::string(isa_name(active_isa())).c_str(), threads,
               triad_gbs(pool));
-  const int64_t n = 896, k = 4864;  // Qwen2.5-0.5B's down projection
-  std::mt19937 rng(1);
-  std::normal_distribution<float> d(0.0f, 0.02f);
-  std::vector<float> w(n * k), x(16 * k), y(16 * n);
-  for (auto& v : w) v = d(rng);
-  for (auto& v : x) v = d(rng) * 50;
-  for (DType f : {DType::kF32, DType::kF16, DType::kBF16, DType::kI8, DType::kQ8_0, DType::kQ4_0}) {
-    std::vector<float> sc(n);
-    const std::vector<uint8_t> one = stored_weight(f, w, n, k, sc.data());
-    // Float weights are read in place, so each copy needs its own source bytes (packing one buffer N times
-    // would point every copy at the same, cache-resident bytes).
-    const size_t copies = std::max<size_t>(4, (256u << 20) / one.size());
-    std::vector<std::vector<uint8_t>> sources(f == DType::kF32 || f == DType::kF16 || f == DType::kBF16 ? copies : 1, one);
-    std::vector<PackedWeight> packed;
-    for (size_t c = 0; c < copies; ++c)
-      packed.push_back(std::move(pack_weight(f, sources[c % sources.size()].data(), n, k, sc.data()).value()));
-    LinearScratch scratch(packed[0].k_padded, 16);
-    // The R values take turns within each repetition, so that what the machine is doing meanwhile weighs on
-    // every R alike.
-    constexpr int64_t kRows[] = {1, 2, 4, 8, 16};
-    constexpr size_t kR = std::size(kRows);
-    std::vector<double> best(kR * packed.size(), 1e30);
-    for (int rep = 0; rep < 10; ++rep)
-      for (size_t ri = 0; ri < kR; ++ri)
-        for (size_t c = 0; c < packed.size(); ++c) {
-          const auto t0 = Clock::now();
-          linear(packed[c], x.data(), kRows[ri], nullptr, y.data(), scratch, &pool);
-          double& b = best[ri * packed.size() + c];
-          b = std::min(b, std::chrono::duration<double>(Clock::now() - t0).count());
-        }
-    std::printf("  %-5s N=%lld K=%lld:", std::string(dtype_name(f)).c_str(), static_cast<long long>(n), static_cast<long long>(k));
-    double base = 0;
-    for (size_t ri = 0; ri < kR; ++ri) {
-      double s = 0;
-      for (size_t c = 0; c < packed.size(); ++c) s += best[ri * packed.size() + c] / static_cast<double>(packed.size());
-      if (ri == 0) base = s;
-      std::printf("  R=%-2lld %7.1f us (%4.2fx)", static_cast<long long>(kRows[ri]), s * 1e6, s / base);
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{896, 4864}, {4864, 896}})
+    for (DType f : {DType::kF32, DType::kF16, DType::kBF16, DType::kI8, DType::kQ8_0, DType::kQ4_0}) {
+      if (!formats.empty() && ("," + formats + ",").find("," + std::string(dtype_name(f)) + ",") == std::string::npos)
+        continue;
+      std::mt19937 rng(1);
+      std::normal_distribution<float> d(0.0f, 0.02f);
+      std::vector<float> w(n * k), x(16 * k), y(16 * n);
+      for (auto& v : w) v = d(rng);
+      for (auto& v : x) v = d(rng) * 50;
+      std::vector<float> sc(n);
+      const std::vector<uint8_t> one = stored_weight(f, w, n, k, sc.data());
+      // Float weights are read in place, so each copy needs its own source bytes (packing one buffer N times
+      // would point every copy at the same, cache-resident bytes).
+      const size_t copies = std::max<size_t>(4, (256u << 20) / one.size());
+      std::vector<std::vector<uint8_t>> sources(f == DType::kF32 || f == DType::kF16 || f == DType::kBF16 ? copies : 1,
+                                                one);
+      std::vector<PackedWeight> packed;
+      const int variant = f == DType::kF16 || f == DType::kBF16 ? forced_half_gemv(f).value() : -1;
+      for (size_t c = 0; c < copies; ++c) {
+        packed.push_back(std::move(pack_weight(f, sources[c % sources.size()].data(), n, k, sc.data()).value()));
+        packed.back().gemv_variant = variant;
+      }
+      LinearScratch scratch(packed[0].k_padded, 16);
+      // The R values take turns within each repetition, so that what the machine is doing meanwhile weighs on
+      // every R alike.
+      constexpr int64_t kRows[] = {1, 2, 4, 8, 16};
+      constexpr size_t kR = std::size(kRows);
+      std::vector<double> best(kR * packed.size(), 1e30);
+      for (int rep = 0; rep < 10; ++rep)
+        for (size_t ri = 0; ri < kR; ++ri)
+          for (size_t c = 0; c < packed.size(); ++c) {
+            const auto t0 = Clock::now();
+            linear(packed[c], x.data(), kRows[ri], nullptr, y.data(), scratch, &pool);
+            double& b = best[ri * packed.size() + c];
+            b = std::min(b, std::chrono::duration<double>(Clock::now() - t0).count());
+          }
+      std::printf("  %-5s N=%-4lld K=%-4lld %-14s:", std::string(dtype_name(f)).c_str(), static_cast<long long>(n),
+                  static_cast<long long>(k),
+                  variant < 0 ? "" : std::string(half_gemv_variants()[static_cast<size_t>(variant)].name).c_str());
+      double base = 0;
+      for (size_t ri = 0; ri < kR; ++ri) {
+        double s = 0;
+        for (size_t c = 0; c < packed.size(); ++c)
+          s += best[ri * packed.size() + c] / static_cast<double>(packed.size());
+        if (ri == 0) base = s;
+        std::printf("  R=%-2lld %7.1f us (%4.2fx)", static_cast<long long>(kRows[ri]), s * 1e6, s / base);
+      }
+      std::printf("\n");
     }
-    std::printf("\n");
-  }
 }
 
 // "half": the decode GEMV variants for f16 / bf16 weights (linear_half.h) on Qwen2.5-0.5B's and SmolLM2-135M's
@@ -679,7 +692,8 @@ void rows(int threads) {
 // Then tune_half_gemv over the same copies: its pick, its own medians and what it took.
 void half_variants(int threads) {
   ThreadPool pool(threads);
-  std::printf("isa %s  threads %d  triad %.1f GB/s\n", std::string(isa_name(active_isa())).c_str(), threads, triad_gbs(pool));
+  std::printf("isa %s  threads %d  triad %.1f GB/s\n", std::string(isa_name(active_isa())).c_str(), threads,
+              triad_gbs(pool));
   for (auto [n, k] : {std::pair<int64_t, int64_t>{4864, 896}, {896, 4864}, {1536, 576}, {576, 1536}}) {
     std::mt19937 rng(1);
     std::normal_distribution<float> d(0.0f, 0.02f);
@@ -822,7 +836,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "rows") == 0) {
-    rows(argc > 2 ? std::atoi(argv[2]) : 2);
+    rows(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? argv[3] : "");
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "attention-rows") == 0) {

@@ -31,7 +31,8 @@ struct RunArgs {
   std::string tail = "auto";
   std::vector<std::string> backends = {"cpu_fast"};
   std::string dump_logits;
-  std::string grammar_file;  // structured output: one of the three
+  std::string grammar_file;  // structured output: one of the four
+  std::string json_schema_file;
   std::string regex;
   bool json_object = false;
 };
@@ -41,6 +42,11 @@ Result<std::shared_ptr<const Grammar>> load_constraint(const RunArgs& a) {
   if (!a.grammar_file.empty()) {
     HFS_ASSIGN_OR_RETURN_CTX(std::string text, io::read_regular_file(a.grammar_file), "--grammar");
     HFS_ASSIGN_OR_RETURN_CTX(auto g, Grammar::from_gbnf(text), "--grammar " + a.grammar_file);
+    return g;
+  }
+  if (!a.json_schema_file.empty()) {
+    HFS_ASSIGN_OR_RETURN_CTX(std::string text, io::read_regular_file(a.json_schema_file), "--json-schema");
+    HFS_ASSIGN_OR_RETURN_CTX(auto g, Grammar::from_json_schema(text), "--json-schema " + a.json_schema_file);
     return g;
   }
   if (!a.regex.empty()) {
@@ -205,6 +211,9 @@ RunFn setup(CLI::App& sub) {
   excludes_each_other(
       {sub.add_option("--grammar", a->grammar_file,
                       "Constrain the output to a GBNF grammar (llama.cpp syntax, start rule `root`) read from this file"),
+       sub.add_option("--json-schema", a->json_schema_file,
+                      "Constrain the output to a JSON document valid against the JSON Schema in this file (the "
+                      "supported keywords are in docs/structured-output.md; others are an error naming them)"),
        sub.add_option("--regex", a->regex,
                       "Constrain the output to match this regular expression as a whole (classes, \\d \\w \\s, "
                       "groups, |, * + ? {m,n}; no lookaround or backreferences)"),
@@ -217,7 +226,7 @@ RunFn setup(CLI::App& sub) {
       "Ctrl-C stops between steps (during a long prompt's prefill, within one chunk), prints the stats and exits "
       "0; a second Ctrl-C exits at once (130). A prompt over the program's context is refused before anything "
       "is printed. A failed write to stdout (full disk, closed pipe) stops generating and exits 1.\n"
-      "Structured output (--grammar, --regex, --json-object): each step samples only among the tokens that keep "
+      "Structured output (--grammar, --json-schema, --regex, --json-object): each step samples only among the tokens that keep "
       "the output a valid prefix; end-of-sequence only once it is complete. Output reaching -n stops with "
       "stop max_tokens (a length stop) as a valid prefix. The text printed is the tokens' raw bytes. Drafts (--draft-*) are off "
       "under a constraint. See docs/structured-output.md.");

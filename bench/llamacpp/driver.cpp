@@ -14,6 +14,13 @@
 //                                                                      (f32 K/V cache, flash attention off unless
 //                                                                      HFS_LLAMA_FLASH is set; bench keeps defaults)
 //   driver quantize IN.gguf OUT.gguf q8_0|q4_0|f16 [--threads N]    -> llama_model_quantize, pure (every matrix)
+//   driver grammar  MODEL.gguf --tokens 1,2,3 --grammar FILE.gbnf --gen N [--reps R]
+//                                                                   -> greedy generation under the GBNF grammar
+//                                                                      (llama_sampler_init_grammar, then greedy;
+//                                                                      ends at an end-of-generation token or N):
+//                                                                      {"tokens": [...], "sample_us": median µs
+//                                                                      per token of the grammar chain,
+//                                                                      "greedy_us": of greedy alone, same logits}
 //
 // Environment: HFS_GGML_BACKEND_DIR = folder holding libggml-cpu-*.so (the CPU variants are dlopen'ed; the best
 // one for this CPU wins, as in any llama.cpp build with GGML_BACKEND_DL).
@@ -43,7 +50,7 @@ int die(const std::string& msg) {
 }
 
 struct Args {
-  std::string cmd, model, out, qtype;
+  std::string cmd, model, out, qtype, grammar;
   int prompt = 512, gen = 128, threads = 2, reps = 1;
   std::vector<llama_token> tokens;
   std::vector<int> sequences;
@@ -63,7 +70,7 @@ std::vector<int> int_list(const std::string& v) {
 
 bool parse(int argc, char** argv, Args& a, std::string& err) {
   if (argc < 3) {
-    err = "usage: driver bench|batched|logits|quantize MODEL.gguf [options] (see driver.cpp)";
+    err = "usage: driver bench|batched|logits|quantize|grammar MODEL.gguf [options] (see driver.cpp)";
     return false;
   }
   a.cmd = argv[1];
@@ -91,6 +98,7 @@ bool parse(int argc, char** argv, Args& a, std::string& err) {
     else if (k == "--threads") a.threads = std::atoi(v.c_str());
     else if (k == "--reps") a.reps = std::atoi(v.c_str());
     else if (k == "--out") a.out = v;
+    else if (k == "--grammar") a.grammar = v;
     else if (k == "--tokens") {
       for (int t : int_list(v)) a.tokens.push_back(static_cast<llama_token>(t));
     } else if (k == "--sequences") {
@@ -348,6 +356,72 @@ int logits(const Args& a) {
   return 0;
 }
 
+std::string read_file(const std::string& path) {
+  std::string text;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    std::fclose(f);
+  }
+  return text;
+}
+
+// Greedy decoding with llama.cpp's grammar sampler: the same tokens hfstatic's constrained greedy decoding
+// must produce on the same weights. Each token is also drawn by a greedy-only chain on the same logits (not
+// kept) so that the grammar's cost per token is the difference of the two timings.
+int grammar(const Args& a) {
+  if (a.tokens.empty() || a.grammar.empty()) return die("grammar: needs --tokens a,b,c and --grammar FILE");
+  const std::string text = read_file(a.grammar);
+  if (text.empty()) return die("grammar: cannot read " + a.grammar);
+  const int T = static_cast<int>(a.tokens.size());
+  Loaded L;
+  std::string err;
+  const uint32_t n_ctx = static_cast<uint32_t>(T + a.gen + 8);
+  if (!load(a, n_ctx, n_ctx, true, L, err)) return die(err);
+  const llama_vocab* vocab = llama_model_get_vocab(L.model);
+  std::vector<llama_token> out;
+  std::vector<double> sample_us, greedy_us;
+  for (int rep = 0; rep < std::max(1, a.reps); ++rep) {
+    llama_memory_clear(llama_get_memory(L.ctx), true);
+    llama_sampler* chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
+    llama_sampler* g = llama_sampler_init_grammar(vocab, text.c_str(), "root");
+    if (g == nullptr) {
+      llama_sampler_free(chain);
+      return die("grammar: llama.cpp cannot parse " + a.grammar);
+    }
+    llama_sampler_chain_add(chain, g);
+    llama_sampler_chain_add(chain, llama_sampler_init_greedy());
+    llama_sampler* plain = llama_sampler_init_greedy();
+    std::vector<llama_token> toks(a.tokens.begin(), a.tokens.end());
+    out.clear();
+    llama_batch b = llama_batch_get_one(toks.data(), T);
+    for (int i = 0; i < a.gen; ++i) {
+      if (llama_decode(L.ctx, b) != 0) {
+        llama_sampler_free(chain);
+        llama_sampler_free(plain);
+        return die("llama_decode failed");
+      }
+      const double t0 = now_s();
+      (void)llama_sampler_sample(plain, L.ctx, -1);
+      const double t1 = now_s();
+      llama_token t = llama_sampler_sample(chain, L.ctx, -1);
+      const double t2 = now_s();
+      greedy_us.push_back((t1 - t0) * 1e6);
+      sample_us.push_back((t2 - t1) * 1e6);
+      if (llama_vocab_is_eog(vocab, t)) break;
+      out.push_back(t);
+      b = llama_batch_get_one(&out.back(), 1);
+    }
+    llama_sampler_free(chain);
+    llama_sampler_free(plain);
+  }
+  std::printf("{\"tokens\": [");
+  for (size_t i = 0; i < out.size(); ++i) std::printf("%s%d", i ? ", " : "", out[i]);
+  std::printf("], \"sample_us\": %.3f, \"greedy_us\": %.3f}\n", median(sample_us), median(greedy_us));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -364,7 +438,8 @@ int main(int argc, char** argv) {
   else if (a.cmd == "batched") rc = batched(a);
   else if (a.cmd == "logits") rc = logits(a);
   else if (a.cmd == "quantize") rc = quantize(a);
-  else rc = die("unknown command " + a.cmd + " (bench, batched, logits, quantize)");
+  else if (a.cmd == "grammar") rc = grammar(a);
+  else rc = die("unknown command " + a.cmd + " (bench, batched, logits, quantize, grammar)");
   llama_backend_free();
   return rc;
 }

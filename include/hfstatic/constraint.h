@@ -13,7 +13,8 @@
 //   hfs::GrammarMatcher m(*g);
 //   bool ok = m.feed("ye");                       // true: a valid prefix (m.complete() is false)
 //   hfs::GenerationConfig gen;
-//   gen.constraint = *g;                          // or hfs::Grammar::json_object(), Grammar::from_regex("\\d+")
+//   gen.constraint = *g;                          // or hfs::Grammar::json_object(), Grammar::from_regex("\\d+"),
+//                                                 // Grammar::from_json_schema(R"({"type": "integer"})")
 //   auto out = runner->generate(prompt, gen);     // tokens spelling "yes" or "no", then EOS
 //   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 //
@@ -46,6 +47,12 @@ class Grammar {
   // A regular expression the whole output must match (see docs/structured-output.md for the subset:
   // classes, \d \w \s, groups, alternation, * + ? {m,n}; no backreferences or lookaround).
   [[nodiscard]] static Result<std::shared_ptr<const Grammar>> from_regex(std::string_view pattern);
+  // A JSON Schema (its JSON text): documents the grammar accepts parse and validate against it. The subset
+  // and what is generated (listed properties in the schema's order, bounded numbers) are in
+  // docs/structured-output.md; an unsupported keyword is kInvalidArgument naming it and where it is.
+  [[nodiscard]] static Result<std::shared_ptr<const Grammar>> from_json_schema(std::string_view schema_json);
+  // The GBNF text from_json_schema compiles (to read, or to give llama.cpp the same grammar).
+  [[nodiscard]] static Result<std::string> json_schema_gbnf(std::string_view schema_json);
   // Any JSON object (RFC 8259 values inside, whitespace limited so a model cannot pad forever).
   static std::shared_ptr<const Grammar> json_object();
   // The GBNF text json_object() is compiled from.

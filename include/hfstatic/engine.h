@@ -5,7 +5,9 @@
 // one decode row for every running sequence first, then prompt tokens of new sequences in the rows left
 // (and, while prompts wait, every other step a whole prefill chunk of one of them), so a long prompt never
 // stalls running sequences for its whole prefill. A sequence with GenerationConfig::draft also gets rows
-// for its drafts (after every running sequence's one row), verified in the same step. Each sequence has its
+// for its drafts (after every running sequence's one row), verified in the same step: prompt lookup, or a
+// draft program (each sequence drafting with one holds its own draft caches, reused by the next sequence once
+// it finishes; created when a sequence first needs one). Each sequence has its
 // own sampling config, seed, stop conditions and stats; its output does not depend on which other sequences share its steps beyond
 // floating-point summation order (logits within 1e-5 of a solo run). Cache slots come from a pool in
 // fixed-size blocks; a sequence that cannot get a block ends alone (Stop::kContextFull), every other
@@ -66,6 +68,9 @@ struct SequenceInfo {
   bool finished = false;           // no more steps will run for it until append()
   SequenceStop stop = SequenceStop::kNone;
   std::string error;
+  // Why drafting stopped for this sequence (a draft program's step failed); generation went on without
+  // drafts, its output the same. Empty when it did not.
+  std::string draft_error;
   double ttft_ms = 0;              // add/append → first generated token
   double max_gap_ms = 0;           // the longest wait between two of its generated tokens
 };

@@ -71,7 +71,8 @@ struct DraftConfig {
   // keeps the loaded draft (its own IO manager and caches) across generate() calls with the same program,
   // and keeps it in step with the committed tokens: catch-up prefill for a new prompt, counters rolled back
   // to the accepted length after each verification. A draft program with a shorter context than the
-  // target stops drafting at its capacity (the output is unchanged). The Engine refuses kProgram.
+  // target stops drafting at its capacity (the output is unchanged). The Engine gives each sequence drafting
+  // with a program its own draft runner and caches (reused by later sequences).
   std::string program_path;
   std::shared_ptr<const Program> program;
   // The most drafts per verification step; also capped by the program's largest all-rows method (T − 1),

@@ -122,6 +122,13 @@ class Runner:
         # (a smaller .hfs with the same tokenizer)
         draft: Literal["none", "ngram"] | str | None = None,
         draft_max: int = 8,  # most drafts per verification step (also capped by the program's step methods)
+        # structured output, at most one (docs/structured-output.md): a GBNF grammar's text, a JSON Schema
+        # (dict or JSON text), a regular expression the whole output matches, or any JSON object; drafts are
+        # off under a constraint
+        grammar: str | None = None,
+        json_schema: dict[str, Any] | str | None = None,
+        regex: str | None = None,
+        json_object: bool = False,
     ) -> str:
         """Encodes `prompt` with the program's tokenizer and returns the generated text (the token that
         ended generation — EOS or a stop id — is not rendered; text is cut before a stop string)."""
@@ -141,6 +148,10 @@ class Runner:
         add_special: bool | None = None,
         draft: Literal["none", "ngram"] | str | None = None,
         draft_max: int = 8,
+        grammar: str | None = None,
+        json_schema: dict[str, Any] | str | None = None,
+        regex: str | None = None,
+        json_object: bool = False,
     ) -> list[int]:
         """Token prompt → generated ids (the stop token included when one ended generation)."""
     def stream(
@@ -158,6 +169,10 @@ class Runner:
         add_special: bool | None = None,
         draft: Literal["none", "ngram"] | str | None = None,
         draft_max: int = 8,
+        grammar: str | None = None,
+        json_schema: dict[str, Any] | str | None = None,
+        regex: str | None = None,
+        json_object: bool = False,
     ) -> Stream:
         """Like generate() but stepwise; the prompt is prefilled now (errors raise here). The pieces of a
         str prompt's stream concatenate to what generate() returns."""
@@ -188,7 +203,8 @@ class Engine:
     """Many sequences sharing one program's weight passes (hfs::Engine); see docs/python.md."""
     def __init__(self, program: _PathLike | Program, backends: list[str] | None = None) -> None: ...
     # Generation keywords: max_new_tokens=128 (0: only feed), temperature, top_k, top_p, min_p,
-    # repetition_penalty, seed, stop (int token ids), ignore_eos, draft (None | "none" | "ngram"), draft_max.
+    # repetition_penalty, seed, stop (int token ids), ignore_eos, draft (None | "none" | "ngram" | the path of
+    # a draft program), draft_max, and one of grammar / json_schema / regex / json_object (as generate()).
     def add(self, prompt: Sequence[int], **generation: Any) -> int: ...
     def fork(self, parent: int, prefix: int, more: Sequence[int], **generation: Any) -> int: ...
     def append(self, sequence: int, tokens: Sequence[int], **generation: Any) -> None: ...

@@ -10,10 +10,13 @@
 
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "hfstatic/constraint.h"
 #include "hfstatic/error.h"
+#include "hfstatic/llm_runner.h"
 #include "hfstatic/program.h"
 #include "hfstatic/tokenizer.h"
 #include "hfstatic/value.h"
@@ -42,6 +45,14 @@ T unwrap(Result<T>&& r) {
 
 // str, bytes or os.PathLike → a path string (os.fspath semantics).
 std::string fspath(py::handle path);
+
+// A `draft=` keyword (None, "none", "ngram" or the path of a draft program, which must exist) and
+// `draft_max` as a DraftConfig; errors are kInvalidArgument prefixed by `who` ("generate", "engine").
+DraftConfig draft_config(const std::optional<std::string>& draft, int32_t draft_max, const std::string& who);
+// The `grammar=` (GBNF text), `json_schema=` (a dict or JSON text), `regex=` or `json_object=True` keyword as a
+// compiled constraint (at most one; none → nullptr); errors are kInvalidArgument prefixed by `who`.
+std::shared_ptr<const Grammar> constraint_of(const py::object& grammar, const py::object& json_schema,
+                                             const py::object& regex, bool json_object, const std::string& who);
 
 // Metadata values as plain Python objects (None, bool, int, float, str, list, dict).
 py::object to_python(const Value& v);

@@ -38,22 +38,17 @@ std::vector<int32_t> ids_of(py::handle obj, const char* what) {
   }
 }
 
-// None / "none" / "ngram".
-DraftKind draft_kind(py::handle v) {
-  if (v.is_none()) return DraftKind::kNone;
-  const std::string s = py::str(v);
-  if (s == "none") return DraftKind::kNone;
-  if (s == "ngram") return DraftKind::kNgram;
-  raise(ErrorCode::kInvalidArgument, "engine: draft must be None, 'none' or 'ngram' (a draft program runs in "
-                                     "Runner.generate only), got '" + s + "'");
-}
-
 // The generation keywords add/fork/append take (all optional): max_new_tokens, temperature, top_k, top_p,
 // min_p, repetition_penalty, seed, stop (int token ids: stop strings need detokenizing, which the engine
-// leaves to its caller), ignore_eos, draft (None | "none" | "ngram"), draft_max. An unknown keyword is an
+// leaves to its caller), ignore_eos, draft (None | "none" | "ngram" | the path of a draft program), draft_max, and one of grammar
+// (GBNF text), json_schema (dict or JSON text), regex, json_object=True. An unknown keyword is an
 // error naming it.
 GenerationConfig config_of(const py::kwargs& kw) {
   GenerationConfig g;
+  std::optional<std::string> draft;
+  int32_t draft_max = g.draft.max_tokens;
+  py::object grammar = py::none(), json_schema = py::none(), regex = py::none();
+  bool json_object = false;
   for (auto [key, value] : kw) {
     const std::string k = key.cast<std::string>();
     if (k == "max_new_tokens") g.max_new_tokens = value.cast<int32_t>();
@@ -65,14 +60,19 @@ GenerationConfig config_of(const py::kwargs& kw) {
     else if (k == "seed") g.sampling.seed = value.cast<uint64_t>();
     else if (k == "stop") g.stop_tokens = value.is_none() ? std::vector<int32_t>{} : ids_of(value, "stop");
     else if (k == "ignore_eos") g.ignore_eos = value.cast<bool>();
-    else if (k == "draft") g.draft.kind = draft_kind(value);
-    else if (k == "draft_max") g.draft.max_tokens = value.cast<int32_t>();
+    else if (k == "draft") draft = value.is_none() ? std::nullopt : std::optional<std::string>(py::str(value));
+    else if (k == "draft_max") draft_max = value.cast<int32_t>();
+    else if (k == "grammar") grammar = py::reinterpret_borrow<py::object>(value);
+    else if (k == "json_schema") json_schema = py::reinterpret_borrow<py::object>(value);
+    else if (k == "regex") regex = py::reinterpret_borrow<py::object>(value);
+    else if (k == "json_object") json_object = value.cast<bool>();
     else
       raise(ErrorCode::kInvalidArgument, "engine: unknown keyword '" + k + "' (max_new_tokens, temperature, top_k, top_p, "
-                                         "min_p, repetition_penalty, seed, stop, ignore_eos, draft, draft_max)");
+                                         "min_p, repetition_penalty, seed, stop, ignore_eos, draft, draft_max, grammar, json_schema, "
+                                         "regex, json_object)");
   }
-  if (g.draft.max_tokens < 1 || g.draft.max_tokens > 1024)
-    raise(ErrorCode::kInvalidArgument, "engine: draft_max must be in [1, 1024], got " + std::to_string(g.draft.max_tokens));
+  g.draft = draft_config(draft, draft_max, "engine");
+  g.constraint = constraint_of(grammar, json_schema, regex, json_object, "engine");
   return g;
 }
 
@@ -183,6 +183,7 @@ ids), ignore_eos.)")
             const char* stop = stop_name(s.stop);
             d["stop"] = stop ? py::object(py::str(stop)) : py::none();
             d["error"] = s.error.empty() ? py::none() : py::object(py::str(s.error));
+            d["draft_error"] = s.draft_error.empty() ? py::none() : py::object(py::str(s.draft_error));
             d["ttft_ms"] = s.ttft_ms;
             d["max_gap_ms"] = s.max_gap_ms;
             return d;

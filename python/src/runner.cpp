@@ -25,6 +25,43 @@
 #include "stepper.h"
 
 namespace hfs::py_bind {
+
+std::shared_ptr<const Grammar> constraint_of(const py::object& grammar, const py::object& json_schema,
+                                             const py::object& regex, bool json_object, const std::string& who) {
+  const int given = !grammar.is_none() + !json_schema.is_none() + !regex.is_none() + (json_object ? 1 : 0);
+  if (given > 1)
+    raise(ErrorCode::kInvalidArgument, who + ": grammar, json_schema, regex and json_object exclude each other: give one");
+  auto take = [&](Result<std::shared_ptr<const Grammar>> g, const char* what) {
+    if (!g) raise(g.error().with_context(who + ": " + what));
+    return *g;
+  };
+  if (!grammar.is_none()) return take(Grammar::from_gbnf(py::str(grammar).cast<std::string>()), "grammar");
+  if (!regex.is_none()) return take(Grammar::from_regex(py::str(regex).cast<std::string>()), "regex");
+  if (!json_schema.is_none()) {
+    // A dict (or anything JSON-serializable) is written out by Python's json module; a str is the JSON text.
+    const std::string text = py::isinstance<py::str>(json_schema)
+                                 ? json_schema.cast<std::string>()
+                                 : py::module_::import("json").attr("dumps")(json_schema).cast<std::string>();
+    return take(Grammar::from_json_schema(text), "json_schema");
+  }
+  if (json_object) return Grammar::json_object();
+  return nullptr;
+}
+
+DraftConfig draft_config(const std::optional<std::string>& draft, int32_t draft_max, const std::string& who) {
+  // Anything but "none" / "ngram" names a draft program.
+  std::error_code ec;
+  if (draft && *draft != "ngram" && *draft != "none" && !std::filesystem::is_regular_file(*draft, ec))
+    raise(ErrorCode::kInvalidArgument, who + ": draft must be None, 'none', 'ngram' or the path of a draft program (.hfs), got '" +
+                                           *draft + "': no such file");
+  if (draft_max < 1 || draft_max > 1024)
+    raise(ErrorCode::kInvalidArgument, who + ": draft_max must be in [1, 1024], got " + std::to_string(draft_max));
+  DraftConfig d;
+  d.kind = !draft || *draft == "none" ? DraftKind::kNone : *draft == "ngram" ? DraftKind::kNgram : DraftKind::kProgram;
+  if (d.kind == DraftKind::kProgram) d.program_path = *draft;
+  d.max_tokens = draft_max;
+  return d;
+}
 namespace {
 
 // Ids kept to prime detokenizers, so that a piece's leading space is right after earlier text.
@@ -106,7 +143,8 @@ struct GenerateArgs {
 
 GenerateArgs generate_args(int32_t max_new_tokens, float temperature, int32_t top_k, float top_p, float min_p,
                            float repetition_penalty, uint64_t seed, const py::object& stop, bool ignore_eos,
-                           const std::optional<std::string>& draft, int32_t draft_max) {
+                           const std::optional<std::string>& draft, int32_t draft_max, const py::object& grammar,
+                           const py::object& json_schema, const py::object& regex, bool json_object) {
   auto bad = [](const std::string& msg) { raise(ErrorCode::kInvalidArgument, "generate: " + msg); };
   if (max_new_tokens < 0) bad("max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
   GenerateArgs a;
@@ -115,17 +153,10 @@ GenerateArgs generate_args(int32_t max_new_tokens, float temperature, int32_t to
   a.config.sampling = {temperature, top_k, top_p, min_p, repetition_penalty, seed};
   // The library's ranges (Runner::start checks them too), before anything is encoded or run.
   if (Status st = validate(a.config.sampling); !st) raise(st.error().with_context("generate"));
-  // Anything but "none" / "ngram" names a draft program (loaded, and its tokenizer checked, by the first
-  // generate() that uses it; the runner keeps it for the next ones).
-  std::error_code ec;
-  if (draft && *draft != "ngram" && *draft != "none" && !std::filesystem::is_regular_file(*draft, ec))
-    bad("draft must be None, 'none', 'ngram' or the path of a draft program (.hfs), got '" + *draft + "': no such file");
-  if (draft_max < 1 || draft_max > 1024) bad("draft_max must be in [1, 1024], got " + std::to_string(draft_max));
-  a.config.draft.kind = !draft || *draft == "none" ? DraftKind::kNone
-                        : *draft == "ngram"        ? DraftKind::kNgram
-                                                   : DraftKind::kProgram;
-  if (a.config.draft.kind == DraftKind::kProgram) a.config.draft.program_path = *draft;
-  a.config.draft.max_tokens = draft_max;
+  // A draft program is loaded, and its tokenizer checked, by the first generate() that uses it; the runner
+  // keeps it for the next ones.
+  a.config.draft = draft_config(draft, draft_max, "generate");
+  a.config.constraint = constraint_of(grammar, json_schema, regex, json_object, "generate");
   if (stop.is_none()) return a;
   auto add = [&](py::handle item) {
     if (py::isinstance<py::str>(item)) {
@@ -451,30 +482,36 @@ committed at the start of the next call, so consecutive generate() calls continu
           [](py::object self, const py::object& prompt, int32_t max_new_tokens, float temperature, int32_t top_k,
              float top_p, float min_p, float repetition_penalty, uint64_t seed, const py::object& stop,
              bool ignore_eos, std::optional<bool> add_special, const std::optional<std::string>& draft,
-             int32_t draft_max) {
+             int32_t draft_max, const py::object& grammar, const py::object& json_schema, const py::object& regex,
+             bool json_object) {
             GenerateArgs a = generate_args(max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed,
-                                           stop, ignore_eos, draft, draft_max);
+                                           stop, ignore_eos, draft, draft_max, grammar, json_schema, regex, json_object);
             return generate(self, prompt, a, add_special);
           },
           py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
           py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
           py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
           py::arg("add_special") = py::none(), py::arg("draft") = py::none(), py::arg("draft_max") = 8,
+          py::arg("grammar") = py::none(), py::arg("json_schema") = py::none(), py::arg("regex") = py::none(),
+          py::arg("json_object") = false,
           "str prompt → generated text; token-id prompt → generated ids. See the .pyi stub.")
       .def(
           "stream",
           [](py::object self, const py::object& prompt, int32_t max_new_tokens, float temperature, int32_t top_k,
              float top_p, float min_p, float repetition_penalty, uint64_t seed, const py::object& stop,
              bool ignore_eos, std::optional<bool> add_special, const std::optional<std::string>& draft,
-             int32_t draft_max) {
+             int32_t draft_max, const py::object& grammar, const py::object& json_schema, const py::object& regex,
+             bool json_object) {
             GenerateArgs a = generate_args(max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed,
-                                           stop, ignore_eos, draft, draft_max);
+                                           stop, ignore_eos, draft, draft_max, grammar, json_schema, regex, json_object);
             return stream(self, prompt, a, add_special);
           },
           py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
           py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
           py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
           py::arg("add_special") = py::none(), py::arg("draft") = py::none(), py::arg("draft_max") = 8,
+          py::arg("grammar") = py::none(), py::arg("json_schema") = py::none(), py::arg("regex") = py::none(),
+          py::arg("json_object") = false,
           "Like generate(), but returns a Stream yielding text pieces (str prompt) or ids (token prompt).")
       .def(
           "reset",

@@ -1,6 +1,7 @@
 // Grammar (compiled from GBNF, a regex, or the built-in JSON object grammar) and GrammarMatcher.
 #include "constrain/compiled_grammar.h"
 #include "constrain/gbnf_parser.h"
+#include "constrain/json_schema.h"
 #include "constrain/match_state.h"
 #include "constrain/regex_compiler.h"
 #include "hfstatic/constraint.h"
@@ -37,6 +38,13 @@ Result<std::shared_ptr<const Grammar>> Grammar::from_regex(std::string_view patt
   HFS_TRY(cst::compile_regex(pattern, rules));
   HFS_ASSIGN_OR_RETURN(cst::CompiledGrammar g, cst::compile(rules, "root", "regex"));
   return std::shared_ptr<const Grammar>(new Grammar(std::make_unique<Impl>(Impl{std::move(g)})));
+}
+
+Result<std::string> Grammar::json_schema_gbnf(std::string_view schema_json) { return json_schema_to_gbnf(schema_json); }
+
+Result<std::shared_ptr<const Grammar>> Grammar::from_json_schema(std::string_view schema_json) {
+  HFS_ASSIGN_OR_RETURN(std::string gbnf, json_schema_to_gbnf(schema_json));
+  return from_gbnf(gbnf);
 }
 
 std::string_view Grammar::json_object_gbnf() { return kJsonObject; }

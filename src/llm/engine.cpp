@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -13,6 +14,8 @@
 #include "llm/draft_verify.h"
 #include "llm/logits_check.h"
 #include "llm/draft_source.h"
+#include "llm/program_draft.h"
+#include "llm/program_vocabulary.h"
 
 namespace hfs {
 namespace {
@@ -37,18 +40,25 @@ struct Engine::Impl {
     int64_t served = -1;             // the last step that gave it rows: who waited longest goes first
     int64_t logits_step = -1;        // the step whose part `logits_part` holds its logits
     size_t logits_part = 0;
-    // Speculative decoding (config.draft): prompt lookup over its committed tokens, the draft-count policy,
-    // and this step's verification rows (the pending token + drafts; drafts == 0: a plain row).
+    // Speculative decoding (config.draft): prompt lookup over its committed tokens or a draft program (from
+    // draft_pools[draft_pool]), the draft-count policy, and this step's verification rows (the pending token
+    // + drafts; drafts == 0: a plain row).
     std::unique_ptr<DraftSource> draft;
+    std::string draft_pool;
     std::optional<DraftPolicy> policy;
     std::vector<int32_t> rows;
     size_t drafts = 0;
+    // Structured output (config.constraint): the sequence's matcher over the vocabulary, and its masked
+    // logits (sized when it starts). No drafts under a constraint, as in the Runner.
+    std::unique_ptr<TokenConstraint> constraint;
+    std::vector<float> masked;
 
     int64_t left() const { return static_cast<int64_t>(pending.size() - fed); }
     bool generating() const { return !info.finished && config.max_new_tokens > 0; }
   };
 
   std::unique_ptr<IOManager> io;
+  std::shared_ptr<const Program> program;  // null when built on an IO manager: draft vocabularies by size only
   EngineOptions options;
   EngineStats stats;
   std::unordered_map<SequenceId, Seq> seqs;
@@ -65,6 +75,18 @@ struct Engine::Impl {
   std::vector<StepEvent> events;
   std::vector<int32_t> verified;  // one sequence's verified tokens (verify_drafts)
 
+  // Draft programs by path (or by address, for loaded ones). A sequence drafting with one holds a
+  // ProgramDraft of its own (runner and caches); when it finishes or is removed the draft goes back to its
+  // pool for the next sequence, so there are never more than sequences drafting at once, and a draft's
+  // caches are created when a sequence first needs one, never in a step.
+  struct DraftPool {
+    std::shared_ptr<const Program> program;
+    std::vector<std::unique_ptr<DraftSource>> free;
+  };
+  std::map<std::string, DraftPool> draft_pools;
+  // The vocabulary constrained sequences mask, from the program's tokenizer (built by the first one).
+  std::shared_ptr<const TokenVocabulary> constraint_vocab;
+
   Status check_tokens(std::span<const int32_t> tokens, const char* what) const {
     const int64_t V = io->info().vocab_size;
     for (size_t i = 0; i < tokens.size(); ++i)
@@ -80,18 +102,9 @@ struct Engine::Impl {
       return make_error(ErrorCode::kInvalidArgument, std::string("engine: ") + what + ": max_new_tokens must be ≥ 0, got " +
                                                          std::to_string(config.max_new_tokens));
     HFS_TRY_CTX(validate(config.sampling), std::string("engine: ") + what);
-    // A draft program runs one sequence on its own caches: the engine would need one per sequence and a
-    // step of their rows; it is the Runner's (run, chat, generate) for now.
-    if (config.draft.kind == DraftKind::kProgram)
-      return make_error(ErrorCode::kInvalidArgument,
-                        std::string("engine: ") + what + ": GenerationConfig::draft: a draft program (DraftKind::kProgram) " +
-                            "is not supported by the multi-sequence engine; use DraftKind::kNgram here, or the Runner");
-    // Refused rather than ignored: an unconstrained output where a constrained one was asked for would pass
-    // for valid. A matcher per sequence is the next step (docs/structured-output.md).
-    if (config.constraint)
-      return make_error(ErrorCode::kUnsupported, std::string("engine: ") + what +
-                                                     ": GenerationConfig::constraint is not supported by the "
-                                                     "multi-sequence engine yet; use the Runner");
+    if (config.draft.kind == DraftKind::kProgram && !config.draft.program && config.draft.program_path.empty())
+      return make_error(ErrorCode::kInvalidArgument, std::string("engine: ") + what +
+                                                         ": GenerationConfig::draft: DraftKind::kProgram needs program_path or program");
     HFS_TRY(check_tokens(tokens, what));
     const int64_t n = static_cast<int64_t>(tokens.size()), N = io->info().context_length;
     if (length + n > N)
@@ -101,7 +114,53 @@ struct Engine::Impl {
     return Ok{};
   }
 
-  void start(Seq& s, std::span<const int32_t> tokens, const GenerationConfig& config) {
+  // The draft program a sequence with `config` drafts with (its pool's free one, or a new one), or null when it
+  // drafts otherwise or not at all. Loading or checking the draft fails here, before the sequence changes.
+  Result<std::unique_ptr<DraftSource>> acquire_draft(const GenerationConfig& config, std::string* key, const char* what) {
+    const DraftConfig& c = config.draft;
+    if (c.kind != DraftKind::kProgram || config.constraint || config.max_new_tokens == 0 || rows_max < 2)
+      return std::unique_ptr<DraftSource>();
+    *key = c.program ? "@" + std::to_string(reinterpret_cast<uintptr_t>(c.program.get())) : c.program_path;
+    auto it = draft_pools.find(*key);
+    if (it != draft_pools.end() && !it->second.free.empty()) {
+      std::unique_ptr<DraftSource> d = std::move(it->second.free.back());
+      it->second.free.pop_back();
+      return d;
+    }
+    std::shared_ptr<const Program> prog = it != draft_pools.end() ? it->second.program : c.program;
+    if (!prog) {
+      HFS_ASSIGN_OR_RETURN_CTX(prog, Program::load(c.program_path, options.load),
+                               std::string("engine: ") + what + ": draft program " + c.program_path);
+    }
+    auto d = ProgramDraft::create(prog, program.get(), io->info().vocab_size,
+                                  c.program_path.empty() ? "(loaded program)" : c.program_path,
+                                  draft_runner_options(options.load, options.io));
+    if (!d) return d.error().with_context(std::string("engine: ") + what);
+    draft_pools[*key].program = std::move(prog);
+    return std::unique_ptr<DraftSource>(std::move(*d));
+  }
+
+  // The vocabulary a constrained config masks: its own, or the program's (built once). Null without one.
+  Result<std::shared_ptr<const TokenVocabulary>> vocabulary(const GenerationConfig& config, const char* what) {
+    if (!config.constraint) return std::shared_ptr<const TokenVocabulary>();
+    if (config.constraint_vocab) return config.constraint_vocab;
+    if (!constraint_vocab) {
+      HFS_ASSIGN_OR_RETURN(constraint_vocab,
+                           program_vocabulary(program.get(), io->info().eos_token_ids, std::string("engine: ") + what));
+    }
+    return constraint_vocab;
+  }
+
+  // A draft program goes back to its pool (the next sequence brings it to its own tokens).
+  void release_draft(Seq& s) {
+    if (!s.draft_pool.empty() && s.draft) draft_pools[s.draft_pool].free.push_back(std::move(s.draft));
+    s.draft.reset();
+    s.draft_pool.clear();
+  }
+
+  void start(Seq& s, std::span<const int32_t> tokens, const GenerationConfig& config,
+             std::unique_ptr<DraftSource> program_draft = nullptr, std::string pool = {},
+             std::shared_ptr<const TokenVocabulary> vocab = nullptr) {
     s.pending.assign(tokens.begin(), tokens.end());
     s.fed = 0;
     s.config = config;
@@ -111,15 +170,27 @@ struct Engine::Impl {
     s.info.finished = false;
     s.info.stop = SequenceStop::kNone;
     s.info.error.clear();
+    s.info.draft_error.clear();
     s.info.ttft_ms = s.info.max_gap_ms = 0;
     s.started = Clock::now();
     s.order = arrivals++;
     s.logits_step = -1;
-    s.draft.reset();
+    release_draft(s);
     s.policy.reset();
-    if (config.draft.kind == DraftKind::kNgram && config.max_new_tokens > 0 && rows_max >= 2) {
+    s.constraint.reset();
+    if (config.constraint && config.max_new_tokens > 0) {
+      s.constraint = std::make_unique<TokenConstraint>(config.constraint, std::move(vocab));
+      s.masked.resize(static_cast<size_t>(io->info().vocab_size));
+    } else if (program_draft) {
+      s.draft = std::move(program_draft);
+      s.draft_pool = std::move(pool);
+      sync_source(*s.draft, s.history);  // the tokens it shares with its last sequence stay in its caches
+    } else if (config.draft.kind == DraftKind::kNgram && !config.constraint && config.max_new_tokens > 0 &&
+               rows_max >= 2) {
       s.draft = std::make_unique<NgramSource>(io->info().context_length);
       s.draft->commit(s.history);
+    }
+    if (s.draft) {
       s.policy.emplace(config.draft.max_tokens);
       s.rows.reserve(static_cast<size_t>(rows_max));
     }
@@ -150,6 +221,7 @@ struct Engine::Impl {
   }
 
   void finish(Seq& s, SequenceStop why) {
+    release_draft(s);
     s.info.finished = true;
     s.info.stop = why;
     s.pending.clear();
@@ -219,9 +291,13 @@ struct Engine::Impl {
     const int64_t budget = s.config.max_new_tokens - static_cast<int64_t>(s.info.generated.size());
     const int64_t k = std::min<int64_t>({s.policy->want(), room, io->info().context_length - len - 1, budget - 1});
     if (k < 1) return 0;
-    // Prompt lookup cannot fail (a draft program, which could, is refused by check_start).
     auto proposed = propose_rows(*s.draft, s.pending[s.fed], k, s.rows);
-    size_t d = proposed ? *proposed : 0;
+    if (!proposed) {  // a draft program's step failed: the sequence goes on without drafts, its output the same
+      s.info.draft_error = proposed.error().to_string();
+      release_draft(s);
+      return 0;
+    }
+    size_t d = *proposed;
     // The pool must hold the extra rows too.
     while (d > 0) {
       const int64_t extra = io->blocks_needed(s.index, 1 + static_cast<int64_t>(d)) - io->blocks_needed(s.index, 1);
@@ -314,6 +390,24 @@ struct Engine::Impl {
       events.push_back({s.id, -1, true});
       return;
     }
+    if (s.constraint) {
+      // Only tokens that keep the output a valid prefix; an end token only where the grammar is complete.
+      if (s.constraint->mask_logits(logits, s.masked) == 0) {
+        if (s.constraint->complete()) {
+          finish(s, SequenceStop::kStopToken);
+        } else {
+          s.info.error = "constraint: no token of the vocabulary continues the output after " +
+                         std::to_string(s.info.generated.size()) + " generated tokens";
+          finish(s, SequenceStop::kError);
+        }
+        events.push_back({s.id, -1, true});
+        return;
+      }
+      const int32_t tok = s.sampler->sample(s.masked, s.history);
+      (void)s.constraint->accept(tok);  // drawn from the mask: always allowed
+      emit(s, tok, now, true);
+      return;
+    }
     emit(s, s.sampler->sample(logits, s.history), now, true);
   }
 
@@ -356,8 +450,10 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path, const Engi
 Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Program> program, const EngineOptions& options) {
   IOManagerOptions io = options.io;
   io.default_sequence = false;
-  HFS_ASSIGN_OR_RETURN(auto m, create_io_manager(std::move(program), io));
-  return create(std::move(m), options);
+  HFS_ASSIGN_OR_RETURN(auto m, create_io_manager(program, io));
+  HFS_ASSIGN_OR_RETURN(auto e, create(std::move(m), options));
+  e->impl_->program = std::move(program);
+  return e;
 }
 
 Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<IOManager> io, const EngineOptions& options) {
@@ -384,9 +480,16 @@ const EngineStats& Engine::stats() const { return impl_->stats; }
 Result<SequenceId> Engine::add(std::span<const int32_t> prompt, const GenerationConfig& config) {
   Impl& m = *impl_;
   HFS_TRY(m.check_start(prompt, 0, config, "add"));
-  HFS_ASSIGN_OR_RETURN(int32_t index, m.io->add_sequence());
-  Impl::Seq& s = m.make_seq(index);
-  m.start(s, prompt, config);
+  HFS_ASSIGN_OR_RETURN(auto vocab, m.vocabulary(config, "add"));
+  std::string pool;
+  HFS_ASSIGN_OR_RETURN(auto draft, m.acquire_draft(config, &pool, "add"));
+  auto index = m.io->add_sequence();
+  if (!index) {
+    if (draft) m.draft_pools[pool].free.push_back(std::move(draft));
+    return index.error();
+  }
+  Impl::Seq& s = m.make_seq(*index);
+  m.start(s, prompt, config, std::move(draft), std::move(pool), std::move(vocab));
   return s.id;
 }
 
@@ -398,11 +501,18 @@ Result<SequenceId> Engine::fork(SequenceId parent, int64_t prefix, std::span<con
     return make_error(ErrorCode::kInvalidArgument, "engine: fork: prefix of " + std::to_string(prefix) + " tokens, but sequence " +
                                                        std::to_string(parent) + " holds " + std::to_string(held));
   HFS_TRY(m.check_start(more, prefix, config, "fork"));
-  HFS_ASSIGN_OR_RETURN(int32_t index, m.io->fork_sequence(p->index, prefix));
+  HFS_ASSIGN_OR_RETURN(auto vocab, m.vocabulary(config, "fork"));
+  std::string pool;
+  HFS_ASSIGN_OR_RETURN(auto draft, m.acquire_draft(config, &pool, "fork"));
+  auto index = m.io->fork_sequence(p->index, prefix);
+  if (!index) {
+    if (draft) m.draft_pools[pool].free.push_back(std::move(draft));
+    return index.error();
+  }
   std::vector<int32_t> history(p->history.begin(), p->history.begin() + prefix);
-  Impl::Seq& s = m.make_seq(index);
+  Impl::Seq& s = m.make_seq(*index);
   s.history.insert(s.history.end(), history.begin(), history.end());
-  m.start(s, more, config);
+  m.start(s, more, config, std::move(draft), std::move(pool), std::move(vocab));
   return s.id;
 }
 
@@ -413,7 +523,10 @@ Status Engine::append(SequenceId id, std::span<const int32_t> tokens, const Gene
     return make_error(ErrorCode::kInvalidArgument, "engine: append: sequence " + std::to_string(id) + " still has " +
                                                        std::to_string(s->left()) + " tokens to feed or is generating");
   HFS_TRY(m.check_start(tokens, m.io->sequence_length(s->index), config, "append"));
-  m.start(*s, tokens, config);
+  HFS_ASSIGN_OR_RETURN(auto vocab, m.vocabulary(config, "append"));
+  std::string pool;
+  HFS_ASSIGN_OR_RETURN(auto draft, m.acquire_draft(config, &pool, "append"));
+  m.start(*s, tokens, config, std::move(draft), std::move(pool), std::move(vocab));
   return Ok{};
 }
 
@@ -421,6 +534,7 @@ Status Engine::remove(SequenceId id) {
   Impl& m = *impl_;
   HFS_ASSIGN_OR_RETURN(Impl::Seq * s, m.find(id, "remove"));
   HFS_TRY(m.io->remove_sequence(s->index));
+  m.release_draft(*s);
   m.seqs.erase(id);
   return Ok{};
 }

@@ -52,6 +52,14 @@ Status check_same_vocabulary(const Program* target, int64_t target_vocab, const 
   return Ok{};
 }
 
+RunnerOptions draft_runner_options(const LoadOptions& load, const IOManagerOptions& io) {
+  RunnerOptions o;
+  o.load = load;
+  o.io = io;
+  for (const std::string& b : o.io.method.backends.backends) o.io.method.backends.settings[b].set("threads", Value(1));
+  return o;
+}
+
 Result<std::unique_ptr<ProgramDraft>> ProgramDraft::create(std::shared_ptr<const Program> draft, const Program* target,
                                                            int64_t target_vocab, const std::string& name,
                                                            const RunnerOptions& options) {

@@ -40,6 +40,12 @@ namespace hfs {
 [[nodiscard]] Status check_same_vocabulary(const Program* target, int64_t target_vocab, const Program& draft,
                                            int64_t draft_vocab, const std::string& draft_name);
 
+// The Runner options a draft program runs with: the target's backends, allocator and load options, on the
+// calling thread alone (threads = 1 for every backend named). A draft program's steps are small, and a second
+// pool of workers would compete with the target's for the same cores (its workers spin between steps),
+// which measured a draft decode step at 20x its cost alone on a 2-core machine.
+RunnerOptions draft_runner_options(const LoadOptions& load, const IOManagerOptions& io);
+
 class ProgramDraft final : public DraftSource {
  public:
   // `target` may be null (a runner built on an IO manager): then only the vocabulary sizes are compared.

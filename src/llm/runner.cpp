@@ -13,7 +13,7 @@
 #include "llm/logits_check.h"
 #include "llm/draft_source.h"
 #include "llm/program_draft.h"
-#include "hfstatic/tokenizer.h"
+#include "llm/program_vocabulary.h"
 
 namespace hfs {
 namespace {
@@ -188,16 +188,7 @@ struct Runner::Impl {
     program_draft_path = c.program_path;
     return Ok{};
   }
-  // The target's backends and allocator, on the calling thread alone: a draft program's steps are small,
-  // and a second pool of workers would compete with the target's for the same cores (its workers spin
-  // between steps), which measured a draft decode step at 20x its cost alone on a 2-core machine.
-  RunnerOptions draft_options() const {
-    RunnerOptions o;
-    o.load = options.load;
-    o.io = options.io;
-    for (const std::string& b : o.io.method.backends.backends) o.io.method.backends.settings[b].set("threads", Value(1));
-    return o;
-  }
+  RunnerOptions draft_options() const { return draft_runner_options(options.load, options.io); }
 
   Status prefill(std::span<const int32_t> tokens, const std::atomic<bool>* cancel, bool* cancelled) {
     *cancelled = false;
@@ -538,15 +529,7 @@ Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> promp
   std::shared_ptr<const TokenVocabulary> vocab = config.constraint_vocab;
   if (config.constraint && !vocab) {
     if (!m.constraint_vocab) {
-      if (!m.program)
-        return make_error(ErrorCode::kInvalidArgument,
-                          "generate: GenerationConfig::constraint needs constraint_vocab on a Runner created "
-                          "without a program (no tokenizer to take the vocabulary from)");
-      HFS_ASSIGN_OR_RETURN_CTX(auto tok, Tokenizer::from_program(*m.program), "generate: constraint");
-      std::vector<int32_t> eos;
-      for (int64_t id : m.io->info().eos_token_ids) eos.push_back(static_cast<int32_t>(id));
-      HFS_ASSIGN_OR_RETURN_CTX(m.constraint_vocab, TokenVocabulary::from_tokenizer(*tok, eos),
-                               "generate: constraint");
+      HFS_ASSIGN_OR_RETURN(m.constraint_vocab, program_vocabulary(m.program.get(), m.io->info().eos_token_ids, "generate"));
     }
     vocab = m.constraint_vocab;
   }

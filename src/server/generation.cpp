@@ -158,6 +158,12 @@ std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool
   job.config.sampling = r.sampling;
   if (!r.seeded) job.config.sampling.seed = random_seed();
   job.config.draft = s.options.draft;
+  if (r.format == CompletionRequest::Format::kJsonObject) job.config.constraint = Grammar::json_object();
+  if (r.format == CompletionRequest::Format::kJsonSchema) {
+    auto g = Grammar::from_json_schema(r.json_schema);
+    if (!g) return invalid_param("response_format", g.error().message());
+    job.config.constraint = *g;
+  }
   if (Status st = validate(job.config.sampling); !st) return invalid_param("", st.error().message());
   for (const auto& [id, bias] : r.sampling.logit_bias)
     if (id >= s.scheduler->info().vocab_size)

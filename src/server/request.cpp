@@ -163,10 +163,6 @@ std::optional<ApiError> refuse_unsupported(const json& j) {
   for (const char* name : {"tools", "functions"})
     if (auto it = j.find(name); it != j.end() && !it->is_null() && !(it->is_array() && it->empty()))
       return invalid_param(name, std::string("'") + name + "' (tool calling) is not supported by this server");
-  if (auto it = j.find("response_format"); it != j.end() && !it->is_null()) {
-    if (!it->is_object() || it->value("type", "") != "text")
-      return invalid_param("response_format", "'response_format' other than {\"type\": \"text\"} is not supported by this server");
-  }
   if (auto it = j.find("echo"); it != j.end() && !it->is_null() && *it != false)
     return invalid_param("echo", "'echo' is not supported by this server");
   if (auto it = j.find("suffix"); it != j.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
@@ -194,6 +190,33 @@ std::optional<ApiError> parse_logit_bias(const json& j, SamplingConfig& s) {
 
 }  // namespace
 
+// response_format: {"type": "text"}, {"type": "json_object"}, or {"type": "json_schema", "json_schema":
+// {"name": ..., "schema": {...}, "strict": ...}} (OpenAI's shape; "strict" may be true or false: the output
+// follows the schema either way).
+std::optional<ApiError> parse_response_format(const json& j, CompletionRequest& r) {
+  auto it = j.find("response_format");
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return wrong_type("response_format", "an object such as {\"type\": \"json_object\"}", *it);
+  const json type = it->value("type", json());
+  if (type == "text") return std::nullopt;
+  if (type == "json_object") {
+    r.format = CompletionRequest::Format::kJsonObject;
+    return std::nullopt;
+  }
+  if (type != "json_schema")
+    return invalid_param("response_format", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got " +
+                                                type.dump());
+  auto spec = it->find("json_schema");
+  if (spec == it->end() || !spec->is_object())
+    return invalid_param("response_format", "'response_format.json_schema' must be an object {\"name\", \"schema\", \"strict\"}");
+  auto schema = spec->find("schema");
+  if (schema == spec->end() || !(schema->is_object() || schema->is_boolean()))
+    return invalid_param("response_format", "'response_format.json_schema.schema' must be a JSON Schema object");
+  r.format = CompletionRequest::Format::kJsonSchema;
+  r.json_schema = schema->dump();
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_completion_request(std::string_view body, bool chat, CompletionRequest& r) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_param("", "the request body is not valid JSON");
@@ -207,6 +230,7 @@ std::optional<ApiError> parse_completion_request(std::string_view body, bool cha
   }
   if (auto e = chat ? parse_messages(j, r.messages) : parse_prompt(j, r)) return e;
   if (auto e = refuse_unsupported(j)) return e;
+  if (auto e = parse_response_format(j, r)) return e;
   std::optional<int64_t> max_tokens, max_completion_tokens, top_k, seed;
   if (auto e = integer(j, "max_tokens", 1, std::numeric_limits<int32_t>::max(), max_tokens)) return e;
   if (auto e = integer(j, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max(), max_completion_tokens)) return e;

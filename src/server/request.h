@@ -5,7 +5,8 @@
 //
 // Every field is checked for type and range; the error names the field (ApiError::param). Parameters that
 // would change the answer if ignored and that the server does not implement (n > 1, logprobs, tools,
-// response_format other than text, best_of, echo, suffix) are refused by name rather than ignored;
+// best_of, echo, suffix) are refused by name rather than ignored; response_format may be text, json_object
+// or json_schema ({"name", "schema", "strict"}: the schema is compiled by the generation, not here);
 // informational ones real clients send (user, metadata, store, ...) and unknown ones are accepted.
 #pragma once
 
@@ -34,6 +35,11 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage
+  // response_format: text (no constraint), json_object (any JSON object) or json_schema (`json_schema` holds
+  // the schema's JSON text).
+  enum class Format : uint8_t { kText, kJsonObject, kJsonSchema };
+  Format format = Format::kText;
+  std::string json_schema;
 };
 
 std::optional<ApiError> parse_completion_request(std::string_view body, bool chat, CompletionRequest& out);

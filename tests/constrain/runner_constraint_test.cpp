@@ -5,7 +5,6 @@
 #include <regex>
 
 #include "hfstatic/constraint.h"
-#include "hfstatic/engine.h"
 #include "hfstatic/io_contract.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
@@ -118,19 +117,6 @@ TEST(RunnerConstraint, RunnerWithoutProgramNeedsAVocabulary) {
   out = (*runner)->generate(std::vector<int32_t>{1}, g);
   ASSERT_TRUE(out) << out.error().to_string();
   EXPECT_EQ(text_of(**tok, out->tokens).substr(0, 1), "{");
-}
-
-TEST(RunnerConstraint, EngineRefusesAConstraintInsteadOfIgnoringIt) {
-  auto e = Engine::load(test::tiny_program(model()));
-  ASSERT_TRUE(e) << e.error().to_string();
-  GenerationConfig g;
-  g.constraint = Grammar::json_object();
-  auto id = (*e)->add(std::vector<int32_t>{1, 2}, g);
-  ASSERT_FALSE(id);
-  EXPECT_EQ(id.error().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(id.error().message().find("GenerationConfig::constraint is not supported by the multi-sequence engine"),
-            std::string::npos)
-      << id.error().message();
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // target with a different random-weight draft, accepting little); the draft's proposals are its own greedy
 // continuation of the committed tokens after every rollback (checked against a fresh run of the draft
 // program alone); a draft with a different vocabulary is refused at load naming the first difference; a
-// draft with a shorter context stops drafting at its capacity, the output unchanged. The acceptance rule is
+// draft with a shorter context stops drafting at its capacity, the output unchanged (the engine's draft
+// programs: engine_test.cpp). The acceptance rule is
 // the draft-source-agnostic one tested in speculative_test.cpp (any deterministic draft, drawn from any q).
 #include <gtest/gtest.h>
 
@@ -12,7 +13,6 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "hfstatic/engine.h"
 #include "hfstatic/export.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/program.h"
@@ -310,20 +310,6 @@ TEST(DraftProgram, MissingDraftFileNamesThePath) {
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("draft program /nonexistent/draft.hfs"), std::string::npos)
       << out.error().message();
-}
-
-TEST(DraftProgram, EngineRefusesADraftProgramWithAClearError) {
-  test::TinyModel m{"llama", 4, 64};
-  m.sequences = 2;
-  auto e = Engine::load(test::tiny_program(m));
-  ASSERT_TRUE(e.ok()) << e.error().to_string();
-  const std::vector<int32_t> prompt = {1, 5, 6};
-  auto id = (*e)->add(prompt, with_program(4, test::tiny_program({"llama", 4, 64})));
-  ASSERT_FALSE(id.ok());
-  EXPECT_EQ(id.error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(id.error().message().find("draft program (DraftKind::kProgram) is not supported by the multi-sequence engine"),
-            std::string::npos)
-      << id.error().message();
 }
 
 // Runner::truncate, which rolls a draft program back: the positions past `length` are forgotten (the next

@@ -421,6 +421,92 @@ TEST(Engine, SequencesWithDraftsGenerateWhatTheyGenerateAlone) {
   }
 }
 
+// Sequences drafting with draft programs (one with the target's own weights, accepting nearly every draft;
+// one with a different random model, accepting little) share steps with a sequence without drafts; each
+// generates greedy's tokens exactly, as the Runner does alone. A sequence added after the first finished
+// takes its draft back from the pool (caches holding another sequence's tokens) and is exact too.
+TEST(Engine, SequencesDraftingWithProgramsGenerateWhatTheyGenerateAlone) {
+  TinyModel m{"llama", 4, 96};
+  m.sequences = 3;
+  m.step_sizes = std::vector<int64_t>{2, 4, 8, 16};
+  const std::string prog = test::tiny_program(m), solo = test::tiny_program(solo_of(m));
+  TinyModel other{"llama", 4, 96};
+  other.layers = 1;
+  other.seed = 99;
+  const std::string random_draft = test::tiny_program(other);
+  auto e = Engine::load(prog);
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  const std::vector<std::string> drafts = {solo, random_draft, "", solo};
+  const std::vector<int> lengths = {150, 40, 40, 30};
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<SequenceId> ids;
+  auto add = [&](size_t i) {
+    prompts.push_back(test::random_tokens(5 + 3 * static_cast<int>(i), 512, 60 + static_cast<int>(i)));
+    GenerationConfig g = greedy(lengths[i]);
+    if (!drafts[i].empty()) g.draft.kind = DraftKind::kProgram, g.draft.program_path = drafts[i], g.draft.max_tokens = 6;
+    auto id = (*e)->add(prompts.back(), g);
+    ASSERT_TRUE(id.ok()) << id.error().to_string();
+    ids.push_back(*id);
+  };
+  for (size_t i = 0; i < 3; ++i) add(i);
+  std::map<SequenceId, SequenceInfo> done;
+  while (!(*e)->idle() || ids.size() < 4) {
+    auto events = (*e)->step();
+    ASSERT_TRUE(events.ok()) << events.error().to_string();
+    for (const StepEvent& ev : *events) {
+      if (!ev.finished) continue;
+      auto info = (*e)->sequence(ev.sequence);
+      ASSERT_TRUE(info.ok());
+      done[ev.sequence] = *info;
+      if (ev.sequence == ids[0]) {  // its draft goes back to the pool and its slot is freed: the fourth takes both
+        ASSERT_TRUE((*e)->remove(ev.sequence).ok());
+        add(3);
+      }
+    }
+  }
+  // Drafts were verified and some accepted (how many the policy drafts depends on measured step times).
+  EXPECT_GT((*e)->stats().draft_accepted, 0) << "of " << (*e)->stats().draft_tokens;
+  ASSERT_EQ(done.size(), 4u);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const SequenceInfo& info = done[ids[i]];
+    EXPECT_TRUE(info.draft_error.empty()) << info.draft_error;
+    auto r = Runner::load(solo);
+    ASSERT_TRUE(r.ok());
+    auto want = (*r)->generate(prompts[i], greedy(lengths[i]));
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ(info.generated, want->tokens) << "sequence " << i;
+  }
+}
+
+// A draft program that cannot draft for the target (here: only one of them embeds a tokenizer) is refused
+// by add(), with the draft named; nothing is added.
+TEST(Engine, ADraftProgramItCannotUseIsRefusedAndNothingIsAdded) {
+  TinyModel m{"llama", 4, 64};
+  m.sequences = 2;
+  m.tokenizer = true;
+  auto e = Engine::load(test::tiny_program(m));
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  const std::string draft = test::tiny_program({"llama", 4, 64});
+  GenerationConfig g = greedy(4);
+  g.draft.kind = DraftKind::kProgram;
+  g.draft.program_path = draft;
+  const std::vector<int32_t> prompt = {1, 5, 6};
+  const int64_t free_before = (*e)->io().free_blocks();
+  auto id = (*e)->add(prompt, g);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(id.error().message().find("draft program " + draft), std::string::npos) << id.error().message();
+  EXPECT_NE(id.error().message().find("the target embeds a tokenizer and the draft does not"), std::string::npos)
+      << id.error().message();
+  EXPECT_TRUE((*e)->sequences().empty());
+  EXPECT_EQ((*e)->io().free_blocks(), free_before);
+  g.draft.program_path = test::temp_dir() + "/missing.hfs";
+  auto missing = (*e)->add(prompt, g);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("missing.hfs"), std::string::npos) << missing.error().message();
+  EXPECT_TRUE((*e)->sequences().empty());
+}
+
 TEST(Engine, BadInputIsRejectedAndNothingChanges) {
   TinyModel m{"llama", 4, 24};
   m.sequences = 2;

@@ -111,8 +111,8 @@ def test_greedy_with_ngram_drafts_equals_greedy(tmp_path, arch):
 
 def test_greedy_with_a_draft_program_equals_greedy(tmp_path):
     """Runner.generate(draft="path.hfs"): a different random-weight model over the same tokenizer (another
-    seed) drafts; the tokens are greedy's exactly, 200+ tokens. A path that does not exist, and the Engine
-    (which does not run draft programs), are clear errors."""
+    seed) drafts; the tokens are greedy's exactly, 200+ tokens, in the Runner and in the Engine (a
+    sequence drafting beside one that does not). A path that does not exist is a clear error in both."""
     ckpt = make_checkpoint(tmp_path, "llama")
     other = tmp_path / "ckpt_draft"
     subprocess.run(["/usr/bin/python3", str(ROOT / "scripts" / "make-checkpoint"), "llama", str(other), "--preset",
@@ -135,10 +135,18 @@ def test_greedy_with_a_draft_program_equals_greedy(tmp_path):
     with pytest.raises(hfstatic.Error) as err:
         spec.generate(prompt, max_new_tokens=4, draft=str(tmp_path / "missing.hfs"))
     assert "no such file" in str(err.value) and "missing.hfs" in str(err.value)
-    multi = hfstatic.export(ckpt, tmp_path / "m.hfs", context=64, sequences=2)
+    multi = hfstatic.export(ckpt, tmp_path / "m.hfs", context=256, sequences=2)
+    e = hfstatic.Engine(multi)
+    a = e.add(prompt, max_new_tokens=220, ignore_eos=True, draft=str(prog), draft_max=4)
+    b = e.add(prompt[:5], max_new_tokens=40, ignore_eos=True)
+    while not e.idle:
+        e.step()
+    assert e.sequence(a)["generated"] == want
+    assert e.sequence(b)["generated"] == hfstatic.Runner(prog).generate(prompt[:5], max_new_tokens=40, ignore_eos=True)
+    assert e.stats["draft_tokens"] > 0
     with pytest.raises(hfstatic.Error) as err:
-        hfstatic.Engine(multi).add([5], draft=str(draft))
-    assert "draft" in str(err.value)
+        e.add([5], draft=str(tmp_path / "missing.hfs"))
+    assert "no such file" in str(err.value) and "missing.hfs" in str(err.value)
 
 
 def test_engine_sequences_with_drafts_generate_what_runner_generates(tmp_path):

@@ -82,7 +82,12 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":"x","best_of":2})", false, "best_of", "not supported"},
       {R"({"messages":[{"role":"user","content":"x"}],"tools":[{}]})", true, "tools", "not supported"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})", true, "response_format",
-       "not supported"},
+       "'response_format.json_schema' must be an object"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a"}}})",
+       true, "response_format", "'response_format.json_schema.schema' must be a JSON Schema object"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})", true, "response_format",
+       "must be \"text\", \"json_object\" or \"json_schema\", got \"xml\""},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":"json"})", true, "response_format", "an object"},
   };
   for (const Case& c : cases) {
     auto e = parse(c.body, c.chat);
@@ -95,6 +100,21 @@ TEST(CompletionRequest, ErrorsNameTheField) {
     EXPECT_EQ(j["error"]["message"], e->message);
     EXPECT_EQ(j["error"]["type"], "invalid_request_error");
   }
+}
+
+TEST(CompletionRequest, ResponseFormatsAreParsed) {
+  CompletionRequest r;
+  ASSERT_FALSE(parse_completion_request(R"({"prompt":"x","response_format":{"type":"json_object"}})", false, r));
+  EXPECT_EQ(r.format, CompletionRequest::Format::kJsonObject);
+  ASSERT_FALSE(parse_completion_request(
+      R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","strict":true,
+          "schema":{"type":"object","properties":{"a":{"type":"integer"}}}}}})",
+      false, r));
+  EXPECT_EQ(r.format, CompletionRequest::Format::kJsonSchema);
+  EXPECT_EQ(nlohmann::json::parse(r.json_schema),
+            nlohmann::json::parse(R"({"type":"object","properties":{"a":{"type":"integer"}}})"));
+  ASSERT_FALSE(parse_completion_request(R"({"prompt":"x","response_format":{"type":"text"}})", false, r));
+  EXPECT_EQ(r.format, CompletionRequest::Format::kText);
 }
 
 TEST(CompletionRequest, NeutralValuesOfRefusedFieldsAreAccepted) {

@@ -57,10 +57,21 @@ detail::FloatKernel float_kernel() {
     default: return detail::linear_float_scalar;
   }
 }
-// 2..kFloatRowsMax rows of float weights: every row through the kernel decode runs for one row (the
-// weight's GEMV variant, linear_half.h), so that a row's outputs are bit for bit what decode gives it
-// whatever rows share the call (a draft token verified in a multi-row step must see the logits decode
-// would). The rows take turns on a few weight rows at a time, so all but the first read them from L1.
+// The ISA's kernel for 2..kFloatRowsMax rows of float weights, bit for bit its decode GEMV's per row
+// (linear_kernels.h); nullptr on the scalar path.
+detail::FloatKernel float_rows_kernel() {
+  switch (active_isa()) {
+    case Isa::kAmx:
+    case Isa::kAvx512: return detail::linear_float_rows_avx512;
+    case Isa::kAvx2: return detail::linear_float_rows_avx2;
+    default: return nullptr;
+  }
+}
+// 2..kFloatRowsMax rows of float weights where decode's kernel has no rows kernel: every row through the
+// kernel decode runs for one row (the weight's GEMV variant, linear_half.h), so that a row's outputs are
+// bit for bit what decode gives it whatever rows share the call (a draft token verified in a multi-row
+// step must see the logits decode would). The rows take turns on a few weight rows at a time, so all but
+// the first read them from L1.
 constexpr int64_t kRowsL1Bytes = int64_t{32} << 10;
 void float_rows_as_decode(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                           int64_t n1) {
@@ -72,11 +83,14 @@ void float_rows_as_decode(const PackedWeight& w, const float* x, int64_t m, cons
     for (int64_t i = 0; i < m; ++i) one(w, x + i * w.k, 1, bias, y + i * w.n, c0, c1);
   }
 }
-// The float kernel linear() runs for m rows of w: decode's for up to kFloatRowsMax rows, the ISA's
-// prefill GEMM above.
+// The float kernel linear() runs for m rows of w: decode's for one row, its rows kernel (or each row
+// through decode's) up to kFloatRowsMax rows, the ISA's prefill GEMM above.
 detail::FloatKernel float_kernel_for(const PackedWeight& w, int64_t m) {
   if (m == 1) return half_gemv_kernel(w, 1, float_kernel());
-  if (m <= detail::kFloatRowsMax) return float_rows_as_decode;
+  if (m <= detail::kFloatRowsMax) {
+    const detail::FloatKernel rows = half_rows_kernel(w, float_rows_kernel());
+    return rows != nullptr ? rows : float_rows_as_decode;
+  }
   return float_kernel();
 }
 

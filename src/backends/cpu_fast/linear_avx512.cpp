@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
+#include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/isa_target.h"
 #include "backends/cpu_fast/linear_kernels.h"
 
@@ -14,6 +16,7 @@ HFS_TARGET_AVX512_BEGIN
 
 #include "backends/cpu_fast/avx512_mask.h"
 #include "backends/cpu_fast/linear_float_driver.h"
+#include "backends/cpu_fast/linear_float_rows.h"
 
 namespace hfs::cpu_fast::detail {
 namespace {
@@ -56,6 +59,9 @@ struct Avx512 {
   // the FMA peak.
   static constexpr int64_t kPanelCols = 32, kPanelK = 256, kPanelRows = 8;
   static constexpr bool kPlainFullStores = false;
+  // Multi-row steps (linear_float_rows.h): tiles of up to 6 activation rows × 4 weight rows (24
+  // accumulators, 4 weight vectors, one activation vector at a time: no spills).
+  static constexpr int64_t kRowsMaxX = 6, kRowsNW = 4;
 
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
@@ -96,6 +102,15 @@ struct Avx512 {
   static float gemv_sum(V a0, V a1, V a2, V a3, const float* x, const char* wr, int64_t j, int64_t k, Mask tail) {
     if (j < k) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, x + j), wload_mask(Fmt{}, wr, j, tail), a1);
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  }
+  // How the half_group GEMV variants ("zmm-r1-*", linear_half_gemv.h) finish instead: the lane sum, then
+  // the last k % 16 elements one by one.
+  template <class Fmt>
+  static float gemv_sum_scalar_tail(V a0, V a1, V a2, V a3, const float* x, const char* wr, int64_t j, int64_t k) {
+    float t = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    const auto* w16 = reinterpret_cast<const uint16_t*>(wr);
+    for (; j < k; ++j) t += x[j] * (std::is_same_v<Fmt, F16> ? f16_to_f32(w16[j]) : bf16_to_f32(w16[j]));
+    return t;
   }
 
   // 16×16 blocks of W rows loaded (masked past kc) and transposed.
@@ -340,6 +355,25 @@ void quantize_acts_avx512(const float* x, int64_t i0, int64_t i1, int64_t k, int
 void linear_float_avx512(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                          int64_t n1) {
   linear_float<Avx512>(w, x, m, bias, y, n0, n1);
+}
+
+void linear_float_rows_avx512(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
+                              int64_t n1) {
+  linear_float_rows<Avx512>(w, x, m, bias, y, n0, n1);
+}
+
+void linear_half_rows_r1_avx512(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y,
+                                int64_t n0, int64_t n1) {
+  auto run = [&](auto fmt) {
+    using Fmt = decltype(fmt);
+    float_rows<Avx512, Fmt>(w, x, m, bias, y, n0, n1,
+                            [](__m512 a0, __m512 a1, __m512 a2, __m512 a3, const float* xr, const char* wr, int64_t j,
+                               int64_t k) { return Avx512::gemv_sum_scalar_tail<Fmt>(a0, a1, a2, a3, xr, wr, j, k); });
+  };
+  if (w.format == DType::kF16)
+    run(F16{});
+  else
+    run(BF16{});
 }
 
 void linear_int_avx512(const PackedWeight& w, const QuantizedActs& a, int64_t m, const float* bias, float* y,

@@ -34,6 +34,9 @@ struct HalfGemvVariant {
   Isa isa;                // the lowest dispatch level that runs it
   bool f16, bf16;         // the formats it serves
   detail::FloatKernel fn;  // called with m = 1 only
+  // 2..kFloatRowsMax rows, each bit for bit what fn gives it alone (linear_kernels.h); nullptr: none, the
+  // rows then take turns through fn.
+  detail::FloatKernel rows;
 };
 
 // Every variant compiled in (the AVX2 ones first); an index into this is what a weight records.
@@ -69,6 +72,14 @@ inline detail::FloatKernel half_gemv_kernel(const PackedWeight& w, int64_t m, de
   if (m != 1 || w.gemv_variant < 0) return fallback;
   const HalfGemvVariant& v = half_gemv_variants()[static_cast<size_t>(w.gemv_variant)];
   return v.isa <= active_isa() ? v.fn : fallback;
+}
+
+// The kernel linear() runs for 2..kFloatRowsMax rows of w: its recorded variant's rows kernel when the
+// active ISA runs the variant (nullptr when the variant has none), else `fallback` (the ISA's).
+inline detail::FloatKernel half_rows_kernel(const PackedWeight& w, detail::FloatKernel fallback) {
+  if (w.gemv_variant < 0) return fallback;
+  const HalfGemvVariant& v = half_gemv_variants()[static_cast<size_t>(w.gemv_variant)];
+  return v.isa <= active_isa() ? v.rows : fallback;
 }
 
 namespace detail {

@@ -74,10 +74,10 @@ namespace hfs::cpu_fast::detail {
 namespace {
 constexpr Isa kY = Isa::kAvx2;
 constexpr HalfGemvVariant kVariants[] = {
-    {"ymm-default", kY, true, true, linear_float_avx2},
-    {"ymm-r1-nopf", kY, true, true, ymm_r1_nopf},
-    {"ymm-r1-pf8k-l2", kY, true, true, ymm_r1_pf8k_l2},
-    {"ymm-split-pf4k", kY, false, true, ymm_split_pf4k},
+    {"ymm-default", kY, true, true, linear_float_avx2, linear_float_rows_avx2},
+    {"ymm-r1-nopf", kY, true, true, ymm_r1_nopf, linear_float_rows_avx2},
+    {"ymm-r1-pf8k-l2", kY, true, true, ymm_r1_pf8k_l2, linear_float_rows_avx2},
+    {"ymm-split-pf4k", kY, false, true, ymm_split_pf4k, nullptr},
 };
 }  // namespace
 

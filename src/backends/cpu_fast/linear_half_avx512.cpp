@@ -56,9 +56,9 @@ namespace hfs::cpu_fast::detail {
 namespace {
 constexpr Isa kZ = Isa::kAvx512;
 constexpr HalfGemvVariant kVariants[] = {
-    {"zmm-default", kZ, true, true, linear_float_avx512},
-    {"zmm-r1-nopf", kZ, true, true, zmm_r1_nopf},
-    {"zmm-r1-pf8k-l2", kZ, true, true, zmm_r1_pf8k_l2},
+    {"zmm-default", kZ, true, true, linear_float_avx512, linear_float_rows_avx512},
+    {"zmm-r1-nopf", kZ, true, true, zmm_r1_nopf, linear_half_rows_r1_avx512},
+    {"zmm-r1-pf8k-l2", kZ, true, true, zmm_r1_pf8k_l2, linear_half_rows_r1_avx512},
 };
 }  // namespace
 

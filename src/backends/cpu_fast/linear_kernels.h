@@ -49,10 +49,21 @@ inline constexpr int64_t kTileRows = 16;
 inline int64_t steps_per_block(DType f) { return f == DType::kQ4_0 ? 4 : 8; }  // 64-byte vectors per block
 inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 32) * steps_per_block(w.format) * 64; }
 // Float weights, up to this many activation rows (16: the multi-sequence engine's and the draft
-// verifier's largest step): every row through decode's GEMV (linear.cpp, float_rows_as_decode), so a row's
-// outputs do not depend on the rows beside it; from one more, the prefill panel GEMM (linear_float_<isa>,
-// which itself runs the GEMV for one row and the GEMM for any other count).
+// verifier's largest step): every row gets, bit for bit, what decode's GEMV gives it, so a row's outputs
+// do not depend on the rows beside it. The decode kernel's rows kernel does that (linear_float_rows.h:
+// decode's additions in decode's order for every row, each weight vector widened once for up to 6
+// (AVX-512) or 2 (AVX2) rows); a GEMV variant without one (linear_half.h) runs each row through the
+// GEMV itself, a few weight rows at a time (linear.cpp, float_rows_as_decode). From one row more, the
+// prefill panel GEMM (linear_float_<isa>, which itself runs the GEMV for one row and the GEMM for any
+// other count).
 inline constexpr int64_t kFloatRowsMax = 16;
+// 2..kFloatRowsMax rows, each bit for bit what linear_float_<isa> gives it alone (its float_gemv).
+void linear_float_rows_avx2(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
+void linear_float_rows_avx512(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
+// The same for the AVX-512 half_group variants of linear_half_gemv.h ("zmm-r1-*"; f16 / bf16 only), which
+// finish with the lane sum and then the k % 16 tail one element at a time. (The AVX2 ones, "ymm-r1-*",
+// add exactly what float_gemv does, so linear_float_rows_avx2 serves them.)
+void linear_half_rows_r1_avx512(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
 // Float weights: the output rows a pool task's range is a multiple of — 4 up to kFloatRowsMax rows (the
 // GEMV's weight groups), and the AVX-512 prefill GEMM's 32-row panel otherwise (a range ending mid-panel
 // would compute a whole panel for a few rows).

@@ -1,5 +1,5 @@
 // A few activation rows in one call: 2..16 rows, as a multi-sequence engine packs the decode rows of several
-// sequences (or draft tokens) into one step. Float weights run each row through decode's GEMV up to
+// sequences (or draft tokens) into one step. Float weights run decode's GEMV additions for every row up to
 // kFloatRowsMax rows (16) and the panel GEMM above, integer weights the tile loops of their prefill kernels;
 // either way every row is bit for bit what decode gives it.
 #include <gtest/gtest.h>
@@ -89,15 +89,18 @@ TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
   }
 }
 
-// Each row of an R-row call (R = 2, 3, 4, 8, 16) is bit for bit that row alone (decode), for every weight
-// format and, for f16/bf16, every decode GEMV variant the CPU runs (the one tuning picks at load is what
-// decode runs, so the R-row call must follow it). Shapes: K = 896 and 4864 (Qwen2.5-0.5B's), K = 203 with a
-// tail, N = 37 (a partial weight group and integer tile); 1 and 2 threads.
+// Each row of an R-row call (R = 2..16) is bit for bit that row alone (decode), for every weight format
+// and, for f16/bf16, every decode GEMV variant the CPU runs (the one tuning picks at load is what decode
+// runs, so the R-row call must follow it). Shapes: K = 896 and 4864 (Qwen2.5-0.5B's); for float weights
+// also K = 203 (after the 4-vector steps: AVX-512 an 11-element tail, AVX2 a whole vector and 3), K = 1000
+// (AVX-512 two whole vectors and 8, AVX2 one whole vector and no tail) and K = 9 (no whole vector); N = 37
+// (a partial weight group and integer tile); 1 and 2 threads.
 TEST_P(CpuFastLinearRows, EveryRowIsWhatDecodeGivesIt) {
   ThreadPool pools[2] = {ThreadPool(1), ThreadPool(2)};
   for (DType f : kFormats) {
     std::vector<std::pair<int64_t, int64_t>> shapes = {{37, 896}, {21, 4864}};
     if (f != DType::kQ8_0 && f != DType::kQ4_0) shapes.emplace_back(37, 203);
+    if (is_float(f)) shapes.insert(shapes.end(), {{37, 1000}, {6, 9}});
     std::vector<int> variants = {-1};
     if (f == DType::kF16 || f == DType::kBF16)
       for (int v : eligible_half_gemv(f)) variants.push_back(v);
@@ -118,7 +121,7 @@ TEST_P(CpuFastLinearRows, EveryRowIsWhatDecodeGivesIt) {
           std::vector<float> alone(static_cast<size_t>(kRows * n));
           for (int64_t i = 0; i < kRows; ++i)
             linear(*pw, x.data() + i * k, 1, bias.data(), alone.data() + i * n, scratch, &pool);
-          for (int64_t r : {2, 3, 4, 8, 16}) {
+          for (int64_t r = 2; r <= kRows; ++r) {
             SCOPED_TRACE(std::string(dtype_name(f)) + " [" + std::to_string(n) + ", " + std::to_string(k) +
                          "] R=" + std::to_string(r) + " variant=" +
                          (variant < 0 ? std::string("isa") : std::string(half_gemv_variants()[static_cast<size_t>(variant)].name)) +

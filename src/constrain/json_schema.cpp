@@ -1,0 +1,407 @@
+#include "constrain/json_schema.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace hfs {
+namespace {
+
+// Ordered: objects keep the schema's property order, which is the order generation follows.
+using json = nlohmann::ordered_json;
+
+// The building blocks, each a GBNF rule, with the blocks it uses. Every value rule ends in `ws`, so the
+// structure around values adds whitespace only after "{", "[", ":" and ",".
+struct Primitive {
+  const char* name;
+  const char* body;
+  std::vector<const char*> uses;
+};
+const std::vector<Primitive>& primitives() {
+  static const std::vector<Primitive> p = {
+      {"ws", R"((" " | "\n" [ \t]{0,20})?)", {}},
+      {"boolean", R"(("true" | "false") ws)", {"ws"}},
+      {"null", R"("null" ws)", {"ws"}},
+      {"integer", R"("-"? ("0" | [1-9] [0-9]{0,15}) ws)", {"ws"}},
+      {"number", R"("-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})? ws)", {"ws"}},
+      {"char", R"([^"\\\x00-\x1f] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}))", {}},
+      {"string", R"("\"" char* "\"" ws)", {"char", "ws"}},
+      {"value", R"(object | array | string | number | boolean | null)",
+       {"object", "array", "string", "number", "boolean", "null"}},
+      {"object", R"("{" ws (string ":" ws value ("," ws string ":" ws value)*)? "}" ws)", {"string", "value", "ws"}},
+      {"array", R"("[" ws (value ("," ws value)*)? "]" ws)", {"value", "ws"}},
+      // Days stop at 28: a grammar cannot know each month's length, and every document must validate.
+      {"date", R"([0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | "1" [0-9] | "2" [0-8]))", {}},
+      {"time", R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))", {}},
+      {"uuid", R"([0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12})", {}},
+  };
+  return p;
+}
+
+// Keywords that describe and never constrain.
+const std::set<std::string>& annotations() {
+  static const std::set<std::string> s = {"title",      "description", "default",  "examples", "$schema", "$id",
+                                          "$comment",   "deprecated",  "readOnly", "writeOnly", "$defs",  "definitions"};
+  return s;
+}
+const std::set<std::string>& supported() {
+  static const std::set<std::string> s = {"type",      "properties", "required", "additionalProperties", "enum",
+                                          "const",     "items",      "prefixItems", "minItems",          "maxItems",
+                                          "anyOf",     "oneOf",      "$ref",     "minLength",            "maxLength",
+                                          "format"};
+  return s;
+}
+
+// `s` as a GBNF string literal: quotes, backslashes and control characters escaped, other UTF-8 as it is.
+std::string literal(std::string_view s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') out += '\\', out += ch;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+// A rule name from a schema path: GBNF names are letters, digits and '-'.
+std::string rule_name(std::string_view hint) {
+  std::string out;
+  for (const char c : hint) {
+    const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (word) out += c;
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "r" : out;
+}
+
+// A JSON pointer token: '~' and '/' escaped.
+std::string pointer_token(std::string_view s) {
+  std::string out;
+  for (const char c : s) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
+// "{m,n}" for GBNF repetition; n < 0: unbounded.
+std::string repeat(int64_t m, int64_t n) {
+  if (n < 0) return "{" + std::to_string(m) + ",}";
+  if (m == n) return "{" + std::to_string(m) + "}";
+  return "{" + std::to_string(m) + "," + std::to_string(n) + "}";
+}
+
+class Converter {
+ public:
+  explicit Converter(const json& root) : root_(root) {}
+
+  Result<std::string> run() {
+    rules_.emplace_back("root", "");
+    names_.insert("root");
+    HFS_ASSIGN_OR_RETURN(std::string body, visit(root_, "", "root"));
+    rules_[0].second = std::move(body);
+    std::set<std::string> emitted;
+    std::vector<std::string> pending(used_.begin(), used_.end());
+    while (!pending.empty()) {  // what the used primitives use in turn
+      const std::string n = pending.back();
+      pending.pop_back();
+      if (!emitted.insert(n).second) continue;
+      for (const char* u : primitive(n).uses) pending.emplace_back(u);
+    }
+    std::string out;
+    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+    for (const Primitive& p : primitives())
+      if (emitted.count(p.name)) out += std::string(p.name) + " ::= " + p.body + "\n";
+    return out;
+  }
+
+ private:
+  static const Primitive& primitive(const std::string& name) {
+    for (const Primitive& p : primitives())
+      if (name == p.name) return p;
+    return primitives()[0];
+  }
+  std::string use(const char* name) {
+    used_.insert(name);
+    return name;
+  }
+
+  Error error(const std::string& path, const std::string& what) const {
+    return Error(ErrorCode::kInvalidArgument, "json schema: " + (path.empty() ? std::string("/") : path) + ": " + what);
+  }
+
+  // A new rule named after `hint` (made unique); an identical body already defined is reused.
+  std::string define(const std::string& hint, std::string body) {
+    if (auto it = by_body_.find(body); it != by_body_.end()) return it->second;
+    const std::string name = reserve(hint);
+    by_body_[body] = name;
+    rules_.back().second = std::move(body);
+    return name;
+  }
+  // A rule named after `hint`, its body set later (a $ref's target, which may refer to itself).
+  std::string reserve(const std::string& hint) {
+    const std::string base = rule_name(hint);
+    std::string name = base;
+    for (int i = 2; names_.count(name); ++i) name = base + "-" + std::to_string(i);
+    names_.insert(name);
+    rules_.emplace_back(name, "");
+    return name;
+  }
+
+  Result<int64_t> count(const json& s, const char* key, const std::string& path, int64_t dflt) const {
+    if (!s.contains(key)) return dflt;
+    const json& v = s.at(key);
+    if (!v.is_number_integer() || v.get<int64_t>() < 0)
+      return error(path, std::string("\"") + key + "\" must be a non-negative integer, got " + v.dump());
+    return v.get<int64_t>();
+  }
+
+  // An expression matching exactly the documents of schema `s` (at `path`); `hint` names its rules.
+  Result<std::string> visit(const json& s, const std::string& path, const std::string& hint) {
+    if (s.is_boolean()) {
+      if (s.get<bool>()) return use("value");
+      return error(path, "the schema false accepts no document");
+    }
+    if (!s.is_object()) return error(path, "a schema must be an object or a boolean, got " + s.dump());
+    for (const auto& [key, v] : s.items())
+      if (!annotations().count(key) && !supported().count(key))
+        return error(path, "unsupported keyword \"" + key + "\"");
+    auto constraining = [&](std::initializer_list<const char*> except) {
+      for (const auto& [key, v] : s.items())
+        if (!annotations().count(key) && std::none_of(except.begin(), except.end(), [&](const char* e) { return key == e; }))
+          return key;
+      return std::string();
+    };
+    if (s.contains("$ref")) {
+      if (const std::string other = constraining({"$ref"}); !other.empty())
+        return error(path, "\"$ref\" beside \"" + other + "\" is not supported (put the constraint in the referenced schema)");
+      return ref(s.at("$ref"), path);
+    }
+    if (s.contains("const")) return literal(s.at("const").dump()) + " " + use("ws");
+    if (s.contains("enum")) {
+      const json& e = s.at("enum");
+      if (!e.is_array() || e.empty()) return error(path, "\"enum\" must be a non-empty array, got " + e.dump());
+      std::string alts;
+      for (const json& v : e) alts += (alts.empty() ? "" : " | ") + literal(v.dump());
+      return "(" + alts + ") " + use("ws");
+    }
+    for (const char* key : {"anyOf", "oneOf"})
+      if (s.contains(key)) {
+        if (const std::string other = constraining({key}); !other.empty())
+          return error(path, std::string("\"") + key + "\" beside \"" + other + "\" is not supported (move it into each branch)");
+        const json& branches = s.at(key);
+        if (!branches.is_array() || branches.empty())
+          return error(path, std::string("\"") + key + "\" must be a non-empty array of schemas");
+        std::string alts;
+        for (size_t i = 0; i < branches.size(); ++i) {
+          HFS_ASSIGN_OR_RETURN(std::string b, visit(branches[i], path + "/" + key + "/" + std::to_string(i),
+                                                      hint + "-" + std::to_string(i)));
+          alts += (alts.empty() ? "" : " | ") + b;
+        }
+        return "(" + alts + ")";
+      }
+    if (!s.contains("type")) return typed(s, inferred_type(s), path, hint);
+    const json& t = s.at("type");
+    if (t.is_string()) return typed(s, t.get<std::string>(), path, hint);
+    if (!t.is_array() || t.empty()) return error(path, "\"type\" must be a string or a non-empty array, got " + t.dump());
+    std::string alts;
+    for (const json& one : t) {
+      if (!one.is_string()) return error(path, "\"type\" entries must be strings, got " + one.dump());
+      HFS_ASSIGN_OR_RETURN(std::string b, typed(s, one.get<std::string>(), path, hint + "-" + one.get<std::string>()));
+      alts += (alts.empty() ? "" : " | ") + b;
+    }
+    return "(" + alts + ")";
+  }
+
+  static std::string inferred_type(const json& s) {
+    for (const char* k : {"properties", "required", "additionalProperties"})
+      if (s.contains(k)) return "object";
+    for (const char* k : {"items", "prefixItems", "minItems", "maxItems"})
+      if (s.contains(k)) return "array";
+    for (const char* k : {"minLength", "maxLength", "format"})
+      if (s.contains(k)) return "string";
+    return "";
+  }
+
+  Result<std::string> typed(const json& s, const std::string& type, const std::string& path, const std::string& hint) {
+    if (type.empty()) return use("value");
+    if (type == "object") return object(s, path, hint);
+    if (type == "array") return array(s, path, hint);
+    if (type == "string") return string(s, path);
+    if (type == "integer" || type == "number" || type == "boolean" || type == "null") return use(primitive(type).name);
+    return error(path, "unknown type \"" + type + "\" (object, array, string, number, integer, boolean, null)");
+  }
+
+  Result<std::string> ref(const json& r, const std::string& path) {
+    if (!r.is_string()) return error(path, "\"$ref\" must be a string, got " + r.dump());
+    const std::string target = r.get<std::string>();
+    if (auto it = refs_.find(target); it != refs_.end()) return it->second;
+    if (target.empty() || target[0] != '#')
+      return error(path, "\"$ref\": only references inside this schema (#/$defs/...) are supported, got \"" + target + "\"");
+    const json* node = &root_;
+    if (target.size() > 1) {
+      try {
+        node = &root_.at(json::json_pointer(target.substr(1)));
+      } catch (const std::exception&) {
+        return error(path, "\"$ref\": \"" + target + "\" does not name a schema in this document");
+      }
+    }
+    // Named before its body is converted, so recursive references end at the name.
+    if (target == "#") return refs_[target] = "root";
+    const std::string name = reserve("ref-" + target.substr(target.rfind('/') + 1));
+    refs_[target] = name;
+    HFS_ASSIGN_OR_RETURN(std::string body, visit(*node, target.substr(1), name));
+    for (auto& [n, b] : rules_)
+      if (n == name) b = std::move(body);
+    return name;
+  }
+
+  Result<std::string> object(const json& s, const std::string& path, const std::string& hint) {
+    const json empty = json::object();
+    const json& props = s.contains("properties") ? s.at("properties") : empty;
+    if (!props.is_object()) return error(path, "\"properties\" must be an object, got " + props.dump());
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : props.items()) keys.push_back(k);
+    std::set<std::string> required;
+    if (s.contains("required")) {
+      const json& r = s.at("required");
+      if (!r.is_array()) return error(path, "\"required\" must be an array of names, got " + r.dump());
+      for (const json& n : r) {
+        if (!n.is_string()) return error(path, "\"required\" entries must be strings, got " + n.dump());
+        required.insert(n.get<std::string>());
+        if (!props.contains(n.get<std::string>())) keys.push_back(n.get<std::string>());  // any value
+      }
+    }
+    const json additional = s.contains("additionalProperties") ? s.at("additionalProperties") : json(true);
+    const std::string open = "\"{\" " + use("ws"), close = "\"}\" " + use("ws");
+    if (keys.empty()) {  // a map: its values follow additionalProperties
+      if (additional.is_boolean() && !additional.get<bool>()) return open + " " + close;
+      HFS_ASSIGN_OR_RETURN(std::string v, visit(additional, path + "/additionalProperties", hint + "-value"));
+      const std::string kv = use("string") + " \":\" ws " + v;
+      return open + " (" + kv + " (\",\" ws " + kv + ")*)? " + close;
+    }
+    // One key-value pair per listed property, in order.
+    std::vector<std::string> kv;
+    for (const std::string& k : keys) {
+      const json& sub = props.contains(k) ? props.at(k) : json(true);
+      HFS_ASSIGN_OR_RETURN(std::string v, visit(sub, path + "/properties/" + pointer_token(k), hint + "-" + k));
+      kv.push_back(literal(json(k).dump()) + " \":\" ws " + v);
+    }
+    // after[i]: properties i.. once one is written (each led by a comma), a rule when optional ones make it
+    // more than a sequence; rules, not nested copies, keep the grammar linear in the property count.
+    const size_t n = keys.size();
+    std::vector<std::string> after(n + 1);
+    auto rest = [&](size_t i) { return after[i + 1].empty() ? std::string() : " " + after[i + 1]; };
+    for (size_t i = n; i-- > 1;) {
+      const std::string led = "\",\" ws " + kv[i];
+      if (required.count(keys[i])) after[i] = led + rest(i);
+      else after[i] = define(hint + "-after-" + keys[i], "(" + led + ")?" + rest(i));
+    }
+    // The first written property: the first required one, or any optional one before it, or (none
+    // required) none at all.
+    size_t j = 0;
+    while (j < n && !required.count(keys[j])) ++j;
+    std::string first = j < n ? kv[j] + rest(j) : "";
+    for (size_t i = std::min(j, n); i-- > 0;) {
+      first = "(" + kv[i] + rest(i) + (first.empty() ? ")?" : " | " + first + ")");
+      if (i > 0) first = define(hint + "-from-" + keys[i], first);
+    }
+    return open + " " + first + " " + close;
+  }
+
+  Result<std::string> array(const json& s, const std::string& path, const std::string& hint) {
+    HFS_ASSIGN_OR_RETURN(int64_t lo, count(s, "minItems", path, 0));
+    HFS_ASSIGN_OR_RETURN(int64_t hi, count(s, "maxItems", path, -1));
+    if (hi >= 0 && lo > hi) return error(path, "minItems " + std::to_string(lo) + " > maxItems " + std::to_string(hi));
+    std::vector<std::string> prefix;
+    if (s.contains("prefixItems")) {
+      const json& p = s.at("prefixItems");
+      if (!p.is_array()) return error(path, "\"prefixItems\" must be an array of schemas");
+      for (size_t i = 0; i < p.size(); ++i) {
+        HFS_ASSIGN_OR_RETURN(std::string e, visit(p[i], path + "/prefixItems/" + std::to_string(i), hint + "-" + std::to_string(i)));
+        prefix.push_back(e);
+      }
+    }
+    const int64_t k = static_cast<int64_t>(prefix.size());
+    // The prefix is written whole (a shorter array is valid too, but never needed).
+    if (hi >= 0 && hi < k)
+      return error(path, "maxItems " + std::to_string(hi) + " below the " + std::to_string(k) + " prefixItems is not supported");
+    const json items = s.contains("items") ? s.at("items") : json(true);
+    const bool more = !(items.is_boolean() && !items.get<bool>());
+    if (!more && lo > k) return error(path, "minItems " + std::to_string(lo) + " with \"items\": false after " +
+                                                std::to_string(k) + " prefixItems accepts no array");
+    std::string item;
+    if (more) {
+      HFS_ASSIGN_OR_RETURN(item, visit(items, path + "/items", hint + "-item"));
+    }
+    const std::string open = "\"[\" " + use("ws"), close = "\"]\" " + use("ws");
+    const int64_t rest_lo = std::max<int64_t>(0, lo - k), rest_hi = !more ? 0 : hi < 0 ? -1 : hi - k;
+    std::string body;
+    for (int64_t i = 0; i < k; ++i) body += (i ? " \",\" ws " : "") + prefix[static_cast<size_t>(i)];
+    if (rest_hi != 0) {
+      const std::string led = "(\",\" ws " + item + ")";
+      if (k > 0) {
+        body += " " + led + repeat(rest_lo, rest_hi);
+      } else {
+        const std::string tail = rest_hi == 1 ? "" : " " + led + repeat(std::max<int64_t>(0, rest_lo - 1), rest_hi < 0 ? -1 : rest_hi - 1);
+        body = item + tail;
+        if (rest_lo == 0) body = "(" + body + ")?";
+      }
+    }
+    return open + (body.empty() ? "" : " " + body) + " " + close;
+  }
+
+  Result<std::string> string(const json& s, const std::string& path) {
+    if (s.contains("format")) {
+      const json& f = s.at("format");
+      if (s.contains("minLength") || s.contains("maxLength"))
+        return error(path, "\"format\" with minLength/maxLength is not supported");
+      const std::string name = f.is_string() ? f.get<std::string>() : f.dump();
+      std::string body;
+      if (name == "date") body = use("date");
+      else if (name == "time") body = use("time");
+      else if (name == "date-time") body = use("date") + " \"T\" " + use("time");
+      else if (name == "uuid") body = use("uuid");
+      else return error(path, "unsupported \"format\": \"" + name + "\" (date, time, date-time, uuid)");
+      return "\"\\\"\" " + body + " \"\\\"\" " + use("ws");
+    }
+    HFS_ASSIGN_OR_RETURN(int64_t lo, count(s, "minLength", path, 0));
+    HFS_ASSIGN_OR_RETURN(int64_t hi, count(s, "maxLength", path, -1));
+    if (hi >= 0 && lo > hi) return error(path, "minLength " + std::to_string(lo) + " > maxLength " + std::to_string(hi));
+    if (lo == 0 && hi < 0) return use("string");
+    use("ws");
+    return "\"\\\"\" " + use("char") + repeat(lo, hi) + " \"\\\"\" ws";
+  }
+
+  const json& root_;
+  std::vector<std::pair<std::string, std::string>> rules_;  // in definition order, root first
+  std::set<std::string> names_;
+  std::map<std::string, std::string> by_body_;
+  std::map<std::string, std::string> refs_;
+  std::set<std::string> used_;
+};
+
+}  // namespace
+
+Result<std::string> json_schema_to_gbnf(std::string_view schema_json) {
+  json schema;
+  try {
+    schema = json::parse(schema_json);
+  } catch (const json::parse_error& e) {
+    return make_error(ErrorCode::kInvalidArgument, std::string("json schema: not valid JSON: ") + e.what());
+  }
+  return Converter(schema).run();
+}
+
+}  // namespace hfs

@@ -1,0 +1,30 @@
+// The vocabulary a constrained generation masks (constraint.h): each token's bytes from the program's
+// embedded tokenizer, its EOS ids the end tokens. Built once per Runner or Engine, on the first
+// constrained generation, and shared by every TokenConstraint over that program.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "hfstatic/constraint.h"
+#include "hfstatic/program.h"
+#include "hfstatic/tokenizer.h"
+
+namespace hfs {
+
+// `who` prefixes errors ("generate", "engine: add"); a program without an embedded tokenizer is an error
+// saying constraint_vocab must be given instead.
+[[nodiscard]] inline Result<std::shared_ptr<const TokenVocabulary>> program_vocabulary(
+    const Program* program, std::span<const int64_t> eos_token_ids, const std::string& who) {
+  if (program == nullptr)
+    return make_error(ErrorCode::kInvalidArgument,
+                      who + ": GenerationConfig::constraint needs constraint_vocab when there is no program (no "
+                            "tokenizer to take the vocabulary from)");
+  HFS_ASSIGN_OR_RETURN_CTX(auto tok, Tokenizer::from_program(*program), who + ": constraint");
+  std::vector<int32_t> eos;
+  for (int64_t id : eos_token_ids) eos.push_back(static_cast<int32_t>(id));
+  HFS_ASSIGN_OR_RETURN_CTX(auto vocab, TokenVocabulary::from_tokenizer(*tok, eos), who + ": constraint");
+  return vocab;
+}
+
+}  // namespace hfs

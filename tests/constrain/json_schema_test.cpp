@@ -1,0 +1,139 @@
+// JSON Schema → GBNF (constrain/json_schema.h): for each schema, documents that validate are accepted by the
+// compiled grammar and documents that do not are refused (judged by hand from the JSON Schema spec, and, for
+// the valid ones, in the generated grammar's own whitespace and ordering conventions); unsupported keywords,
+// unresolvable references and impossible bounds are errors naming the keyword and where it is.
+#include "constrain/json_schema.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "hfstatic/constraint.h"
+
+namespace hfs {
+namespace {
+
+std::shared_ptr<const Grammar> compile(const std::string& schema) {
+  auto gbnf = json_schema_to_gbnf(schema);
+  EXPECT_TRUE(gbnf.ok()) << gbnf.error().to_string();
+  if (!gbnf) return nullptr;
+  auto g = Grammar::from_gbnf(*gbnf);
+  EXPECT_TRUE(g.ok()) << g.error().to_string() << "\n" << *gbnf;
+  return g ? *g : nullptr;
+}
+
+bool accepts(const std::shared_ptr<const Grammar>& g, const std::string& doc) {
+  GrammarMatcher m(g);
+  return m.feed(doc) && m.complete();
+}
+
+struct Case {
+  std::string schema;
+  std::vector<std::string> valid, invalid;
+};
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> c = {
+      {R"({"type": "integer"})", {"0", "-12", "1234567890123456"}, {"01", "1.5", "\"1\"", ""}},
+      {R"({"type": "number"})", {"0", "-0.5", "3.25e-7", "1E+3", "42"}, {".5", "1.", "--1", "1e", "NaN"}},
+      {R"({"type": "boolean"})", {"true", "false"}, {"True", "1", "null"}},
+      {R"({"type": ["string", "null"], "maxLength": 3})", {"null", "\"\"", "\"abc\"", "\"a\\\"c\""}, {"\"abcd\"", "1"}},
+      {R"({"type": "string", "minLength": 2, "maxLength": 4})",
+       {"\"ab\"", "\"é日\"", "\"\\u00e9x\"", "\"a\\nb\""},
+       {"\"a\"", "\"abcde\"", "\"a\nb\"", "\"\\x41b\""}},
+      {R"({"enum": ["red", "green", 3, null, "caf\u00e9 \"q\""]})",
+       {"\"red\"", "3", "null", "\"café \\\"q\\\"\""},
+       {"\"blue\"", "\"Red\"", "4", "\"café \"q\"\""}},
+      {R"({"const": {"a": [1, "x"]}})", {"{\"a\":[1,\"x\"]}"}, {"{\"a\":[1,\"y\"]}", "{\"a\":[1]}"}},
+      {R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3})",
+       {"[1]", "[1, 2, 3]", "[ 1,\n  2 ]"},
+       {"[]", "[1, 2, 3, 4]", "[1,]", "[\"a\"]"}},
+      {R"({"type": "array", "maxItems": 0})", {"[]", "[ ]"}, {"[1]"}},
+      {R"({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false})",
+       {"[\"a\", 1]"},
+       {"[\"a\"]", "[\"a\", 1, 2]", "[1, \"a\"]"}},
+      {R"({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name"], "additionalProperties": false})",
+       {"{\"name\": \"Ann\"}", "{\"name\": \"Ann\", \"age\": 30}", "{\n  \"name\":\"A\",\n  \"age\":1\n}"},
+       {"{}", "{\"age\": 30}", "{\"name\": \"Ann\", \"extra\": 1}", "{\"name\": 1}", "{\"name\": \"A\",}",
+        "{\"name\": \"Ann\" \"age\": 30}"}},
+      {R"({"properties": {"a": {"type": "integer"}, "b": {"type": "boolean"}, "c": {"type": "null"}}})",
+       {"{}", "{\"a\": 1}", "{\"b\": true}", "{\"c\": null}", "{\"a\": 1, \"c\": null}", "{\"b\": false, \"c\": null}"},
+       {"{,}", "{\"a\": 1,}", "{\"d\": 1}", "{\"a\": 1 \"c\": null}", "{, \"b\": true}"}},
+      {R"({"type": "object", "additionalProperties": {"type": "integer"}})",
+       {"{}", "{\"x\": 1, \"y\": 2}"},
+       {"{\"x\": \"1\"}"}},
+      {R"({"anyOf": [{"type": "integer"}, {"type": "object", "properties": {"k": {"const": "v"}}, "required": ["k"]}]})",
+       {"7", "{\"k\": \"v\"}"},
+       {"\"7\"", "{\"k\": \"w\"}", "{}"}},
+      {R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+          "properties": {"v": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+          "required": ["v", "next"]}}})",
+       {"{\"v\": 1, \"next\": null}", "{\"v\": 1, \"next\": {\"v\": 2, \"next\": null}}"},
+       {"{\"v\": 1}", "{\"v\": 1, \"next\": {\"v\": 2}}"}},
+      {R"({"type": "string", "format": "date-time"})",
+       {"\"2024-02-28T13:05:09Z\"", "\"1999-12-01T00:00:00.5+02:00\""},
+       {"\"2024-02-30T13:05:09Z\"", "\"2024-13-01T00:00:00Z\"", "\"2024-01-01 00:00:00Z\""}},
+      {R"({"type": "string", "format": "uuid"})", {"\"123e4567-e89b-12d3-a456-426614174000\""}, {"\"123e4567\""}},
+      {R"(true)", {"1", "\"s\"", "[{\"a\": null}]"}, {"", "nul"}},
+  };
+  return c;
+}
+
+TEST(JsonSchema, EachSchemaAcceptsItsValidDocumentsAndRefusesTheOthers) {
+  for (const Case& c : cases()) {
+    auto g = compile(c.schema);
+    ASSERT_TRUE(g) << c.schema;
+    for (const std::string& doc : c.valid) EXPECT_TRUE(accepts(g, doc)) << c.schema << "\nvalid: " << doc;
+    for (const std::string& doc : c.invalid) EXPECT_FALSE(accepts(g, doc)) << c.schema << "\ninvalid: " << doc;
+  }
+}
+
+// Property order follows the schema: a grammar that generated them in another order would still give
+// valid documents, but the schema's order is what users expect to read.
+TEST(JsonSchema, PropertiesComeInTheSchemasOrder) {
+  auto g = compile(R"({"type": "object", "properties": {"z": {"type": "integer"}, "a": {"type": "integer"}},
+                       "required": ["z", "a"]})");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(accepts(g, "{\"z\": 1, \"a\": 2}"));
+  EXPECT_FALSE(accepts(g, "{\"a\": 2, \"z\": 1}"));
+}
+
+TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsNamingTheKeywordAndWhere) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}})",
+       "json schema: /properties/age: unsupported keyword \"minimum\""},
+      {R"({"allOf": [{"type": "string"}]})", "json schema: /: unsupported keyword \"allOf\""},
+      {R"({"type": "array", "items": {"type": "string", "pattern": "^a+$"}})",
+       "json schema: /items: unsupported keyword \"pattern\""},
+      {R"(false)", "json schema: /: the schema false accepts no document"},
+      {R"({"$ref": "#/$defs/missing"})", "\"$ref\": \"#/$defs/missing\" does not name a schema"},
+      {R"({"$ref": "https://example.com/s.json"})", "only references inside this schema"},
+      {R"({"type": "array", "minItems": 3, "maxItems": 2})", "minItems 3 > maxItems 2"},
+      {R"({"type": "string", "minLength": -1})", "\"minLength\" must be a non-negative integer, got -1"},
+      {R"({"type": "decimal"})", "unknown type \"decimal\""},
+      {R"({"type": "string", "format": "email"})", "unsupported \"format\": \"email\""},
+      {R"({"type": "object",)", "json schema: not valid JSON"},
+      {R"({"enum": []})", "\"enum\" must be a non-empty array"},
+      {R"({"anyOf": [{"type": "string"}], "type": "string"})", "\"anyOf\" beside \"type\""},
+  };
+  for (const auto& [schema, want] : bad) {
+    auto g = json_schema_to_gbnf(schema);
+    ASSERT_FALSE(g.ok()) << schema << "\n" << *g;
+    EXPECT_EQ(g.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(g.error().message().find(want), std::string::npos) << g.error().message();
+  }
+}
+
+// Annotations describe and never constrain: a schema full of them converts like the bare one.
+TEST(JsonSchema, AnnotationsAreIgnored) {
+  auto plain = json_schema_to_gbnf(R"({"type": "integer"})");
+  auto annotated = json_schema_to_gbnf(R"({"$schema": "https://json-schema.org/draft/2020-12/schema",
+      "title": "n", "description": "a number", "default": 1, "examples": [2], "$comment": "c", "type": "integer"})");
+  ASSERT_TRUE(plain.ok() && annotated.ok());
+  EXPECT_EQ(*plain, *annotated);
+}
+
+}  // namespace
+}  // namespace hfs
