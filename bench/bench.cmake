@@ -3,6 +3,7 @@
 # CMakeLists.txt.
 #   build/kernel_bench     bench/kernel_bench.cpp: cpu_fast kernels vs the triad bandwidth and OpenBLAS
 #   build/tokenizer_bench  bench/tokenizer_bench/main.cpp: encode throughput (bench/tokenizer_bench/run)
+#   build/constraint_bench bench/constraint_bench/main.cpp: structured output's token mask per step
 # kernel_bench is a target rather than a hand-written compile line, which went stale as cpu_fast gained
 # files; it links the library (whose internal symbols are visible) and OpenBLAS (the prefill comparison).
 if(NOT HFS_BUILD_BENCH)
@@ -20,3 +21,7 @@ target_link_libraries(kernel_bench PRIVATE hfstatic ${HFS_OPENBLAS})
 
 add_executable(tokenizer_bench ${CMAKE_SOURCE_DIR}/bench/tokenizer_bench/main.cpp)
 target_link_libraries(tokenizer_bench PRIVATE hfstatic nlohmann_json::nlohmann_json)
+
+# build/constraint_bench  bench/constraint_bench/main.cpp: structured output's per-step token mask cost
+add_executable(constraint_bench ${CMAKE_SOURCE_DIR}/bench/constraint_bench/main.cpp)
+target_link_libraries(constraint_bench PRIVATE hfstatic)

@@ -227,8 +227,8 @@ RunFn setup(CLI::App& sub) {
       "0; a second Ctrl-C exits at once (130). A prompt over the program's context is refused before anything "
       "is printed. A failed write to stdout (full disk, closed pipe) stops generating and exits 1.\n"
       "Structured output (--grammar, --json-schema, --regex, --json-object): each step samples only among the tokens that keep "
-      "the output a valid prefix; end-of-sequence only once it is complete. Output reaching -n stops with stop "
-      "'length' as a valid prefix. The text printed is the tokens' raw bytes. Drafts (--draft-*) are off "
+      "the output a valid prefix; end-of-sequence only once it is complete. Output reaching -n stops with "
+      "stop max_tokens (a length stop) as a valid prefix. The text printed is the tokens' raw bytes. Drafts (--draft-*) are off "
       "under a constraint. See docs/structured-output.md.");
   return [a] { return run(*a); };
 }

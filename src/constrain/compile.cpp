@@ -1,4 +1,5 @@
 // RuleSet → CompiledGrammar: root and definition checks, the left-recursion check, flattening.
+#include <cstddef>
 #include <functional>
 
 #include "constrain/compiled_grammar.h"
@@ -32,20 +33,83 @@ std::string shown(const std::string& name) { return name.substr(0, name.find('#'
 
 }  // namespace
 
+// ε-elimination for repetition loops: `(a | b?)*` would otherwise loop on "b? matched nothing, repeat".
+// ne(r) is a rule matching exactly r's non-empty strings; a loop over a nullable body repeats the body's
+// non-empty variants instead. Memoized, so recursive rules terminate.
+class EpsilonFree {
+ public:
+  EpsilonFree(std::vector<Rule>& rules, std::vector<char>& nullable)
+      : rules_(rules), nullable_(nullable), ne_(rules.size(), -1) {}
+
+  void rewrite_loops() {
+    const size_t n = rules_.size();
+    for (size_t r = 0; r < n; ++r) {
+      if (!rules_[r].loop || rules_[r].alts.size() != 2 || rules_[r].alts[0].empty()) continue;
+      Alternative body(rules_[r].alts[0].begin(), rules_[r].alts[0].end() - 1);
+      if (!all_nullable(body)) continue;
+      std::vector<Alternative> variants;
+      non_empty(body, variants);
+      for (Alternative& v : variants) v.push_back(RuleSet::ref(static_cast<int32_t>(r)));
+      variants.push_back(Alternative{});
+      rules_[r].alts = std::move(variants);
+    }
+  }
+
+ private:
+  bool all_nullable(const Alternative& a) const {
+    for (const Element& e : a)
+      if (!e.is_ref() || !nullable_[static_cast<size_t>(e.rule)]) return false;
+    return true;
+  }
+  // The alternatives matching exactly the non-empty strings of `a`.
+  void non_empty(const Alternative& a, std::vector<Alternative>& out) {
+    if (a.empty()) return;
+    if (!all_nullable(a)) {
+      out.push_back(a);
+      return;
+    }
+    for (size_t i = 0; i < a.size(); ++i) {  // the first non-empty element is a[i]
+      Alternative v;
+      v.push_back(RuleSet::ref(ne(a[i].rule)));
+      v.insert(v.end(), a.begin() + static_cast<ptrdiff_t>(i) + 1, a.end());
+      out.push_back(std::move(v));
+    }
+  }
+  int32_t ne(int32_t r) {
+    if (!nullable_[static_cast<size_t>(r)]) return r;
+    if (ne_[static_cast<size_t>(r)] >= 0) return ne_[static_cast<size_t>(r)];
+    const int32_t id = static_cast<int32_t>(rules_.size());
+    rules_.push_back(Rule{rules_[static_cast<size_t>(r)].name + "#", {}, false});
+    nullable_.push_back(0);
+    ne_.push_back(-1);
+    ne_[static_cast<size_t>(r)] = id;
+    const std::vector<Alternative> alts = rules_[static_cast<size_t>(r)].alts;  // a copy: rules_ may grow
+    std::vector<Alternative> out;
+    for (const Alternative& a : alts) non_empty(a, out);
+    rules_[static_cast<size_t>(id)].alts = std::move(out);
+    return id;
+  }
+
+  std::vector<Rule>& rules_;
+  std::vector<char>& nullable_;
+  std::vector<int32_t> ne_;
+};
+
 Result<CompiledGrammar> compile(const RuleSet& set, const std::string& root, const std::string& what) {
-  const std::vector<Rule>& rules = set.rules();
   int32_t root_id = -1;
-  for (size_t i = 0; i < rules.size(); ++i)
-    if (rules[i].name == root) root_id = static_cast<int32_t>(i);
+  for (size_t i = 0; i < set.rules().size(); ++i)
+    if (set.rules()[i].name == root) root_id = static_cast<int32_t>(i);
   if (root_id < 0 || !set.defined(root_id))
     return make_error(ErrorCode::kInvalidArgument, what + ": no rule named \"" + root + "\" (the start rule)");
-  for (size_t i = 0; i < rules.size(); ++i)
+  for (size_t i = 0; i < set.rules().size(); ++i)
     if (!set.defined(static_cast<int32_t>(i)))
-      return make_error(ErrorCode::kInvalidArgument, what + ": undefined rule \"" + rules[i].name + "\"");
+      return make_error(ErrorCode::kInvalidArgument, what + ": undefined rule \"" + set.rules()[i].name + "\"");
 
+  std::vector<Rule> rules = set.rules();
+  std::vector<char> nullable = nullable_rules(rules);
+  EpsilonFree(rules, nullable).rewrite_loops();
   // Left recursion: r reaches s without consuming input when an alternative of r refers to s after only
   // nullable rules. A cycle in that relation would make the matcher's expansion loop.
-  const std::vector<char> nullable = nullable_rules(rules);
   std::vector<std::vector<int32_t>> left(rules.size());
   for (size_t r = 0; r < rules.size(); ++r)
     for (const Alternative& a : rules[r].alts)

@@ -6,9 +6,9 @@
 namespace hfs::cst {
 
 int32_t RuleSet::intern(const std::string& name) {
-  for (size_t i = 0; i < rules_.size(); ++i)
-    if (rules_[i].name == name) return static_cast<int32_t>(i);
-  rules_.push_back(Rule{name, {}});
+  auto [it, added] = ids_.emplace(name, static_cast<int32_t>(rules_.size()));
+  if (!added) return it->second;
+  rules_.push_back(Rule{name, {}, false});
   defined_.push_back(0);
   return static_cast<int32_t>(rules_.size() - 1);
 }
@@ -54,6 +54,7 @@ Element RuleSet::repeat(const Alternative& body, int min, int max, const std::st
     Alternative loop = body;
     loop.push_back(ref(star));
     rule(star).alts = {loop, Alternative{}};
+    rule(star).loop = true;
     seq.push_back(ref(star));
   } else if (max > min) {
     int32_t tail = -1;

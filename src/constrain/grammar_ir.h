@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "hfstatic/error.h"
@@ -31,6 +32,9 @@ using Alternative = std::vector<Element>;  // empty: matches the empty string
 struct Rule {
   std::string name;
   std::vector<Alternative> alts;
+  // A repetition loop from RuleSet::repeat: alts = {body…, self}, {}. compile() rewrites a loop whose body
+  // can match the empty string to repeat only the body's non-empty matches (same language, no ε-cycle).
+  bool loop = false;
 };
 
 // Rules under construction; a builder (GBNF parser, regex compiler) fills it, then compile() checks it.
@@ -54,6 +58,7 @@ class RuleSet {
  private:
   std::vector<Rule> rules_;
   std::vector<char> defined_;
+  std::unordered_map<std::string, int32_t> ids_;  // name → id: {0,30000} makes as many helper rules
 };
 
 }  // namespace hfs::cst

@@ -14,6 +14,10 @@ void add_stack(MatchState& out, std::span<const uint32_t> s) {
     std::span<const uint32_t> o = out.stack(i);
     if (o.size() == s.size() && std::equal(o.begin(), o.end(), s.begin())) return;
   }
+  if (out.stack_count() >= MatchState::kMaxStacks) {
+    out.overflow = true;
+    return;
+  }
   out.data.insert(out.data.end(), s.begin(), s.end());
   out.ends.push_back(static_cast<uint32_t>(out.data.size()));
 }
@@ -21,6 +25,7 @@ void add_stack(MatchState& out, std::span<const uint32_t> s) {
 // `work`'s top is a position to match next (never kEnd): rewrites it until a class is on top, adding each
 // resulting stack to `out`. Terminates because compile() rejects left recursion. `work` is restored.
 void expand(const CompiledGrammar& g, std::vector<uint32_t>& work, MatchState& out) {
+  if (out.overflow) return;  // the step is refused anyway: stop exploring
   if (work.empty()) {
     out.accept = true;
     return;
@@ -127,7 +132,7 @@ bool advance_byte(const CompiledGrammar& g, const MatchState& in, uint8_t b, Mat
       expand(g, work, out);
     }
   }
-  return !out.dead();
+  return !out.dead() && !out.overflow;
 }
 
 }  // namespace hfs::cst

@@ -21,6 +21,10 @@ struct MatchState {
   uint32_t partial = 0;
   uint8_t need = 0;
   uint32_t partial_min = 0;
+  // Set when a step produced more than kMaxStacks distinct stacks: the step is refused (advance_byte
+  // returns false), which bounds memory and time for pathologically ambiguous grammars like ((a+)+)+.
+  bool overflow = false;
+  static constexpr size_t kMaxStacks = 1024;
 
   size_t stack_count() const { return ends.size(); }
   std::span<const uint32_t> stack(size_t i) const {
@@ -36,6 +40,7 @@ struct MatchState {
     partial = 0;
     need = 0;
     partial_min = 0;
+    overflow = false;
   }
   void copy_from(const MatchState& o) {  // assign() keeps the capacity: no allocation once grown
     data.assign(o.data.begin(), o.data.end());
@@ -44,6 +49,7 @@ struct MatchState {
     partial = o.partial;
     need = o.need;
     partial_min = o.partial_min;
+    overflow = o.overflow;
   }
 };
 

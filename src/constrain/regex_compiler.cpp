@@ -139,6 +139,9 @@ class RegexParser {
       Alternative body(seq.begin() + static_cast<ptrdiff_t>(atom_begin), seq.end());
       seq.resize(atom_begin);
       seq.push_back(out_.repeat(body, min, max, "repeat"));
+      const char n = peek();
+      if (n == '*' || n == '+' || n == '?' || (n == '{' && i_ + 1 < s_.size() && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9'))
+        return fail("multiple repeat (a quantifier after a quantifier, as Python's re refuses it)");
     }
   }
 

@@ -10,6 +10,25 @@
 
 namespace hfs {
 
+namespace {
+
+uint64_t hash_state(const cst::MatchState& s) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  for (uint32_t v : s.data) mix(v);
+  for (uint32_t v : s.ends) mix(v | (1ull << 40));
+  mix(static_cast<uint64_t>(s.accept) | (static_cast<uint64_t>(s.need) << 8) | (static_cast<uint64_t>(s.partial) << 16));
+  mix(s.partial_min);
+  return h;
+}
+
+bool same_state(const cst::MatchState& a, const cst::MatchState& b) {
+  return a.accept == b.accept && a.need == b.need && a.partial == b.partial && a.partial_min == b.partial_min &&
+         a.ends == b.ends && a.data == b.data;
+}
+
+}  // namespace
+
 struct TokenConstraint::Impl {
   std::shared_ptr<const Grammar> grammar;
   std::shared_ptr<const TokenVocabulary> vocab;
@@ -19,18 +38,95 @@ struct TokenConstraint::Impl {
   std::vector<uint32_t> work;
   std::vector<uint8_t> allowed;  // compute_mask's result for mask_logits
 
+  // One step's distinct matcher states and their byte transitions. The walk meets few distinct states
+  // (inside a JSON string every ordinary byte leads back to the same one), so each trie edge is mostly one
+  // table lookup instead of a stack rewrite. Bounded: past kMaxStates the walk computes states directly.
+  static constexpr int32_t kMaxStates = 1024;
+  static constexpr int32_t kUnknown = -1, kDead = -2, kFull = -3;
+  std::vector<cst::MatchState> pool;  // [kMaxStates], reused across steps
+  std::vector<uint64_t> pool_hash;
+  int32_t pool_n = 0;
+  std::vector<int32_t> slots;  // open addressing: hash → pool index, 2 × kMaxStates entries
+  std::vector<int32_t> trans;  // [state × 256]: the next state, kUnknown or kDead
+  cst::MatchState scratch;
+
+  // Whole masks by the state they start from: generation often starts step after step from the same state
+  // (inside a string, after a digit), and then the mask is a copy. A few entries, replaced in turn.
+  struct CachedMask {
+    bool used = false;
+    uint64_t hash = 0;
+    cst::MatchState state;
+    std::vector<uint8_t> mask;
+    size_t allowed = 0;
+  };
+  static constexpr size_t kCachedMasks = 4;
+  std::vector<CachedMask> masks;
+  size_t next_mask = 0;
+
   const cst::CompiledGrammar& g() const { return grammar->impl().g; }
 
-  size_t walk(uint32_t node, size_t d, std::span<uint8_t> out) {
+  void clear_pool() {
+    std::fill(slots.begin(), slots.end(), -1);
+    pool_n = 0;
+  }
+  // The pool index of a state equal to `s` (added when new), or kFull.
+  int32_t intern(const cst::MatchState& s) {
+    const uint64_t h = hash_state(s);
+    const size_t mask = slots.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const int32_t id = slots[i];
+      if (id < 0) {
+        if (pool_n == kMaxStates) return kFull;
+        const int32_t n = pool_n++;
+        pool[static_cast<size_t>(n)].copy_from(s);
+        pool_hash[static_cast<size_t>(n)] = h;
+        std::fill_n(trans.begin() + static_cast<ptrdiff_t>(n) * 256, 256, kUnknown);
+        slots[i] = n;
+        return n;
+      }
+      if (pool_hash[static_cast<size_t>(id)] == h && same_state(pool[static_cast<size_t>(id)], s)) return id;
+    }
+  }
+
+  size_t mark(const cst::TrieNode& ch, std::span<uint8_t> out) {
+    const cst::TokenTrie& t = vocab->impl().trie;
+    for (uint32_t i = ch.id_begin; i < ch.id_end; ++i) out[static_cast<size_t>(t.ids[i])] = 1;
+    return ch.id_end - ch.id_begin;
+  }
+
+  // The walk over pooled states; a subtree whose state does not fit in the pool continues in walk_direct.
+  size_t walk(uint32_t node, int32_t sid, size_t d, std::span<uint8_t> out) {
+    const cst::TokenTrie& t = vocab->impl().trie;
+    size_t n = 0;
+    const cst::TrieNode& nd = t.nodes[node];
+    for (uint32_t c = nd.child_begin; c < nd.child_end; ++c) {
+      const cst::TrieNode& ch = t.nodes[c];
+      int32_t& next = trans[static_cast<size_t>(sid) * 256 + ch.byte];
+      if (next == kUnknown) {
+        next = cst::advance_byte(g(), pool[static_cast<size_t>(sid)], ch.byte, scratch, work) ? intern(scratch) : kDead;
+      }
+      if (next == kDead) continue;  // prunes the subtree
+      n += mark(ch, out);
+      if (next == kFull) {
+        next = kUnknown;  // recomputed next time: the pool may have room by then (it does not shrink within a step)
+        cst::advance_byte(g(), pool[static_cast<size_t>(sid)], ch.byte, depth[d + 1], work);
+        n += walk_direct(c, d + 1, out);
+      } else {
+        n += walk(c, next, d + 1, out);
+      }
+    }
+    return n;
+  }
+
+  size_t walk_direct(uint32_t node, size_t d, std::span<uint8_t> out) {
     const cst::TokenTrie& t = vocab->impl().trie;
     size_t n = 0;
     const cst::TrieNode& nd = t.nodes[node];
     for (uint32_t c = nd.child_begin; c < nd.child_end; ++c) {
       const cst::TrieNode& ch = t.nodes[c];
       if (!cst::advance_byte(g(), depth[d], ch.byte, depth[d + 1], work)) continue;  // prunes the subtree
-      for (uint32_t i = ch.id_begin; i < ch.id_end; ++i) out[static_cast<size_t>(t.ids[i])] = 1;
-      n += ch.id_end - ch.id_begin;
-      n += walk(c, d + 1, out);
+      n += mark(ch, out);
+      n += walk_direct(c, d + 1, out);
     }
     return n;
   }
@@ -43,6 +139,11 @@ TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar, std::sh
   impl_->depth.resize(impl_->vocab->impl().trie.max_depth + 1);
   impl_->spare.resize(2);
   impl_->allowed.assign(static_cast<size_t>(impl_->vocab->size()), 0);
+  impl_->masks.resize(Impl::kCachedMasks);
+  impl_->pool.resize(Impl::kMaxStates);
+  impl_->pool_hash.resize(Impl::kMaxStates);
+  impl_->slots.assign(2 * Impl::kMaxStates, -1);
+  impl_->trans.resize(static_cast<size_t>(Impl::kMaxStates) * 256);
   reset();
 }
 TokenConstraint::~TokenConstraint() = default;
@@ -52,11 +153,28 @@ bool TokenConstraint::complete() const { return impl_->cur.complete(); }
 
 size_t TokenConstraint::compute_mask(std::span<uint8_t> out) {
   Impl& m = *impl_;
+  const uint64_t h = hash_state(m.cur);
+  for (const Impl::CachedMask& c : m.masks) {
+    if (c.used && c.hash == h && same_state(c.state, m.cur)) {
+      const size_t k = std::min(out.size(), c.mask.size());
+      std::copy_n(c.mask.begin(), k, out.begin());
+      std::fill(out.begin() + static_cast<ptrdiff_t>(k), out.end(), uint8_t{0});
+      return c.allowed;
+    }
+  }
   std::fill(out.begin(), out.end(), uint8_t{0});
-  m.depth[0].copy_from(m.cur);
-  size_t n = m.walk(0, 0, out);
+  m.clear_pool();
+  const int32_t root = m.intern(m.cur);  // the pool is empty: always fits
+  size_t n = m.walk(0, root, 0, out);
   if (m.cur.complete())
     for (int32_t id : m.vocab->impl().end_ids) out[static_cast<size_t>(id)] = 1, ++n;
+  Impl::CachedMask& c = m.masks[m.next_mask];
+  m.next_mask = (m.next_mask + 1) % m.masks.size();
+  c.used = true;
+  c.hash = h;
+  c.state.copy_from(m.cur);
+  c.mask.assign(out.begin(), out.end());
+  c.allowed = n;
   return n;
 }
 

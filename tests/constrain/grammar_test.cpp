@@ -62,6 +62,26 @@ TEST(GbnfParser, LeftRecursionIsRejectedByName) {
   EXPECT_TRUE(Grammar::from_gbnf("root ::= \"a\"\nunused ::= \"b\"\n"));
 }
 
+TEST(GbnfParser, LayoutFormsOfTheSyntax) {
+  // An empty first alternative, a body on the next line, '|' ending a line and starting one, newlines
+  // inside parentheses, comments anywhere, a backslash class, names with '-' and '_'.
+  auto g = gbnf(
+      "root ::=\n"
+      "  item-list ( # a comment inside a group\n"
+      "    \";\" sp item-list\n"
+      "  )*\n"
+      "item-list ::= \"[\" sp (item_1 (\",\" sp item_1){0,2})? \"]\"   # trailing comment\n"
+      "item_1 ::= [a-z]+ |\n"
+      "  [\\\\] [nt]\n"
+      "  | \"'\" [^'\\n]* \"'\"\n"
+      "sp ::= | \" \" | \"\\n\" [ \\t]{0,4}\n");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(accepts(g, "[]"));
+  EXPECT_TRUE(accepts(g, "[ ab,\\n,'x y'];\n\t[q]"));
+  EXPECT_FALSE(prefix(g, "[a,b,c,"));  // at most three items
+  EXPECT_FALSE(prefix(g, "[\n     a"));  // at most four spaces after a newline
+}
+
 TEST(GrammarMatcher, EmptyMatchAlternationAndGroups) {
   auto g = gbnf("root ::= \"\" | \"ab\" | (\"c\" (\"d\" | \"e\"))\n");
   EXPECT_TRUE(accepts(g, ""));
@@ -153,6 +173,38 @@ TEST(RegexGrammar, WholeOutputMatches) {
   EXPECT_TRUE(accepts(empty, "abab"));
 }
 
+TEST(RegexGrammar, RepeatedBodiesThatCanMatchNothing) {
+  // A loop over a body that may be empty must neither hang nor be taken for left recursion.
+  auto g = regex("(a|b?)+c");
+  EXPECT_TRUE(accepts(g, "c"));
+  EXPECT_TRUE(accepts(g, "abbac"));
+  EXPECT_FALSE(prefix(g, "ad"));
+  auto nested = regex("((a*)*|x)*y");
+  EXPECT_TRUE(accepts(nested, "y"));
+  EXPECT_TRUE(accepts(nested, "aaxay"));
+  auto gb = gbnf("root ::= (\"a\"? \"b\"?)* \"c\"\n");
+  EXPECT_TRUE(accepts(gb, "c"));
+  EXPECT_TRUE(accepts(gb, "abbaac"));
+  EXPECT_FALSE(prefix(gb, "ax"));
+}
+
+TEST(GrammarMatcher, PathologicallyAmbiguousGrammarsAreBounded) {
+  // Nested loops: after n characters the parse can be inside any combination of the loops. The state is
+  // capped (1024 stacks): past it the byte is refused rather than time and memory growing without bound.
+  std::string text = "root ::= ";
+  for (int i = 0; i < 14; ++i) text += "(";
+  text += "\"a\"";
+  for (int i = 0; i < 14; ++i) text += ")+";
+  auto g = gbnf(text + "\n");
+  GrammarMatcher m(g);
+  int fed = 0;
+  while (fed < 64 && m.feed("a")) ++fed;
+  EXPECT_LT(fed, 64);
+  EXPECT_GT(fed, 0);
+  auto small = gbnf("root ::= ((\"a\")+)+\n");  // two levels stay far below the cap
+  EXPECT_TRUE(accepts(small, std::string(200, 'a')));
+}
+
 TEST(RegexGrammar, UnsupportedConstructsAreNamed) {
   auto e = [](const char* re) {
     auto g = Grammar::from_regex(re);
@@ -163,6 +215,8 @@ TEST(RegexGrammar, UnsupportedConstructsAreNamed) {
   EXPECT_EQ(e("a{3,1}"), "regex: offset 6: quantifier maximum below its minimum");
   EXPECT_EQ(e("(ab"), "regex: offset 3: missing ')'");
   EXPECT_EQ(e("*a"), "regex: offset 0: quantifier '*' with nothing to repeat");
+  EXPECT_EQ(e("a+**"), "regex: offset 2: multiple repeat (a quantifier after a quantifier, as Python's re refuses it)");
+  EXPECT_TRUE(Grammar::from_regex("a+?b*+c{1,2}?"));  // lazy and possessive suffixes are not repeats
 }
 
 TEST(JsonObjectGrammar, AcceptsObjectsOnly) {

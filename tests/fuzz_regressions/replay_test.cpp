@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../../fuzz/targets/chat_template.h"
+#include "../../fuzz/targets/grammar.h"
 #include "../../fuzz/targets/json.h"
 #include "../../fuzz/targets/program.h"
 #include "../../fuzz/targets/safetensors.h"
@@ -77,6 +78,11 @@ TEST(FuzzReplay, TokenizerCodec) {
 TEST(FuzzReplay, ChatTemplate) {
   replay_dir("chat_template", hfs::fuzz::fuzz_chat_template);
   EXPECT_EQ(call(hfs::fuzz::fuzz_chat_template, "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"), "");
+}
+
+TEST(FuzzReplay, Grammar) {
+  replay_dir("grammar", hfs::fuzz::fuzz_grammar);
+  EXPECT_EQ(call(hfs::fuzz::fuzz_grammar, std::string("root ::= [a-c]+ \"x\"\n\x01" "abcx")), "");
 }
 
 }  // namespace
