@@ -18,6 +18,7 @@
 #include "hfstatic/metadata_keys.h"
 #include "hfstatic/tokenizer.h"
 #include "option_checks.h"
+#include "constraint_options.h"
 #include "sampling_options.h"
 
 namespace hfs::cli {
@@ -29,6 +30,7 @@ struct ChatArgs {
   int n = 512;
   SamplingConfig sampling{.temperature = 0.7f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
   DraftConfig draft;
+  ConstraintArgs constraint;
   std::vector<std::string> backends = {"cpu_fast"};
 };
 
@@ -50,10 +52,13 @@ int chat(const ChatArgs& a) {
   if (!runner) return fail(runner.error());
   Runner& r = **runner;
 
+  auto constraint = load_constraint(a.constraint);
+  if (!constraint) return fail(constraint.error());
   GenerationConfig g;
   g.max_new_tokens = a.n;
   g.sampling = a.sampling;
   g.draft = a.draft;
+  g.constraint = *constraint;  // each reply on its own: the matcher starts over every turn
   g.cancel = install_interrupt_flag();
   ChatContext ctx;
   ctx.add_generation_prompt = true;
@@ -159,6 +164,7 @@ RunFn setup(CLI::App& sub) {
       ->transform(integer_in(1, INT32_MAX, "an integer in [1, 2147483647]"));
   add_sampling_options(sub, a->sampling);
   add_draft_options(sub, a->draft);
+  add_constraint_options(sub, a->constraint);
   sub.add_option("--backend", a->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
   sub.footer(std::string("In the chat: ") + kCommands +
              " (a line starting with // is sent with one leading /). A line the template cannot render, the "

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "constraint_options.h"
 #include "core/regular_file.h"
 #include "io_util.h"
 #include "hfstatic/constraint.h"
@@ -31,31 +32,8 @@ struct RunArgs {
   std::string tail = "auto";
   std::vector<std::string> backends = {"cpu_fast"};
   std::string dump_logits;
-  std::string grammar_file;  // structured output: one of the four
-  std::string json_schema_file;
-  std::string regex;
-  bool json_object = false;
+  ConstraintArgs constraint;
 };
-
-// The constraint the options name, or nullptr for none.
-Result<std::shared_ptr<const Grammar>> load_constraint(const RunArgs& a) {
-  if (!a.grammar_file.empty()) {
-    HFS_ASSIGN_OR_RETURN_CTX(std::string text, io::read_regular_file(a.grammar_file), "--grammar");
-    HFS_ASSIGN_OR_RETURN_CTX(auto g, Grammar::from_gbnf(text), "--grammar " + a.grammar_file);
-    return g;
-  }
-  if (!a.json_schema_file.empty()) {
-    HFS_ASSIGN_OR_RETURN_CTX(std::string text, io::read_regular_file(a.json_schema_file), "--json-schema");
-    HFS_ASSIGN_OR_RETURN_CTX(auto g, Grammar::from_json_schema(text), "--json-schema " + a.json_schema_file);
-    return g;
-  }
-  if (!a.regex.empty()) {
-    HFS_ASSIGN_OR_RETURN_CTX(auto g, Grammar::from_regex(a.regex), "--regex");
-    return g;
-  }
-  if (a.json_object) return Grammar::json_object();
-  return std::shared_ptr<const Grammar>();
-}
 
 int run(const RunArgs& a) {
   const bool text_mode = a.tokens.empty();
@@ -70,7 +48,7 @@ int run(const RunArgs& a) {
     return fail(make_error(ErrorCode::kInvalidArgument, "give either --tokens or -p/-f, not both"));
   if (text_mode && text.empty())
     return fail(make_error(ErrorCode::kInvalidArgument, "no prompt: give -p TEXT, -f FILE or --tokens IDS"));
-  auto constraint = load_constraint(a);
+  auto constraint = load_constraint(a.constraint);
   if (!constraint) return fail(constraint.error());
   auto model = resolve_model(a.model);
   if (!model) return fail(model.error());
@@ -208,17 +186,7 @@ RunFn setup(CLI::App& sub) {
       ->capture_default_str()
       ->check(backend_name());
   sub.add_flag("--json", a->json, "Print one JSON object: {\"tokens\": [...], \"stop\": ..., \"stats\": {...}}");
-  excludes_each_other(
-      {sub.add_option("--grammar", a->grammar_file,
-                      "Constrain the output to a GBNF grammar (llama.cpp syntax, start rule `root`) read from this file"),
-       sub.add_option("--json-schema", a->json_schema_file,
-                      "Constrain the output to a JSON document valid against the JSON Schema in this file (the "
-                      "supported keywords are in docs/structured-output.md; others are an error naming them)"),
-       sub.add_option("--regex", a->regex,
-                      "Constrain the output to match this regular expression as a whole (classes, \\d \\w \\s, "
-                      "groups, |, * + ? {m,n}; no lookaround or backreferences)"),
-       sub.add_flag("--json-object", a->json_object,
-                    "Constrain the output to one JSON object (--json is the output format, not this)")});
+  add_constraint_options(sub, a->constraint);
   sub.add_option("--dump-logits", a->dump_logits,
                  "Write each sampled step's logits (f32 rows) to this file; a failed write stops the run and "
                  "removes the file");

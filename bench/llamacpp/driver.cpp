@@ -21,6 +21,9 @@
 //                                                                      {"tokens": [...], "sample_us": median µs
 //                                                                      per token of the grammar chain,
 //                                                                      "greedy_us": of greedy alone, same logits}
+//   driver eog      MODEL.gguf                                     -> {"eog": [...]}: the ids llama.cpp ends
+//                                                                      generation at (its EOS and the end
+//                                                                      tokens it recognises by their text)
 //
 // Environment: HFS_GGML_BACKEND_DIR = folder holding libggml-cpu-*.so (the CPU variants are dlopen'ed; the best
 // one for this CPU wins, as in any llama.cpp build with GGML_BACKEND_DL).
@@ -70,7 +73,7 @@ std::vector<int> int_list(const std::string& v) {
 
 bool parse(int argc, char** argv, Args& a, std::string& err) {
   if (argc < 3) {
-    err = "usage: driver bench|batched|logits|quantize|grammar MODEL.gguf [options] (see driver.cpp)";
+    err = "usage: driver bench|batched|logits|quantize|grammar|eog MODEL.gguf [options] (see driver.cpp)";
     return false;
   }
   a.cmd = argv[1];
@@ -422,6 +425,19 @@ int grammar(const Args& a) {
   return 0;
 }
 
+int eog(const Args& a) {
+  Loaded L;
+  std::string err;
+  if (!load_model(a, L, err)) return die(err);
+  const llama_vocab* vocab = llama_model_get_vocab(L.model);
+  std::printf("{\"eog\": [");
+  bool first = true;
+  for (llama_token t = 0; t < llama_vocab_n_tokens(vocab); ++t)
+    if (llama_vocab_is_eog(vocab, t)) std::printf("%s%d", first ? "" : ", ", t), first = false;
+  std::printf("]}\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -439,7 +455,8 @@ int main(int argc, char** argv) {
   else if (a.cmd == "logits") rc = logits(a);
   else if (a.cmd == "quantize") rc = quantize(a);
   else if (a.cmd == "grammar") rc = grammar(a);
-  else rc = die("unknown command " + a.cmd + " (bench, batched, logits, quantize, grammar)");
+  else if (a.cmd == "eog") rc = eog(a);
+  else rc = die("unknown command " + a.cmd + " (bench, batched, logits, quantize, grammar, eog)");
   llama_backend_free();
   return rc;
 }

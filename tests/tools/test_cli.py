@@ -133,3 +133,27 @@ def test_killed_export_never_leaves_a_partial_program(tmp_path):
         else:
             outcomes.add("absent")
     assert "absent" in outcomes  # the kill did land mid-export at least once
+
+
+def test_chat_replies_follow_a_json_schema(chat_program, tmp_path):
+    """`chat --json-schema FILE`: every reply, turn after turn, is a document valid against the schema."""
+    _, prog = chat_program
+    schema = tmp_path / "reply.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer"},
+                                                                   "mood": {"enum": ["calm", "glad"]}},
+                                  "required": ["n", "mood"], "additionalProperties": False}))
+    r = sh(CLI, "chat", "-m", prog, "--temp", "0.9", "--seed", "4", "-n", "80", "--json-schema", schema,
+           stdin="Hello\nAnd again\nOnce more\n")
+    assert r.returncode == 0, r.stderr
+    decoder, text, pos, replies = json.JSONDecoder(), r.stdout, 0, []
+    while pos < len(text.rstrip()):
+        while text[pos].isspace():
+            pos += 1
+        value, pos = decoder.raw_decode(text, pos)
+        replies.append(value)
+    assert len(replies) == 3, text
+    for v in replies:
+        assert set(v) == {"n", "mood"} and isinstance(v["n"], int) and v["mood"] in ("calm", "glad"), v
+    bad = subprocess.run([CLI, "chat", "-m", str(prog), "--json-schema", str(schema), "--regex", "a"], input="",
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--json-schema and --regex cannot be used together" in bad.stderr
