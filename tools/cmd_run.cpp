@@ -196,8 +196,8 @@ RunFn setup(CLI::App& sub) {
       "is printed. A failed write to stdout (full disk, closed pipe) stops generating and exits 1.\n"
       "Structured output (--grammar, --json-schema, --regex, --json-object): each step samples only among the tokens that keep "
       "the output a valid prefix; end-of-sequence only once it is complete. Output reaching -n stops with "
-      "stop max_tokens (a length stop) as a valid prefix. The text printed is the tokens' raw bytes. Drafts (--draft-*) are off "
-      "under a constraint. See docs/structured-output.md.");
+      "stop max_tokens (a length stop) as a valid prefix. The text printed is the tokens' raw bytes. Drafts (--draft-*) are "
+      "checked against the constraint, each verification row masked. See docs/structured-output.md.");
   return [a] { return run(*a); };
 }
 

@@ -130,6 +130,10 @@ class TokenConstraint {
   [[nodiscard]] Status accept(int32_t id);
   bool complete() const;
   void reset();
+  // Remembers the matcher's position (one mark), and returns to it: speculative decoding tries drafted
+  // tokens ahead (accept) to check them and to mask each verification row, then rewinds.
+  void mark();
+  void rewind();
 
  private:
   struct Impl;

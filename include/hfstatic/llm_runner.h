@@ -96,8 +96,10 @@ struct GenerationConfig {
   // program's tokenizer, built by the first constrained generate() and kept by the Runner; a Runner created
   // on an IOManager without a program needs `constraint_vocab`. A constrained generation that reaches
   // max_new_tokens stops with kMaxTokens, its output a valid prefix; one whose grammar is complete with no
-  // end token allowed (ignore_eos, or no EOS id) stops with kStopToken. Drafts (`draft`) are not used under
-  // a constraint: verification would need a mask per drafted row (see docs/structured-output.md).
+  // end token allowed (ignore_eos, or no EOS id) stops with kStopToken. Drafts (`draft`) work under a
+  // constraint: drafts the grammar refuses are cut before the verification step, and each verification row
+  // is masked by the matcher after the tokens before it, so the output is what plain constrained decoding
+  // gives (the Engine does not draft for constrained sequences; see docs/structured-output.md).
   std::shared_ptr<const Grammar> constraint;
   std::shared_ptr<const TokenVocabulary> constraint_vocab;
 };

@@ -33,6 +33,7 @@ struct TokenConstraint::Impl {
   std::shared_ptr<const Grammar> grammar;
   std::shared_ptr<const TokenVocabulary> vocab;
   cst::MatchState cur;
+  cst::MatchState marked;  // mark() / rewind()
   std::vector<cst::MatchState> depth;  // depth[d]: the state after the first d bytes of the walked prefix
   std::vector<cst::MatchState> spare;  // accept(): a token's bytes, a state per byte
   std::vector<uint32_t> work;
@@ -150,6 +151,8 @@ TokenConstraint::~TokenConstraint() = default;
 
 void TokenConstraint::reset() { cst::initial_state(impl_->g(), impl_->cur, impl_->work); }
 bool TokenConstraint::complete() const { return impl_->cur.complete(); }
+void TokenConstraint::mark() { impl_->marked.copy_from(impl_->cur); }
+void TokenConstraint::rewind() { impl_->cur.copy_from(impl_->marked); }
 
 size_t TokenConstraint::compute_mask(std::span<uint8_t> out) {
   Impl& m = *impl_;

@@ -341,17 +341,24 @@ struct Generation::Impl {
   std::vector<int32_t> verified;
   size_t verified_next = 0;
   std::vector<int32_t> rows;  // scratch: the pending token and the drafts of one verification step
-  // config.constraint: the matcher over the vocabulary and the masked logits (sized once).
+  // config.constraint: the matcher over the vocabulary and the masked logits (sized once); with drafts, a
+  // mask per verification row and the rows' masked logits.
   std::unique_ptr<TokenConstraint> constraint;
   std::vector<float> masked;
+  std::vector<uint8_t> row_masks;    // [verify_rows, V]
+  std::vector<float> masked_rows;    // [verify_rows, V]
 
   Impl(Runner::Impl* r, const GenerationConfig& c, std::shared_ptr<const TokenVocabulary> vocab)
       : runner(r), config(c), sampler(c.sampling, r->io->info().vocab_size), policy(c.draft.max_tokens) {
     tokens.reserve(static_cast<size_t>(std::max(0, c.max_new_tokens)));
+    const size_t V = static_cast<size_t>(r->io->info().vocab_size);
     if (c.constraint) {
       constraint = std::make_unique<TokenConstraint>(c.constraint, std::move(vocab));
-      masked.resize(static_cast<size_t>(r->io->info().vocab_size));
-      return;  // no drafts under a constraint (llm_runner.h)
+      masked.resize(V);
+      if (c.draft.kind != DraftKind::kNone && r->verify_rows >= 2) {
+        row_masks.resize(static_cast<size_t>(r->verify_rows) * V);
+        masked_rows.resize(static_cast<size_t>(r->verify_rows) * V);
+      }
     }
     if (c.draft.kind == DraftKind::kNgram && r->verify_rows >= 2) {
       owned_draft = std::make_unique<NgramSource>(r->io->info().context_length);
@@ -373,6 +380,11 @@ struct Generation::Impl {
   // the next tokens), or a plain decode step (the logits after it are then io->last_logits()).
   Status advance(int32_t token, bool* verified);
   Status decode_plain(int32_t token);
+  // Under a constraint: keeps the drafts (rows[1..]) the grammar allows one after another, and fills each
+  // kept row's mask (row_masks) — the tokens allowed after the pending token and the drafts before that row.
+  // A row whose mask allows nothing (complete, and no end token allowed) ends the rows before it. Returns the
+  // drafts kept (rows is cut to them); the matcher is left where it was.
+  size_t constrain_drafts(size_t drafted);
   bool is_stop(int32_t t) const {
     const auto& eos = runner->io->info().eos_token_ids;
     if (!config.ignore_eos && std::find(eos.begin(), eos.end(), t) != eos.end()) return true;
@@ -494,7 +506,8 @@ Status Generation::Impl::advance(int32_t last, bool* was_verified) {
     m.stats.draft_program_ms += m.program_draft->ms() - draft_ms0;
     m.stats.draft_program_steps += m.program_draft->steps() - draft_steps0;
   }
-  if (drafted == 0) {
+  const size_t drafts = constraint ? constrain_drafts(drafted) : drafted;
+  if (drafts == 0) {
     m.stats.decode_ms += ms_since(t0);  // the draft program's time, if it ran
     return decode_plain(last);
   }
@@ -502,8 +515,21 @@ Status Generation::Impl::advance(int32_t last, bool* was_verified) {
   const SequenceTokens part{0, rows};
   HFS_TRY(m.io->run_step(std::span<const SequenceTokens>(&part, 1), StepLogits::kAllRows));
   verified_next = 0;
-  const Verification v = verify_rows(sampler, m.io->last_step_logits(), static_cast<size_t>(m.io->info().vocab_size),
-                                     rows, m.history, [&](int32_t t) { return is_stop(t); }, budget(), verified);
+  const size_t V = static_cast<size_t>(m.io->info().vocab_size);
+  std::span<const float> all = m.io->last_step_logits();
+  if (constraint) {  // each row's logits masked by the matcher after the tokens before it
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    for (size_t i = 0; i < rows.size() * V && i < all.size(); ++i) masked_rows[i] = row_masks[i] ? all[i] : kNegInf;
+    all = std::span<const float>(masked_rows).first(std::min(all.size(), rows.size() * V));
+  }
+  const Verification v = verify_rows(sampler, all, V, rows, m.history, [&](int32_t t) { return is_stop(t); }, budget(),
+                                     verified);
+  if (constraint) {  // the matcher follows what was generated
+    const auto c0 = Clock::now();
+    for (int32_t t : verified) HFS_TRY(constraint->accept(t));
+    m.stats.constraint_ms += ms_since(c0);
+    m.stats.constraint_steps += static_cast<int64_t>(verified.size());
+  }
   if (!v.error.empty()) {
     m.poisoned = "verification step (position " + std::to_string(base + static_cast<int64_t>(v.bad_row)) + "): " + v.error;
     return make_error(ErrorCode::kExecution, "generate: " + m.poisoned + " (non-finite weights or activations?); the runner needs reset()");
@@ -513,16 +539,39 @@ Status Generation::Impl::advance(int32_t last, bool* was_verified) {
   HFS_TRY(m.io->truncate_sequence(0, base + committed));
   m.history.resize(static_cast<size_t>(base + committed));
   const double ms = ms_since(t0);
-  policy.on_verify(static_cast<int32_t>(drafted), static_cast<int32_t>(v.accepted), ms);
+  policy.on_verify(static_cast<int32_t>(drafts), static_cast<int32_t>(v.accepted), ms);
   m.stats.decode_ms += ms;
   m.stats.decode_steps += committed;
   m.stats.verify_steps += 1;
-  m.stats.draft_tokens += static_cast<int64_t>(drafted);
+  m.stats.draft_tokens += static_cast<int64_t>(drafts);
   m.stats.draft_accepted += static_cast<int64_t>(v.accepted);
   push_committed(*draft, last, verified);
   pending.reset();
   *was_verified = true;
   return Ok{};
+}
+
+size_t Generation::Impl::constrain_drafts(size_t drafted) {
+  Runner::Impl& m = *runner;
+  const size_t V = static_cast<size_t>(m.io->info().vocab_size);
+  const auto t0 = Clock::now();
+  constraint->mark();
+  size_t kept = 0;  // drafts rows[1..kept] allowed in turn, each row up to kept with a non-empty mask
+  for (size_t j = 0; j <= drafted; ++j) {
+    const std::span<uint8_t> mask(row_masks.data() + j * V, V);
+    if (constraint->compute_mask(mask) == 0) {
+      kept = j == 0 ? 0 : j - 1;
+      break;
+    }
+    kept = j;
+    if (j == drafted) break;
+    const int32_t d = rows[j + 1];
+    if (d < 0 || static_cast<size_t>(d) >= V || !mask[static_cast<size_t>(d)] || !constraint->accept(d)) break;
+  }
+  constraint->rewind();
+  m.stats.constraint_ms += ms_since(t0);
+  rows.resize(1 + kept);
+  return kept;
 }
 
 Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> prompt, const GenerationConfig& config) {
@@ -541,12 +590,11 @@ Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> promp
     }
     vocab = m.constraint_vocab;
   }
-  const bool drafting = !config.constraint;
-  if (drafting && config.draft.kind == DraftKind::kProgram) HFS_TRY(m.load_program_draft(config.draft));
+  if (config.draft.kind == DraftKind::kProgram) HFS_TRY(m.load_program_draft(config.draft));
   auto t0 = Clock::now();
   bool cancelled = false;
   HFS_TRY(m.prefill(prompt, config.cancel, &cancelled));
-  if (drafting && config.draft.kind == DraftKind::kProgram && !cancelled && m.verify_rows >= 2) {
+  if (config.draft.kind == DraftKind::kProgram && !cancelled && m.verify_rows >= 2) {
     // The draft program catches up on the committed tokens now (the prompt's prefill on its caches), so the
     // first verification round does not pay for it; it counts in the time to the first token.
     ProgramDraft& d = *m.program_draft;
