@@ -178,9 +178,11 @@ class Converter {
       if (!annotations().count(key) && !supported().count(key))
         return error(path, "unsupported keyword \"" + key + "\"");
     auto constraining = [&](std::initializer_list<const char*> except) {
-      for (const auto& [key, v] : s.items())
+      for (const auto& item : s.items()) {
+        const std::string& key = item.key();
         if (!annotations().count(key) && std::none_of(except.begin(), except.end(), [&](const char* e) { return key == e; }))
           return key;
+      }
       return std::string();
     };
     if (s.contains("$ref")) {
