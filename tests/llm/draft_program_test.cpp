@@ -132,16 +132,29 @@ std::vector<int32_t> greedy_continuation(const std::string& program, std::vector
   return out->tokens;
 }
 
-TEST(DraftProgram, ProposalsAreTheDraftsGreedyContinuationAfterEveryRollback) {
-  test::TinyModel d{"llama", 4, 64};
+// A one-layer random llama with the fixture's tokenizer at `context`, as a draft source for itself.
+struct OneLayerDraft {
+  std::string path;
+  std::unique_ptr<ProgramDraft> source;
+};
+OneLayerDraft one_layer_draft(int context) {
+  test::TinyModel d{"llama", 4, context};
   d.layers = 1;
   d.tokenizer = true;
-  const std::string path = test::tiny_program(d);
-  auto prog = Program::load(path);
-  ASSERT_TRUE(prog.ok());
-  auto pd = ProgramDraft::create(*prog, prog->get(), 512, path);
-  ASSERT_TRUE(pd.ok()) << pd.error().to_string();
-  ProgramDraft& src = **pd;
+  OneLayerDraft out{test::tiny_program(d), nullptr};
+  auto prog = Program::load(out.path);
+  EXPECT_TRUE(prog.ok());
+  if (!prog.ok()) return out;
+  auto pd = ProgramDraft::create(*prog, prog->get(), 512, out.path);
+  EXPECT_TRUE(pd.ok()) << pd.error().to_string();
+  if (pd.ok()) out.source = std::move(*pd);
+  return out;
+}
+
+TEST(DraftProgram, ProposalsAreTheDraftsGreedyContinuationAfterEveryRollback) {
+  auto [path, pd] = one_layer_draft(64);
+  ASSERT_TRUE(pd);
+  ProgramDraft& src = *pd;
   std::vector<int32_t> committed = test::random_tokens(9, 512, 11);
   src.commit(committed);
   ASSERT_TRUE(src.catch_up().ok());
@@ -172,15 +185,9 @@ TEST(DraftProgram, ProposalsAreTheDraftsGreedyContinuationAfterEveryRollback) {
 }
 
 TEST(DraftProgram, ProposesNothingPastItsContext) {
-  test::TinyModel d{"llama", 4, 32};
-  d.layers = 1;
-  d.tokenizer = true;
-  const std::string path = test::tiny_program(d);
-  auto prog = Program::load(path);
-  ASSERT_TRUE(prog.ok());
-  auto pd = ProgramDraft::create(*prog, prog->get(), 512, path);
-  ASSERT_TRUE(pd.ok());
-  ProgramDraft& src = **pd;
+  auto draft = one_layer_draft(32);
+  ASSERT_TRUE(draft.source);
+  ProgramDraft& src = *draft.source;
   src.commit(test::random_tokens(29, 512, 12));
   int32_t out[8];
   // 29 committed + the pending token + 2 fed drafts fill the 32 positions: the third draft is read from
