@@ -127,13 +127,11 @@ struct Engine::Impl {
       it->second.free.pop_back();
       return d;
     }
-    std::shared_ptr<const Program> prog = it != draft_pools.end() ? it->second.program : c.program;
+    std::shared_ptr<const Program> prog = it != draft_pools.end() ? it->second.program : nullptr;
     if (!prog) {
-      HFS_ASSIGN_OR_RETURN_CTX(prog, Program::load(c.program_path, options.load),
-                               std::string("engine: ") + what + ": draft program " + c.program_path);
+      HFS_ASSIGN_OR_RETURN_CTX(prog, draft_program_of(c, options.load), std::string("engine: ") + what);
     }
-    auto d = ProgramDraft::create(prog, program.get(), io->info().vocab_size,
-                                  c.program_path.empty() ? "(loaded program)" : c.program_path,
+    auto d = ProgramDraft::create(prog, program.get(), io->info().vocab_size, draft_name(c),
                                   draft_runner_options(options.load, options.io));
     if (!d) return d.error().with_context(std::string("engine: ") + what);
     draft_pools[*key].program = std::move(prog);

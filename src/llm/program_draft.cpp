@@ -60,6 +60,16 @@ RunnerOptions draft_runner_options(const LoadOptions& load, const IOManagerOptio
   return o;
 }
 
+Result<std::shared_ptr<const Program>> draft_program_of(const DraftConfig& c, const LoadOptions& load) {
+  if (c.program) return c.program;
+  if (c.program_path.empty())
+    return make_error(ErrorCode::kInvalidArgument, "GenerationConfig::draft: DraftKind::kProgram needs program_path or program");
+  HFS_ASSIGN_OR_RETURN_CTX(auto prog, Program::load(c.program_path, load), "draft program " + c.program_path);
+  return std::shared_ptr<const Program>(std::move(prog));
+}
+
+std::string draft_name(const DraftConfig& c) { return c.program_path.empty() ? "(loaded program)" : c.program_path; }
+
 Result<std::unique_ptr<ProgramDraft>> ProgramDraft::create(std::shared_ptr<const Program> draft, const Program* target,
                                                            int64_t target_vocab, const std::string& name,
                                                            const RunnerOptions& options) {

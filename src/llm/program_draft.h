@@ -46,6 +46,13 @@ namespace hfs {
 // which measured a draft decode step at 20x its cost alone on a 2-core machine.
 RunnerOptions draft_runner_options(const LoadOptions& load, const IOManagerOptions& io);
 
+// The draft program `c` names (DraftKind::kProgram): the loaded `c.program`, or the file at `c.program_path`
+// loaded with `load` (errors say "draft program PATH"); kInvalidArgument when it names neither. Callers add
+// who is asking ("generate", "engine: add").
+[[nodiscard]] Result<std::shared_ptr<const Program>> draft_program_of(const DraftConfig& c, const LoadOptions& load);
+// How messages name it: its path, or "(loaded program)".
+std::string draft_name(const DraftConfig& c);
+
 class ProgramDraft final : public DraftSource {
  public:
   // `target` may be null (a runner built on an IO manager): then only the vocabulary sizes are compared.

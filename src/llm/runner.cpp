@@ -168,24 +168,13 @@ struct Runner::Impl {
   // DraftKind::kProgram: loads the draft program (or takes the loaded one) unless it is the one loaded
   // before, checking its vocabulary against this program's.
   Status load_program_draft(const DraftConfig& c) {
-    if (c.program) {
-      if (program_draft && program_draft->program() == c.program.get()) return Ok{};
-      HFS_ASSIGN_OR_RETURN(auto d, ProgramDraft::create(c.program, program.get(), io->info().vocab_size,
-                                                        c.program_path.empty() ? "(loaded program)" : c.program_path,
-                                                        draft_options()));
-      program_draft = std::move(d);
-      program_draft_path.clear();
-      return Ok{};
-    }
-    if (c.program_path.empty())
-      return make_error(ErrorCode::kInvalidArgument,
-                        "generate: GenerationConfig::draft: DraftKind::kProgram needs program_path or program");
-    if (program_draft && program_draft_path == c.program_path) return Ok{};
-    HFS_ASSIGN_OR_RETURN_CTX(auto prog, Program::load(c.program_path, options.load), "draft program " + c.program_path);
-    HFS_ASSIGN_OR_RETURN(auto d, ProgramDraft::create(std::move(prog), program.get(), io->info().vocab_size,
-                                                      c.program_path, draft_options()));
-    program_draft = std::move(d);
-    program_draft_path = c.program_path;
+    const bool same = program_draft && (c.program ? program_draft->program() == c.program.get()
+                                                   : !c.program_path.empty() && program_draft_path == c.program_path);
+    if (same) return Ok{};
+    HFS_ASSIGN_OR_RETURN_CTX(auto prog, draft_program_of(c, options.load), "generate");
+    HFS_ASSIGN_OR_RETURN(program_draft, ProgramDraft::create(std::move(prog), program.get(), io->info().vocab_size,
+                                                             draft_name(c), draft_options()));
+    program_draft_path = c.program ? std::string() : c.program_path;
     return Ok{};
   }
   RunnerOptions draft_options() const { return draft_runner_options(options.load, options.io); }
