@@ -10,6 +10,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "llm/constrained_sample.h"
 #include "llm/draft_policy.h"
 #include "llm/draft_verify.h"
 #include "llm/logits_check.h"
@@ -390,20 +391,15 @@ struct Engine::Impl {
     }
     if (s.constraint) {
       // Only tokens that keep the output a valid prefix; an end token only where the grammar is complete.
-      if (s.constraint->mask_logits(logits, s.masked) == 0) {
-        if (s.constraint->complete()) {
-          finish(s, SequenceStop::kStopToken);
-        } else {
-          s.info.error = "constraint: no token of the vocabulary continues the output after " +
-                         std::to_string(s.info.generated.size()) + " generated tokens";
-          finish(s, SequenceStop::kError);
-        }
-        events.push_back({s.id, -1, true});
+      auto d = sample_constrained(*s.constraint, *s.sampler, logits, s.history, s.masked);
+      if (d && d->token) {
+        emit(s, *d->token, now, true);
         return;
       }
-      const int32_t tok = s.sampler->sample(s.masked, s.history);
-      (void)s.constraint->accept(tok);  // drawn from the mask: always allowed
-      emit(s, tok, now, true);
+      const bool ended = d && s.constraint->complete();
+      if (!ended) s.info.error = d ? no_continuation_message(s.info.generated.size()) : d.error().to_string();
+      finish(s, ended ? SequenceStop::kStopToken : SequenceStop::kError);
+      events.push_back({s.id, -1, true});
       return;
     }
     emit(s, s.sampler->sample(logits, s.history), now, true);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "llm/constrained_sample.h"
 #include "llm/draft_policy.h"
 #include "llm/draft_verify.h"
 #include "llm/logits_check.h"
@@ -430,26 +431,18 @@ Result<std::optional<int32_t>> Generation::next() {
     return make_error(ErrorCode::kExecution,
                       "generate: " + m.poisoned + " (non-finite weights or activations?); the runner needs reset()");
   }
-  std::span<const float> use = logits;
-  const auto mask_t0 = Clock::now();
+  int32_t tok;
   if (g.constraint) {
-    if (g.constraint->mask_logits(logits, g.masked) == 0) {
+    HFS_ASSIGN_OR_RETURN(const ConstrainedDraw d, sample_constrained(*g.constraint, g.sampler, logits, m.history, g.masked));
+    if (!d.token) {
       if (g.constraint->complete()) return g.finish(GenerationResult::Stop::kStopToken);
-      return make_error(ErrorCode::kInvalidArgument,
-                        "generate: constraint: no token of the vocabulary continues the output after " +
-                            std::to_string(g.tokens.size()) + " generated tokens (the grammar needs a character "
-                            "no token can produce)");
+      return make_error(ErrorCode::kInvalidArgument, "generate: " + no_continuation_message(g.tokens.size()));
     }
-    use = g.masked;
-  }
-  const auto mask_t1 = Clock::now();
-  const int32_t tok = g.sampler.sample(use, m.history);
-  if (g.constraint) {
-    const auto accept_t0 = Clock::now();
-    HFS_TRY(g.constraint->accept(tok));
-    // The mask and the matcher's step, not the sampling between them (which any generation pays).
-    m.stats.constraint_ms += std::chrono::duration<double, std::milli>(mask_t1 - mask_t0).count() + ms_since(accept_t0);
+    m.stats.constraint_ms += d.constraint_ms;
     ++m.stats.constraint_steps;
+    tok = *d.token;
+  } else {
+    tok = g.sampler.sample(logits, m.history);
   }
   if (g.tokens.empty()) m.stats.ttft_ms = ms_since(g.started);
   g.tokens.push_back(tok);
