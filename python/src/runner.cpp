@@ -26,28 +26,6 @@
 
 namespace hfs::py_bind {
 
-std::shared_ptr<const Grammar> constraint_of(const py::object& grammar, const py::object& json_schema,
-                                             const py::object& regex, bool json_object, const std::string& who) {
-  const int given = !grammar.is_none() + !json_schema.is_none() + !regex.is_none() + (json_object ? 1 : 0);
-  if (given > 1)
-    raise(ErrorCode::kInvalidArgument, who + ": grammar, json_schema, regex and json_object exclude each other: give one");
-  auto take = [&](Result<std::shared_ptr<const Grammar>> g, const char* what) {
-    if (!g) raise(g.error().with_context(who + ": " + what));
-    return *g;
-  };
-  if (!grammar.is_none()) return take(Grammar::from_gbnf(py::str(grammar).cast<std::string>()), "grammar");
-  if (!regex.is_none()) return take(Grammar::from_regex(py::str(regex).cast<std::string>()), "regex");
-  if (!json_schema.is_none()) {
-    // A dict (or anything JSON-serializable) is written out by Python's json module; a str is the JSON text.
-    const std::string text = py::isinstance<py::str>(json_schema)
-                                 ? json_schema.cast<std::string>()
-                                 : py::module_::import("json").attr("dumps")(json_schema).cast<std::string>();
-    return take(Grammar::from_json_schema(text), "json_schema");
-  }
-  if (json_object) return Grammar::json_object();
-  return nullptr;
-}
-
 DraftConfig draft_config(const std::optional<std::string>& draft, int32_t draft_max, const std::string& who) {
   // Anything but "none" / "ngram" names a draft program.
   std::error_code ec;
