@@ -41,6 +41,16 @@ constexpr int64_t elem_size(F32) { return 4; }
 constexpr int64_t elem_size(F16) { return 2; }
 constexpr int64_t elem_size(BF16) { return 2; }
 
+// Calls run(F16{}), run(BF16{}) or run(F32{}) for a float weight format.
+template <class Run>
+inline void with_float_format(DType format, Run&& run) {
+  switch (format) {
+    case DType::kF16: run(F16{}); break;
+    case DType::kBF16: run(BF16{}); break;
+    default: run(F32{}); break;
+  }
+}
+
 // Decode (one activation row): weight rows one after another with four accumulators, so the read is a
 // single sequential stream the prefetchers follow. Interleaving 4 rows (the prefill tile) splits it into 4
 // short strided streams, which the hardware prefetcher follows far worse (AVX-512 f16: 17 vs 28 GB/s per
@@ -160,11 +170,7 @@ void linear_float(const PackedWeight& w, const float* x, int64_t m, const float*
     else
       float_gemm<Isa, Fmt>(w, x, m, bias, y, n0, n1);
   };
-  switch (w.format) {
-    case DType::kF16: run(F16{}); break;
-    case DType::kBF16: run(BF16{}); break;
-    default: run(F32{}); break;
-  }
+  with_float_format(w.format, run);
 }
 
 }  // namespace

@@ -132,11 +132,7 @@ void linear_float_rows(const PackedWeight& w, const float* x, int64_t m, const f
     };
     float_rows<Isa, Fmt>(w, x, m, bias, y, n0, n1, sum);
   };
-  switch (w.format) {
-    case DType::kF16: run(F16{}); break;
-    case DType::kBF16: run(BF16{}); break;
-    default: run(F32{}); break;
-  }
+  with_float_format(w.format, run);
 }
 
 }  // namespace
