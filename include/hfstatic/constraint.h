@@ -116,6 +116,9 @@ class TokenVocabulary {
 
 // A grammar over a vocabulary during one generation: mask, sample, accept, repeat. All scratch is sized
 // at construction and by the first steps; later steps do not allocate.
+// out[i] = logits[i] where allowed[i], else −inf; past the shorter of the two inputs, −inf.
+void apply_mask(std::span<const uint8_t> allowed, std::span<const float> logits, std::span<float> out);
+
 class TokenConstraint {
  public:
   TokenConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocab);

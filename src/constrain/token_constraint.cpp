@@ -181,13 +181,16 @@ size_t TokenConstraint::compute_mask(std::span<uint8_t> out) {
   return n;
 }
 
-size_t TokenConstraint::mask_logits(std::span<const float> logits, std::span<float> out) {
-  Impl& m = *impl_;
-  const size_t n = compute_mask(m.allowed);
-  const size_t v = std::min(m.allowed.size(), logits.size());
+void apply_mask(std::span<const uint8_t> allowed, std::span<const float> logits, std::span<float> out) {
+  const size_t v = std::min({allowed.size(), logits.size(), out.size()});
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < v; ++i) out[i] = m.allowed[i] ? logits[i] : kNegInf;
+  for (size_t i = 0; i < v; ++i) out[i] = allowed[i] ? logits[i] : kNegInf;
   for (size_t i = v; i < out.size(); ++i) out[i] = kNegInf;
+}
+
+size_t TokenConstraint::mask_logits(std::span<const float> logits, std::span<float> out) {
+  const size_t n = compute_mask(impl_->allowed);
+  apply_mask(impl_->allowed, logits, out);
   return n;
 }
 

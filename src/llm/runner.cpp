@@ -500,9 +500,9 @@ Status Generation::Impl::advance(int32_t last, bool* was_verified) {
   const size_t V = static_cast<size_t>(m.io->info().vocab_size);
   std::span<const float> all = m.io->last_step_logits();
   if (constraint) {  // each row's logits masked by the matcher after the tokens before it
-    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-    for (size_t i = 0; i < rows.size() * V && i < all.size(); ++i) masked_rows[i] = row_masks[i] ? all[i] : kNegInf;
-    all = std::span<const float>(masked_rows).first(std::min(all.size(), rows.size() * V));
+    const size_t n = std::min(all.size(), rows.size() * V);
+    apply_mask(std::span<const uint8_t>(row_masks).first(n), all.first(n), std::span<float>(masked_rows).first(n));
+    all = std::span<const float>(masked_rows).first(n);
   }
   const Verification v = verify_rows(sampler, all, V, rows, m.history, [&](int32_t t) { return is_stop(t); }, budget(),
                                      verified);
