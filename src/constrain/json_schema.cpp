@@ -1,5 +1,7 @@
 #include "constrain/json_schema.h"
 
+#include "constrain/json_pattern.h"
+
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -51,7 +53,7 @@ const std::set<std::string>& supported() {
   static const std::set<std::string> s = {"type",      "properties", "required", "additionalProperties", "enum",
                                           "const",     "items",      "prefixItems", "minItems",          "maxItems",
                                           "anyOf",     "oneOf",      "$ref",     "minLength",            "maxLength",
-                                          "format"};
+                                          "format",    "pattern"};
   return s;
 }
 
@@ -190,6 +192,9 @@ class Converter {
         return error(path, "\"$ref\" beside \"" + other + "\" is not supported (put the constraint in the referenced schema)");
       return ref(s.at("$ref"), path);
     }
+    if (s.contains("pattern") && (s.contains("const") || s.contains("enum")))
+      return error(path, std::string("\"pattern\" beside \"") + (s.contains("const") ? "const" : "enum") +
+                             "\" is not supported (list only values that match it)");
     if (s.contains("const")) return literal(s.at("const").dump()) + " " + use("ws");
     if (s.contains("enum")) {
       const json& e = s.at("enum");
@@ -231,7 +236,7 @@ class Converter {
       if (s.contains(k)) return "object";
     for (const char* k : {"items", "prefixItems", "minItems", "maxItems"})
       if (s.contains(k)) return "array";
-    for (const char* k : {"minLength", "maxLength", "format"})
+    for (const char* k : {"minLength", "maxLength", "format", "pattern"})
       if (s.contains(k)) return "string";
     return "";
   }
@@ -240,7 +245,7 @@ class Converter {
     if (type.empty()) return use("value");
     if (type == "object") return object(s, path, hint);
     if (type == "array") return array(s, path, hint);
-    if (type == "string") return string(s, path);
+    if (type == "string") return string(s, path, hint);
     if (type == "integer" || type == "number" || type == "boolean" || type == "null") return use(primitive(type).name);
     return error(path, "unknown type \"" + type + "\" (object, array, string, number, integer, boolean, null)");
   }
@@ -364,7 +369,8 @@ class Converter {
     return open + (body.empty() ? "" : " " + body) + " " + close;
   }
 
-  Result<std::string> string(const json& s, const std::string& path) {
+  Result<std::string> string(const json& s, const std::string& path, const std::string& hint) {
+    if (s.contains("pattern")) return pattern(s, path, hint);
     if (s.contains("format")) {
       const json& f = s.at("format");
       if (s.contains("minLength") || s.contains("maxLength"))
@@ -384,6 +390,22 @@ class Converter {
     if (lo == 0 && hi < 0) return use("string");
     use("ws");
     return "\"\\\"\" " + use("char") + repeat(lo, hi) + " \"\\\"\" ws";
+  }
+
+  // A string whose decoded value the ECMA-262 regex `pattern` matches somewhere (json_pattern.h).
+  Result<std::string> pattern(const json& s, const std::string& path, const std::string& hint) {
+    for (const char* other : {"format", "minLength", "maxLength"})
+      if (s.contains(other))
+        return error(path, std::string("\"pattern\" with \"") + other + "\" is not supported (a grammar for both would "
+                           "be their intersection; fold the length into the pattern, e.g. ^.{1,8}$)");
+    const json& p = s.at("pattern");
+    if (!p.is_string()) return error(path, "\"pattern\" must be a string (an ECMA-262 regex), got " + p.dump());
+    auto rules = json_pattern_rules(p.get<std::string>(), [&](const std::string& h) { return reserve(hint + "-" + h); });
+    if (!rules) return error(path, "\"pattern\" " + p.dump() + ": " + rules.error().message());
+    for (GbnfRule& r : *rules)
+      for (auto& [n, b] : rules_)
+        if (n == r.name) b = std::move(r.body);
+    return "\"\\\"\" " + rules->front().name + " \"\\\"\" " + use("ws");
   }
 
   const json& root_;

@@ -18,15 +18,18 @@ int hex_value(char c) {
 const std::vector<CpRange> kDigit = {{'0', '9'}};
 const std::vector<CpRange> kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 const std::vector<CpRange> kSpace = {{'\t', '\r'}, {' ', ' '}};
+// ECMAScript's WhiteSpace and LineTerminator code points (what \s matches in a JavaScript RegExp).
+const std::vector<CpRange> kEcmaSpace = {{'\t', '\r'},       {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680},
+                                         {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F},
+                                         {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 
 class RegexParser {
  public:
-  RegexParser(std::string_view s, RuleSet& out) : s_(s), out_(out) {}
+  RegexParser(std::string_view s, RuleSet& out, const RegexOptions& options) : s_(s), out_(out), opt_(options) {}
 
   Status run() {
-    if (peek() == '^') ++i_;
     std::vector<Alternative> alts;
-    HFS_TRY(parse_alternates(alts));
+    HFS_TRY(parse_alternates(alts, /*top=*/true));
     if (!at_end()) return fail(peek() == ')' ? "unbalanced ')'" : "unexpected character");
     const int32_t root = out_.intern("root");
     out_.mark_defined(root);
@@ -41,22 +44,38 @@ class RegexParser {
     return make_error(ErrorCode::kInvalidArgument, "regex: offset " + std::to_string(i_) + ": " + msg);
   }
 
-  Status parse_alternates(std::vector<Alternative>& alts) {
+  // `top`: the pattern's own alternatives, whose edges may hold the anchors.
+  Status parse_alternates(std::vector<Alternative>& alts, bool top) {
     for (;;) {
       Alternative seq;
-      HFS_TRY(parse_sequence(seq));
+      bool starts = false, ends = false;
+      if (top && peek() == '^' && (opt_.search || i_ == 0)) starts = true, ++i_;
+      HFS_TRY(parse_sequence(seq, top, ends));
+      if (opt_.search) {  // an unanchored side: any characters may come before or after the match
+        if (!starts) seq.insert(seq.begin(), any_text());
+        if (!ends) seq.push_back(any_text());
+      }
       alts.push_back(std::move(seq));
       if (peek() != '|') return Ok{};
       ++i_;
     }
   }
 
-  Status parse_sequence(Alternative& seq) {
+  // Any characters: one shared loop rule.
+  Element any_text() {
+    if (any_text_ < 0) any_text_ = out_.repeat({RuleSet::chars({{0, kMaxCodePoint}}, false)}, 0, -1, "any").rule;
+    return RuleSet::ref(any_text_);
+  }
+
+  // `ends`: set when the sequence ends in the `$` anchor.
+  Status parse_sequence(Alternative& seq, bool top, bool& ends) {
     while (!at_end() && peek() != '|' && peek() != ')') {
       const size_t atom_begin = seq.size();
       const char c = peek();
-      if (c == '$' && i_ + 1 == s_.size()) {  // the end anchor: implied
+      const bool edge = i_ + 1 == s_.size() || (top && opt_.search && s_[i_ + 1] == '|');
+      if (c == '$' && edge) {  // the end anchor (implied unless searching)
         ++i_;
+        ends = true;
         continue;
       }
       if (c == '(') {
@@ -75,7 +94,7 @@ class RegexParser {
           }
         }
         std::vector<Alternative> alts;
-        HFS_TRY(parse_alternates(alts));
+        HFS_TRY(parse_alternates(alts, /*top=*/false));
         if (peek() != ')') return fail("missing ')'");
         ++i_;
         const int32_t id = out_.fresh("group");
@@ -85,11 +104,14 @@ class RegexParser {
         HFS_TRY(parse_class(seq));
       } else if (c == '.') {
         ++i_;
-        seq.push_back(RuleSet::chars({{'\n', '\n'}}, true));
+        if (opt_.ecmascript) seq.push_back(RuleSet::chars({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}, true));
+        else seq.push_back(RuleSet::chars({{'\n', '\n'}}, true));
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
         return fail(std::string("quantifier '") + c + "' with nothing to repeat");
       } else if (c == '^' || c == '$') {
-        return fail(std::string("anchor '") + c + "' inside the pattern (the whole output must match: anchors are implied)");
+        return fail(std::string("anchor '") + c + "' inside the pattern (" +
+                    (opt_.search ? "anchors are supported at the start and end of the pattern's top-level alternatives only"
+                                 : "the whole output must match: anchors are implied") + ")");
       } else if (c == '\\') {
         std::vector<CpRange> ranges;
         bool negated = false;
@@ -180,7 +202,12 @@ class RegexParser {
     switch (e) {
       case 'd': case 'D': ranges.insert(ranges.end(), kDigit.begin(), kDigit.end()); negated = e == 'D'; return Ok{};
       case 'w': case 'W': ranges.insert(ranges.end(), kWord.begin(), kWord.end()); negated = e == 'W'; return Ok{};
-      case 's': case 'S': ranges.insert(ranges.end(), kSpace.begin(), kSpace.end()); negated = e == 'S'; return Ok{};
+      case 's': case 'S': {
+        const std::vector<CpRange>& space = opt_.ecmascript ? kEcmaSpace : kSpace;
+        ranges.insert(ranges.end(), space.begin(), space.end());
+        negated = e == 'S';
+        return Ok{};
+      }
       case 'n': return one('\n');
       case 't': return one('\t');
       case 'r': return one('\r');
@@ -220,6 +247,12 @@ class RegexParser {
     bool negated = false;
     if (peek() == '^') negated = true, ++i_;
     std::vector<CpRange> ranges;
+    if (opt_.ecmascript && peek() == ']') {  // ECMAScript: `[]` is empty, `[^]` any character
+      if (!negated) return fail("the empty class '[]' matches nothing");
+      ++i_;
+      seq.push_back(RuleSet::chars({}, true));
+      return Ok{};
+    }
     bool first = true;
     while (first || peek() != ']') {
       if (at_end()) return fail("missing ']'");
@@ -265,11 +298,15 @@ class RegexParser {
 
   std::string_view s_;
   RuleSet& out_;
+  RegexOptions opt_;
   size_t i_ = 0;
+  int32_t any_text_ = -1;
 };
 
 }  // namespace
 
-Status compile_regex(std::string_view pattern, RuleSet& out) { return RegexParser(pattern, out).run(); }
+Status compile_regex(std::string_view pattern, RuleSet& out, const RegexOptions& options) {
+  return RegexParser(pattern, out, options).run();
+}
 
 }  // namespace hfs::cst

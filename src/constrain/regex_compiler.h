@@ -1,4 +1,5 @@
-// A practical regular-expression subset → RuleSet (rule "root" matches the whole output: anchors implicit).
+// A practical regular-expression subset → RuleSet (rule "root" matches the whole output: anchors implicit,
+// unless `search` asks for JSON Schema's `pattern` semantics).
 #pragma once
 
 #include <string_view>
@@ -14,6 +15,17 @@ namespace hfs::cst {
 // (lazy and possessive suffixes accepted: they do not change the set of matching strings), and ^ at the
 // start / $ at the end (implied anyway). Anything else — backreferences, lookaround, \b — is
 // kInvalidArgument naming the construct and its offset.
-[[nodiscard]] Status compile_regex(std::string_view pattern, RuleSet& out);
+struct RegexOptions {
+  // ECMA-262 meanings where they differ from the default (Python-like) ones: `.` excludes every line
+  // terminator (\n \r U+2028 U+2029), \s is ECMAScript's Unicode white space (so \S excludes U+00A0 too),
+  // `[]` matches nothing (refused) and `[^]` any character. JSON Schema's `pattern` is ECMA-262.
+  bool ecmascript = false;
+  // The regex may match anywhere in the text, as a regex search does: each top-level alternative without
+  // a leading `^` may be preceded, and each one without a trailing `$` followed, by any characters.
+  // `^` and `$` are accepted at the edges of every top-level alternative (`^a|b$`), nowhere else.
+  bool search = false;
+};
+
+[[nodiscard]] Status compile_regex(std::string_view pattern, RuleSet& out, const RegexOptions& options = {});
 
 }  // namespace hfs::cst
