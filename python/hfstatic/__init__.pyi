@@ -129,6 +129,7 @@ class Runner:
         json_schema: dict[str, Any] | str | None = None,
         regex: str | None = None,
         json_object: bool = False,
+        logit_bias: dict[int, float] | None = None,  # added to those tokens' logits (OpenAI's logit_bias)
     ) -> str:
         """Encodes `prompt` with the program's tokenizer and returns the generated text (the token that
         ended generation — EOS or a stop id — is not rendered; text is cut before a stop string)."""
@@ -152,6 +153,7 @@ class Runner:
         json_schema: dict[str, Any] | str | None = None,
         regex: str | None = None,
         json_object: bool = False,
+        logit_bias: dict[int, float] | None = None,  # added to those tokens' logits (OpenAI's logit_bias)
     ) -> list[int]:
         """Token prompt → generated ids (the stop token included when one ended generation)."""
     def stream(
@@ -173,6 +175,7 @@ class Runner:
         json_schema: dict[str, Any] | str | None = None,
         regex: str | None = None,
         json_object: bool = False,
+        logit_bias: dict[int, float] | None = None,  # added to those tokens' logits (OpenAI's logit_bias)
     ) -> Stream:
         """Like generate() but stepwise; the prompt is prefilled now (errors raise here). The pieces of a
         str prompt's stream concatenate to what generate() returns."""

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "hfstatic/constraint.h"
 #include "hfstatic/error.h"
@@ -53,6 +54,10 @@ DraftConfig draft_config(const std::optional<std::string>& draft, int32_t draft_
 // compiled constraint (at most one; none → nullptr); errors are kInvalidArgument prefixed by `who`.
 std::shared_ptr<const Grammar> constraint_of(const py::object& grammar, const py::object& json_schema,
                                              const py::object& regex, bool json_object, const std::string& who);
+
+// A `logit_bias=` keyword (None, or a dict {token id: bias} as OpenAI's logit_bias) as SamplingConfig's
+// logit_bias; errors are kInvalidArgument prefixed by `who`.
+std::vector<std::pair<int32_t, float>> logit_bias_of(const py::object& bias, const std::string& who);
 
 // Metadata values as plain Python objects (None, bool, int, float, str, list, dict).
 py::object to_python(const Value& v);

@@ -39,7 +39,7 @@ std::vector<int32_t> ids_of(py::handle obj, const char* what) {
 }
 
 // The generation keywords add/fork/append take (all optional): max_new_tokens, temperature, top_k, top_p,
-// min_p, repetition_penalty, seed, stop (int token ids: stop strings need detokenizing, which the engine
+// min_p, repetition_penalty, logit_bias, seed, stop (int token ids: stop strings need detokenizing, which the engine
 // leaves to its caller), ignore_eos, draft (None | "none" | "ngram" | the path of a draft program), draft_max, and one of grammar
 // (GBNF text), json_schema (dict or JSON text), regex, json_object=True. An unknown keyword is an
 // error naming it.
@@ -57,6 +57,7 @@ GenerationConfig config_of(const py::kwargs& kw) {
     else if (k == "top_p") g.sampling.top_p = value.cast<float>();
     else if (k == "min_p") g.sampling.min_p = value.cast<float>();
     else if (k == "repetition_penalty") g.sampling.repetition_penalty = value.cast<float>();
+    else if (k == "logit_bias") g.sampling.logit_bias = logit_bias_of(py::reinterpret_borrow<py::object>(value), "engine");
     else if (k == "seed") g.sampling.seed = value.cast<uint64_t>();
     else if (k == "stop") g.stop_tokens = value.is_none() ? std::vector<int32_t>{} : ids_of(value, "stop");
     else if (k == "ignore_eos") g.ignore_eos = value.cast<bool>();
@@ -68,8 +69,8 @@ GenerationConfig config_of(const py::kwargs& kw) {
     else if (k == "json_object") json_object = value.cast<bool>();
     else
       raise(ErrorCode::kInvalidArgument, "engine: unknown keyword '" + k + "' (max_new_tokens, temperature, top_k, top_p, "
-                                         "min_p, repetition_penalty, seed, stop, ignore_eos, draft, draft_max, grammar, json_schema, "
-                                         "regex, json_object)");
+                                         "min_p, repetition_penalty, logit_bias, seed, stop, ignore_eos, draft, draft_max, grammar, "
+                                         "json_schema, regex, json_object)");
   }
   g.draft = draft_config(draft, draft_max, "engine");
   g.constraint = constraint_of(grammar, json_schema, regex, json_object, "engine");

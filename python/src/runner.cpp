@@ -122,13 +122,15 @@ struct GenerateArgs {
 GenerateArgs generate_args(int32_t max_new_tokens, float temperature, int32_t top_k, float top_p, float min_p,
                            float repetition_penalty, uint64_t seed, const py::object& stop, bool ignore_eos,
                            const std::optional<std::string>& draft, int32_t draft_max, const py::object& grammar,
-                           const py::object& json_schema, const py::object& regex, bool json_object) {
+                           const py::object& json_schema, const py::object& regex, bool json_object,
+                           const py::object& logit_bias) {
   auto bad = [](const std::string& msg) { raise(ErrorCode::kInvalidArgument, "generate: " + msg); };
   if (max_new_tokens < 0) bad("max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
   GenerateArgs a;
   a.config.max_new_tokens = max_new_tokens;
   a.config.ignore_eos = ignore_eos;
   a.config.sampling = {temperature, top_k, top_p, min_p, repetition_penalty, seed};
+  a.config.sampling.logit_bias = logit_bias_of(logit_bias, "generate");
   // The library's ranges (Runner::start checks them too), before anything is encoded or run.
   if (Status st = validate(a.config.sampling); !st) raise(st.error().with_context("generate"));
   // A draft program is loaded, and its tokenizer checked, by the first generate() that uses it; the runner
@@ -386,6 +388,21 @@ Result<std::span<const float>> decode_step_locked(PyRunner& r, int32_t token) {
 
 }  // namespace
 
+std::vector<std::pair<int32_t, float>> logit_bias_of(const py::object& bias, const std::string& who) {
+  std::vector<std::pair<int32_t, float>> out;
+  if (bias.is_none()) return out;
+  if (!py::isinstance<py::dict>(bias))
+    raise(ErrorCode::kInvalidArgument, who + ": logit_bias must be a dict {token id: bias}, got " +
+                                           std::string(py::str(py::type::of(bias).attr("__name__"))));
+  for (auto [id, b] : bias.cast<py::dict>()) {
+    if (!py::isinstance<py::int_>(id) || py::isinstance<py::bool_>(id))
+      raise(ErrorCode::kInvalidArgument, who + ": logit_bias keys must be int token ids, got " +
+                                             std::string(py::str(py::type::of(id).attr("__name__"))));
+    out.emplace_back(id.cast<int32_t>(), b.cast<float>());
+  }
+  return out;
+}
+
 void bind_runner(py::module_& m) {
   py::class_<PyStream, std::shared_ptr<PyStream>>(m, "Stream", R"(One generation, step by step (Runner.stream()).
 
@@ -463,9 +480,10 @@ committed at the start of the next call, so consecutive generate() calls continu
              float top_p, float min_p, float repetition_penalty, uint64_t seed, const py::object& stop,
              bool ignore_eos, std::optional<bool> add_special, const std::optional<std::string>& draft,
              int32_t draft_max, const py::object& grammar, const py::object& json_schema, const py::object& regex,
-             bool json_object) {
+             bool json_object, const py::object& logit_bias) {
             GenerateArgs a = generate_args(max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed,
-                                           stop, ignore_eos, draft, draft_max, grammar, json_schema, regex, json_object);
+                                           stop, ignore_eos, draft, draft_max, grammar, json_schema, regex, json_object,
+                                           logit_bias);
             return generate(self, prompt, a, add_special);
           },
           py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
@@ -473,7 +491,7 @@ committed at the start of the next call, so consecutive generate() calls continu
           py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
           py::arg("add_special") = py::none(), py::arg("draft") = py::none(), py::arg("draft_max") = 8,
           py::arg("grammar") = py::none(), py::arg("json_schema") = py::none(), py::arg("regex") = py::none(),
-          py::arg("json_object") = false,
+          py::arg("json_object") = false, py::arg("logit_bias") = py::none(),
           "str prompt → generated text; token-id prompt → generated ids. See the .pyi stub.")
       .def(
           "stream",
@@ -481,9 +499,10 @@ committed at the start of the next call, so consecutive generate() calls continu
              float top_p, float min_p, float repetition_penalty, uint64_t seed, const py::object& stop,
              bool ignore_eos, std::optional<bool> add_special, const std::optional<std::string>& draft,
              int32_t draft_max, const py::object& grammar, const py::object& json_schema, const py::object& regex,
-             bool json_object) {
+             bool json_object, const py::object& logit_bias) {
             GenerateArgs a = generate_args(max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed,
-                                           stop, ignore_eos, draft, draft_max, grammar, json_schema, regex, json_object);
+                                           stop, ignore_eos, draft, draft_max, grammar, json_schema, regex, json_object,
+                                           logit_bias);
             return stream(self, prompt, a, add_special);
           },
           py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
@@ -491,7 +510,7 @@ committed at the start of the next call, so consecutive generate() calls continu
           py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
           py::arg("add_special") = py::none(), py::arg("draft") = py::none(), py::arg("draft_max") = 8,
           py::arg("grammar") = py::none(), py::arg("json_schema") = py::none(), py::arg("regex") = py::none(),
-          py::arg("json_object") = false,
+          py::arg("json_object") = false, py::arg("logit_bias") = py::none(),
           "Like generate(), but returns a Stream yielding text pieces (str prompt) or ids (token prompt).")
       .def(
           "reset",

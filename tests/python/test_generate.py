@@ -175,6 +175,22 @@ def test_stop_token_ids(runner, greedy_ref):
     assert text == full[len(tokenizer.decode(prompt)):]  # ...but not rendered in text mode
 
 
+def test_logit_bias_moves_the_choice(runner, greedy_ref):
+    """OpenAI's logit_bias: -100 on the reference's greedy first token leaves the reference's runner-up;
+    +100 on a token makes greedy pick it at every step."""
+    prompt, generated, ref_logits, _ = greedy_ref
+    order = np.argsort(-np.asarray(ref_logits[0], dtype=np.float32), kind="stable")
+    assert order[0] == generated[0]
+    runner_up = int(order[1])
+    assert runner_up not in (2, generated[0])  # not EOS, which would end generation
+    assert runner.generate(prompt, max_new_tokens=1, logit_bias={generated[0]: -100.0}) == [runner_up]
+    runner.reset()
+    assert runner.generate(prompt, max_new_tokens=3, logit_bias={runner_up: 100.0}) == [runner_up] * 3
+    runner.reset()
+    with pytest.raises(hfstatic.Error, match="logit_bias must be a dict"):
+        runner.generate(prompt, logit_bias=[(1, 2.0)])
+
+
 def test_stats_and_info(runner):
     runner.generate(PROMPT, max_new_tokens=N)
     s = runner.stats
