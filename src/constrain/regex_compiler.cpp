@@ -51,7 +51,7 @@ class RegexParser {
       bool starts = false, ends = false;
       if (top && peek() == '^' && (opt_.search || i_ == 0)) starts = true, ++i_;
       HFS_TRY(parse_sequence(seq, top, ends));
-      if (opt_.search) {  // an unanchored side: any characters may come before or after the match
+      if (top && opt_.search) {  // an unanchored side: any characters may come before or after the match
         if (!starts) seq.insert(seq.begin(), any_text());
         if (!ends) seq.push_back(any_text());
       }
