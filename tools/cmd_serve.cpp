@@ -70,6 +70,11 @@ RunFn setup(CLI::App& sub) {
                  "in [0, 10000]")
       ->capture_default_str()
       ->transform(integer_in(0, 10000, "an integer in [0, 10000]"));
+  sub.add_option("--grammar-cache", o->grammar_cache,
+                 "Compiled response_format grammars kept for later requests with the same schema (least recently "
+                 "used dropped first), an integer in [0, 100000]; 0 compiles every request's")
+      ->capture_default_str()
+      ->transform(integer_in(0, 100000, "an integer in [0, 100000]"));
   add_draft_options(sub, o->draft);
   sub.add_option("--backend", o->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
   sub.add_option("--threads", o->threads,

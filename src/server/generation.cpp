@@ -160,9 +160,10 @@ std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool
   job.config.draft = s.options.draft;
   if (r.format == CompletionRequest::Format::kJsonObject) job.config.constraint = Grammar::json_object();
   if (r.format == CompletionRequest::Format::kJsonSchema) {
-    auto g = Grammar::from_json_schema(r.json_schema);
-    if (!g) return invalid_param("response_format", g.error().message());
-    job.config.constraint = *g;
+    auto got = s.grammars.get("json_schema", r.json_schema, [&] { return Grammar::from_json_schema(r.json_schema); });
+    if (!got) return invalid_param("response_format", got.error().message());
+    s.metrics.count_grammar(got->hit);
+    job.config.constraint = got->grammar;
   }
   if (Status st = validate(job.config.sampling); !st) return invalid_param("", st.error().message());
   for (const auto& [id, bias] : r.sampling.logit_bias)

@@ -49,6 +49,11 @@ void Metrics::set_drafts(int64_t proposed, int64_t accepted) {
   draft_tokens_ = proposed, draft_accepted_ = accepted;
 }
 
+void Metrics::count_grammar(bool hit) {
+  std::lock_guard<std::mutex> l(mu_);
+  ++(hit ? grammar_hits_ : grammar_misses_);
+}
+
 int64_t Metrics::busy() const {
   std::lock_guard<std::mutex> l(mu_);
   return busy_;
@@ -97,6 +102,9 @@ std::string Metrics::render() const {
   scalar(out, "hfstatic_sequence_slots", "gauge", "Sequences that can generate at once (--parallel)", slots_);
   scalar(out, "hfstatic_draft_tokens_total", "counter", "Speculative draft tokens verified", draft_tokens_);
   scalar(out, "hfstatic_draft_accepted_total", "counter", "Speculative draft tokens accepted", draft_accepted_);
+  scalar(out, "hfstatic_grammar_cache_hits_total", "counter",
+         "response_format grammars taken from the grammar cache (no compilation)", grammar_hits_);
+  scalar(out, "hfstatic_grammar_cache_misses_total", "counter", "response_format grammars compiled", grammar_misses_);
   histogram(out, "hfstatic_time_to_first_token_seconds", "Request arrival to its first generated token", ttft_);
   histogram(out, "hfstatic_time_per_output_token_seconds", "Time between a request's consecutive generated tokens", gap_);
   return out;

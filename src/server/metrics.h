@@ -10,7 +10,8 @@
 // hfstatic_cached_prompt_tokens_total, hfstatic_generated_tokens_total, hfstatic_queue_length,
 // hfstatic_busy_sequences, hfstatic_kept_sequences, hfstatic_sequence_slots,
 // hfstatic_time_to_first_token_seconds, hfstatic_time_per_output_token_seconds,
-// hfstatic_draft_tokens_total, hfstatic_draft_accepted_total, hfstatic_cancelled_requests_total.
+// hfstatic_draft_tokens_total, hfstatic_draft_accepted_total, hfstatic_cancelled_requests_total,
+// hfstatic_grammar_cache_hits_total, hfstatic_grammar_cache_misses_total.
 #pragma once
 
 #include <array>
@@ -41,6 +42,8 @@ class Metrics {
   // The scheduler's gauges, set after every change.
   void set_gauges(int64_t queue, int64_t busy, int64_t kept, int64_t slots);
   void set_drafts(int64_t proposed, int64_t accepted);
+  // A response_format grammar taken from the cache (hit) or compiled (miss).
+  void count_grammar(bool hit);
 
   int64_t busy() const;
   std::string render() const;
@@ -51,6 +54,7 @@ class Metrics {
   int64_t prompt_ = 0, cached_ = 0, generated_ = 0, cancelled_ = 0;
   int64_t queue_ = 0, busy_ = 0, kept_ = 0, slots_ = 0;
   int64_t draft_tokens_ = 0, draft_accepted_ = 0;
+  int64_t grammar_hits_ = 0, grammar_misses_ = 0;
   Histogram ttft_, gap_;
 };
 

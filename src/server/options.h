@@ -22,6 +22,7 @@ struct ServerOptions {
   size_t max_body_bytes = 1 << 20;   // request bodies above it → 413
   double drain_s = 10;               // SIGTERM: in-flight requests get this long to finish, then are cancelled
   int step_delay_ms = 0;             // a pause after every engine step (tests and demos of a slow model)
+  int grammar_cache = 64;            // compiled response_format grammars kept (least recently used go); 0: none
   DraftConfig draft;
   std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;                   // threads of each selected backend (0: the backend's default)

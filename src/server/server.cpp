@@ -67,6 +67,7 @@ int run_server(const ServerOptions& options, const std::string& program, const s
 
   State s;
   s.options = options;
+  s.grammars.set_capacity(static_cast<size_t>(options.grammar_cache));
   s.model_id = model_id;
   httplib::Server http;
   // Enough threads for every running and queued request plus a few for /health and /metrics; a request

@@ -9,6 +9,7 @@
 
 #include "hfstatic/chat_template.h"
 #include "hfstatic/tokenizer.h"
+#include "server/grammar_cache.h"
 #include "server/metrics.h"
 #include "server/options.h"
 #include "server/scheduler.h"
@@ -28,6 +29,7 @@ struct State {
   std::string bos_token, eos_token;           // the template's variables
   std::unique_ptr<Scheduler> scheduler;
   std::atomic<uint64_t> next_id{1};
+  GrammarCache grammars;  // sized from options.grammar_cache when the server starts
 };
 
 }  // namespace hfs::server

@@ -17,6 +17,9 @@ TEST(Metrics, PrometheusTextHasCountersGaugesAndCumulativeHistograms) {
   m.observe_ttft(0.004);   // bucket le=0.005
   m.observe_ttft(0.2);     // bucket le=0.25
   m.observe_ttft(100);     // above every bound
+  m.count_grammar(false);
+  m.count_grammar(true);
+  m.count_grammar(true);
   const std::string t = m.render();
   auto has = [&](const std::string& line) { return t.find(line + "\n") != std::string::npos; };
   EXPECT_TRUE(has("hfstatic_requests_total{status=\"200\"} 2"));
@@ -35,6 +38,8 @@ TEST(Metrics, PrometheusTextHasCountersGaugesAndCumulativeHistograms) {
   EXPECT_TRUE(has("hfstatic_time_to_first_token_seconds_count 3"));
   EXPECT_TRUE(has("hfstatic_time_to_first_token_seconds_sum 100.204"));
   EXPECT_TRUE(has("hfstatic_time_per_output_token_seconds_count 0"));
+  EXPECT_TRUE(has("hfstatic_grammar_cache_hits_total 2"));
+  EXPECT_TRUE(has("hfstatic_grammar_cache_misses_total 1"));
   EXPECT_EQ(m.busy(), 2);
 }
 
