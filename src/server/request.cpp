@@ -7,7 +7,8 @@
 namespace hfs::server {
 namespace {
 
-using nlohmann::json;
+// Ordered: a response_format schema keeps its key order (its properties are generated in that order).
+using json = nlohmann::ordered_json;
 
 // The JSON type in the words of an error message.
 std::string type_name(const json& v) {

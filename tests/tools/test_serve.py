@@ -457,7 +457,7 @@ def test_draft_program_answers_equal_plain_answers(server, program, stories_dir,
 def test_response_format_json_schema_and_json_object(server, tmp_path):
     """response_format through the npm openai client's shape: every reply is JSON valid against its schema
     (checked by ajv, an independent validator), streamed or not; json_object replies are JSON objects. The
-    schema is compiled once: later requests with it, however its keys are ordered, take the cached grammar."""
+    schema is compiled once: later requests with it, however spaced, take the cached grammar."""
     schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10},
                                                "mood": {"enum": ["happy", "sad"]}, "age": {"type": "integer"}},
               "required": ["name", "mood", "age"], "additionalProperties": False}
@@ -478,16 +478,22 @@ def test_response_format_json_schema_and_json_object(server, tmp_path):
         streamed = r.read().decode()
     pieces = [json.loads(line[6:]) for line in streamed.splitlines() if line.startswith("data: {")]
     texts.append("".join(p["choices"][0]["text"] for p in pieces if p.get("choices")))
-    # The same schema written with its keys in the reverse order: the same canonical text, so a cache hit.
-    reordered = json.loads(json.dumps(schema), object_pairs_hook=lambda pairs: dict(reversed(pairs)))
-    assert json.dumps(reordered) != json.dumps(schema)
-    status, j, _ = post(server.url, "/v1/completions", {"prompt": "Once", "max_tokens": 200, "seed": 5, "temperature": 1.0,
-                                                         "response_format": {"type": "json_schema", "json_schema": {
-                                                             "name": "character", "schema": reordered}}})
+    # The same schema spelt with other whitespace: the same canonical text, so the cached grammar.
+    spaced = {"prompt": "Once", "max_tokens": 200, "seed": 5, "temperature": 1.0, "response_format": fmt}
+    status, j, _ = post(server.url, "/v1/completions", None, raw=json.dumps(spaced, indent=3).encode())
     assert status == 200, j
     texts.append(j["choices"][0]["text"])
+    # Properties come in the schema's order; keys in another order are another schema (compiled anew).
+    for t in texts:
+        assert list(json.loads(t)) == ["name", "mood", "age"], t
+    reordered = json.loads(json.dumps(schema), object_pairs_hook=lambda pairs: dict(reversed(pairs)))
+    status, j, _ = post(server.url, "/v1/completions", {**spaced, "response_format": {"type": "json_schema", "json_schema": {
+        "name": "character", "schema": reordered}}})
+    assert status == 200, j
+    assert list(json.loads(j["choices"][0]["text"])) == ["age", "mood", "name"], j
+    texts.append(j["choices"][0]["text"])
     after = server.metrics("secret")
-    assert after["hfstatic_grammar_cache_misses_total"] - before["hfstatic_grammar_cache_misses_total"] == 1, (before, after)
+    assert after["hfstatic_grammar_cache_misses_total"] - before["hfstatic_grammar_cache_misses_total"] == 2, (before, after)
     assert after["hfstatic_grammar_cache_hits_total"] - before["hfstatic_grammar_cache_hits_total"] == 5, (before, after)
     cases = [{"schema": schema, "text": t} for t in texts]
     path = tmp_path / "cases.json"
