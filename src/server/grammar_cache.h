@@ -1,8 +1,9 @@
 // server/grammar_cache.h — compiled response_format grammars shared by every request: a JSON Schema is
 // compiled once (converted to GBNF, parsed, checked: milliseconds for a large schema) and its Grammar, which
 // is immutable, serves every later request with the same schema. Keyed by the kind and the schema's canonical
-// text (the request parser's dump: keys sorted, no whitespace), so two requests spelling one schema
-// differently share an entry. Least recently used entries go first past the capacity; 0 caches nothing.
+// text (the request parser's compact dump, keys in the request's order, which is the order properties are
+// generated in), so spellings that differ only in whitespace share an entry. Least recently used entries go
+// first past the capacity; 0 caches nothing.
 // Thread-safe; compilation runs outside the lock, so a slow schema holds up no other request (two requests
 // missing on the same schema at once both compile it, and one result is kept). Failures are not cached.
 //
