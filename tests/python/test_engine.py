@@ -89,6 +89,20 @@ def test_engine_errors_are_hfstatic_errors(tmp_path):
     assert e.sequences() == []
 
 
+def test_engine_logit_bias(tmp_path):
+    """logit_bias per sequence: +100 on a token makes greedy pick it at every step, beside a sequence without."""
+    ckpt = make_checkpoint(tmp_path, "llama")
+    e = hfstatic.Engine(hfstatic.export(ckpt, tmp_path / "m.hfs", context=32, sequences=2))
+    biased = e.add([5, 6, 7], max_new_tokens=4, ignore_eos=True, logit_bias={123: 100.0})
+    plain = e.add([5, 6, 7], max_new_tokens=4, ignore_eos=True)
+    while not e.idle:
+        e.step()
+    assert e.sequence(biased)["generated"] == [123] * 4
+    assert e.sequence(plain)["generated"] != [123] * 4
+    with pytest.raises(hfstatic.Error, match="logit_bias keys must be int"):
+        e.add([5], logit_bias={"a": 1.0})
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_greedy_with_ngram_drafts_equals_greedy(tmp_path, arch):
     """Speculative decoding (Runner.generate(draft="ngram")) gives greedy's tokens exactly, 200+ tokens, past
