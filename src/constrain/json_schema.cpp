@@ -3,6 +3,7 @@
 #include "constrain/json_pattern.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -55,6 +56,19 @@ const std::set<std::string>& supported() {
                                           "anyOf",     "oneOf",      "$ref",     "minLength",            "maxLength",
                                           "format",    "pattern"};
   return s;
+}
+
+// Whether JSON value `v` is of `type` (a type name or a list of them), as JSON Schema defines the names:
+// an integer is a number with no fractional part, 1.0 included.
+bool value_has_type(const json& v, const json& type) {
+  if (type.is_array())
+    return std::any_of(type.begin(), type.end(), [&](const json& t) { return value_has_type(v, t); });
+  if (!type.is_string()) return false;
+  const std::string t = type.get<std::string>();
+  if (t == "integer")
+    return v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()));
+  return (t == "number" && v.is_number()) || (t == "string" && v.is_string()) || (t == "boolean" && v.is_boolean()) ||
+         (t == "null" && v.is_null()) || (t == "object" && v.is_object()) || (t == "array" && v.is_array());
 }
 
 // `s` as a GBNF string literal: quotes, backslashes and control characters escaped, other UTF-8 as it is.
@@ -192,17 +206,25 @@ class Converter {
         return error(path, "\"$ref\" beside \"" + other + "\" is not supported (put the constraint in the referenced schema)");
       return ref(s.at("$ref"), path);
     }
-    if (s.contains("pattern") && (s.contains("const") || s.contains("enum")))
-      return error(path, std::string("\"pattern\" beside \"") + (s.contains("const") ? "const" : "enum") +
-                             "\" is not supported (list only values that match it)");
-    if (s.contains("const")) return literal(s.at("const").dump()) + " " + use("ws");
-    if (s.contains("enum")) {
-      const json& e = s.at("enum");
-      if (!e.is_array() || e.empty()) return error(path, "\"enum\" must be a non-empty array, got " + e.dump());
-      std::string alts;
-      for (const json& v : e) alts += (alts.empty() ? "" : " | ") + literal(v.dump());
-      return "(" + alts + ") " + use("ws");
-    }
+    // const/enum list the documents themselves: a sibling keyword would have to filter that list, so
+    // anything but a "type" every value satisfies is refused rather than silently dropped.
+    for (const char* key : {"const", "enum"})
+      if (s.contains(key)) {
+        if (const std::string other = constraining({key, "type"}); !other.empty())
+          return error(path, std::string("\"") + other + "\" beside \"" + key +
+                                 "\" is not supported (list only values that satisfy it)");
+        const json values = std::string(key) == "const" ? json::array({s.at(key)}) : s.at(key);
+        if (!values.is_array() || values.empty())
+          return error(path, "\"enum\" must be a non-empty array, got " + values.dump());
+        std::string alts;
+        for (const json& v : values) {
+          if (s.contains("type") && !value_has_type(v, s.at("type")))
+            return error(path, std::string("\"") + key + "\" value " + v.dump() + " is not of \"type\" " +
+                                   s.at("type").dump() + " (no document could be both)");
+          alts += (alts.empty() ? "" : " | ") + literal(v.dump());
+        }
+        return "(" + alts + ") " + use("ws");
+      }
     for (const char* key : {"anyOf", "oneOf"})
       if (s.contains(key)) {
         if (const std::string other = constraining({key}); !other.empty())

@@ -14,7 +14,8 @@
 // Supported: type (one or a list), properties, required, additionalProperties, enum, const, items,
 // prefixItems, minItems, maxItems, anyOf, oneOf, local $ref (#/$defs/..., #/definitions/..., #), string
 // minLength/maxLength, format date, time, date-time, uuid, and pattern (json_pattern.h; not beside
-// minLength, maxLength, format, const or enum); annotations (title, description, default,
+// minLength, maxLength, format, const or enum); const and enum take no sibling but a "type" every listed
+// value has (they list the documents; a sibling would filter them); annotations (title, description, default,
 // examples, $schema, $id, $comment, deprecated, readOnly, writeOnly) are ignored. Any other keyword is an
 // error naming it and where it is (e.g. `json schema: /properties/age: unsupported keyword "minimum"`),
 // never silently ignored.
