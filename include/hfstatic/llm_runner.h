@@ -99,7 +99,7 @@ struct GenerationConfig {
   // end token allowed (ignore_eos, or no EOS id) stops with kStopToken. Drafts (`draft`) work under a
   // constraint: drafts the grammar refuses are cut before the verification step, and each verification row
   // is masked by the matcher after the tokens before it, so the output is what plain constrained decoding
-  // gives (the Engine does not draft for constrained sequences; see docs/structured-output.md).
+  // gives (in the Engine too, per sequence; see docs/structured-output.md).
   std::shared_ptr<const Grammar> constraint;
   std::shared_ptr<const TokenVocabulary> constraint_vocab;
 };

@@ -37,6 +37,30 @@ struct ConstrainedDraw {
   return out;
 }
 
+// Speculative drafts under a constraint (the Runner's and the Engine's verification steps): rows[0] is the
+// pending token, rows[1..drafted] the drafts. Row j's mask — the tokens allowed after rows[1..j] — goes to
+// masks[j * V, (j + 1) * V); a draft the grammar refuses, or a row after which nothing is allowed, ends the
+// drafts. Returns how many drafts stay (rows[1..kept], every row up to kept with a non-empty mask); the
+// constraint is left where it was. `masks`: at least (drafted + 1) * V.
+[[nodiscard]] inline size_t constrain_drafts(TokenConstraint& constraint, std::span<const int32_t> rows, size_t drafted,
+                                             std::span<uint8_t> masks, size_t V) {
+  constraint.mark();
+  size_t kept = 0;
+  for (size_t j = 0; j <= drafted; ++j) {
+    const std::span<uint8_t> mask = masks.subspan(j * V, V);
+    if (constraint.compute_mask(mask) == 0) {
+      kept = j == 0 ? 0 : j - 1;
+      break;
+    }
+    kept = j;
+    if (j == drafted) break;
+    const int32_t d = rows[j + 1];
+    if (d < 0 || static_cast<size_t>(d) >= V || !mask[static_cast<size_t>(d)] || !constraint.accept(d)) break;
+  }
+  constraint.rewind();
+  return kept;
+}
+
 // What a constraint that allows nothing before its output is complete means (the grammar needs a character
 // no token can produce), after `generated` tokens.
 inline std::string no_continuation_message(size_t generated) {

@@ -50,9 +50,12 @@ struct Engine::Impl {
     std::vector<int32_t> rows;
     size_t drafts = 0;
     // Structured output (config.constraint): the sequence's matcher over the vocabulary, and its masked
-    // logits (sized when it starts). No drafts under a constraint, as in the Runner.
+    // logits (sized when it starts); with drafts too, each verification row's mask and masked logits
+    // ([rows_max, V] each, sized when it starts), so drafts are checked against the grammar as in the Runner.
     std::unique_ptr<TokenConstraint> constraint;
     std::vector<float> masked;
+    std::vector<uint8_t> row_masks;
+    std::vector<float> masked_rows;
 
     int64_t left() const { return static_cast<int64_t>(pending.size() - fed); }
     bool generating() const { return !info.finished && config.max_new_tokens > 0; }
@@ -119,7 +122,7 @@ struct Engine::Impl {
   // drafts otherwise or not at all. Loading or checking the draft fails here, before the sequence changes.
   Result<std::unique_ptr<DraftSource>> acquire_draft(const GenerationConfig& config, std::string* key, const char* what) {
     const DraftConfig& c = config.draft;
-    if (c.kind != DraftKind::kProgram || config.constraint || config.max_new_tokens == 0 || rows_max < 2)
+    if (c.kind != DraftKind::kProgram || config.max_new_tokens == 0 || rows_max < 2)
       return std::unique_ptr<DraftSource>();
     *key = c.program ? "@" + std::to_string(reinterpret_cast<uintptr_t>(c.program.get())) : c.program_path;
     auto it = draft_pools.find(*key);
@@ -177,21 +180,26 @@ struct Engine::Impl {
     release_draft(s);
     s.policy.reset();
     s.constraint.reset();
+    const size_t V = static_cast<size_t>(io->info().vocab_size);
     if (config.constraint && config.max_new_tokens > 0) {
       s.constraint = std::make_unique<TokenConstraint>(config.constraint, std::move(vocab));
-      s.masked.resize(static_cast<size_t>(io->info().vocab_size));
-    } else if (program_draft) {
+      s.masked.resize(V);
+    }
+    if (program_draft) {
       s.draft = std::move(program_draft);
       s.draft_pool = std::move(pool);
       sync_source(*s.draft, s.history);  // the tokens it shares with its last sequence stay in its caches
-    } else if (config.draft.kind == DraftKind::kNgram && !config.constraint && config.max_new_tokens > 0 &&
-               rows_max >= 2) {
+    } else if (config.draft.kind == DraftKind::kNgram && config.max_new_tokens > 0 && rows_max >= 2) {
       s.draft = std::make_unique<NgramSource>(io->info().context_length);
       s.draft->commit(s.history);
     }
     if (s.draft) {
       s.policy.emplace(config.draft.max_tokens);
       s.rows.reserve(static_cast<size_t>(rows_max));
+      if (s.constraint) {
+        s.row_masks.resize(static_cast<size_t>(rows_max) * V);
+        s.masked_rows.resize(static_cast<size_t>(rows_max) * V);
+      }
     }
   }
 
@@ -297,6 +305,8 @@ struct Engine::Impl {
       return 0;
     }
     size_t d = *proposed;
+    // Under a constraint only the drafts the grammar allows in turn (each kept row's mask is filled).
+    if (s.constraint) d = constrain_drafts(*s.constraint, s.rows, d, s.row_masks, static_cast<size_t>(io->info().vocab_size));
     // The pool must hold the extra rows too.
     while (d > 0) {
       const int64_t extra = io->blocks_needed(s.index, 1 + static_cast<int64_t>(d)) - io->blocks_needed(s.index, 1);
@@ -349,15 +359,25 @@ struct Engine::Impl {
     const size_t V = static_cast<size_t>(io->info().vocab_size);
     const std::span<const float> all = io->last_step_logits();
     const int64_t base = io->sequence_length(s.index) - static_cast<int64_t>(s.rows.size());
-    if (all.size() < (static_cast<size_t>(first_row) + s.rows.size()) * V)
+    const size_t n = s.rows.size() * V;
+    if (all.size() < static_cast<size_t>(first_row) * V + n)
       s.info.error = "position " + std::to_string(base) + ": the step returned no logits for its draft rows";
     const int64_t budget = s.config.max_new_tokens - static_cast<int64_t>(s.info.generated.size());
     size_t accepted = 0;
     if (s.info.error.empty()) {
-      const Verification v = verify_rows(*s.sampler, all.subspan(static_cast<size_t>(first_row) * V), V, s.rows, s.history,
-                                         [&](int32_t t) { return is_stop(s, t); }, budget, verified);
+      std::span<const float> rows = all.subspan(static_cast<size_t>(first_row) * V, n);
+      if (s.constraint) {  // each row's logits masked by the matcher after the tokens before it (add_drafts)
+        apply_mask(std::span<const uint8_t>(s.row_masks).first(n), rows, std::span<float>(s.masked_rows).first(n));
+        rows = std::span<const float>(s.masked_rows).first(n);
+      }
+      const Verification v = verify_rows(*s.sampler, rows, V, s.rows, s.history, [&](int32_t t) { return is_stop(s, t); },
+                                         budget, verified);
       accepted = v.accepted;
       if (!v.error.empty()) s.info.error = "position " + std::to_string(base + static_cast<int64_t>(v.bad_row)) + ": " + v.error;
+      if (s.constraint)  // the matcher follows what was generated
+        for (int32_t t : verified)
+          if (s.info.error.empty())
+            if (Status st = s.constraint->accept(t); !st) s.info.error = st.error().to_string();
     } else {
       s.history.push_back(s.rows[0]);  // as verify_rows would have: the pending token was fed
       verified.clear();

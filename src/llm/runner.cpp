@@ -534,24 +534,10 @@ Status Generation::Impl::advance(int32_t last, bool* was_verified) {
 }
 
 size_t Generation::Impl::constrain_drafts(size_t drafted) {
-  Runner::Impl& m = *runner;
-  const size_t V = static_cast<size_t>(m.io->info().vocab_size);
   const auto t0 = Clock::now();
-  constraint->mark();
-  size_t kept = 0;  // drafts rows[1..kept] allowed in turn, each row up to kept with a non-empty mask
-  for (size_t j = 0; j <= drafted; ++j) {
-    const std::span<uint8_t> mask(row_masks.data() + j * V, V);
-    if (constraint->compute_mask(mask) == 0) {
-      kept = j == 0 ? 0 : j - 1;
-      break;
-    }
-    kept = j;
-    if (j == drafted) break;
-    const int32_t d = rows[j + 1];
-    if (d < 0 || static_cast<size_t>(d) >= V || !mask[static_cast<size_t>(d)] || !constraint->accept(d)) break;
-  }
-  constraint->rewind();
-  m.stats.constraint_ms += ms_since(t0);
+  const size_t kept = hfs::constrain_drafts(*constraint, rows, drafted, row_masks,
+                                            static_cast<size_t>(runner->io->info().vocab_size));
+  runner->stats.constraint_ms += ms_since(t0);
   rows.resize(1 + kept);
   return kept;
 }

@@ -1,6 +1,7 @@
 // GenerationConfig::constraint in the multi-sequence Engine: each sequence follows its own constraint while
 // sharing steps with others (constrained by another grammar, or not at all), and its tokens are exactly
-// what the Runner generates alone under the same constraint; drafts stay off for constrained sequences.
+// what the Runner generates alone under the same constraint; drafts under a constraint are checked against
+// the grammar and change no token.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -21,9 +22,6 @@ GenerationConfig config(std::shared_ptr<const Grammar> g, int n, uint64_t seed) 
   c.constraint = std::move(g);
   c.sampling.temperature = 0.9f;
   c.sampling.seed = seed;
-  // Asked for, and ignored under a constraint. (Sampled drafts give the same distribution, not the same draws,
-  // so the unconstrained sequence, compared with a Runner that cannot draft, asks for none.)
-  if (c.constraint) c.draft.kind = DraftKind::kNgram;
   return c;
 }
 
@@ -74,6 +72,59 @@ TEST(EngineConstraint, EachSequenceFollowsItsOwnConstraintAsTheRunnerDoesAlone) 
       EXPECT_TRUE(std::regex_match(text, std::regex("[0-9]{3}-[a-z]{2,4}"))) << text;
     }
   }
+}
+
+// Drafts under a constraint, greedy: a sequence drafting with a program (the target's own weights, so its
+// drafts are the unconstrained greedy tokens, which the grammar often refuses) or by prompt lookup keeps
+// the drafts the grammar allows in turn, verifies them against masked rows, and generates exactly the
+// tokens of greedy decoding without drafts, beside a constrained sequence that does not draft.
+TEST(EngineConstraint, DraftsAreCheckedAgainstTheGrammarAndChangeNoToken) {
+  test::TinyModel m;
+  m.tokenizer = true;
+  m.context = 128;
+  m.sequences = 3;
+  m.step_sizes = std::vector<int64_t>{2, 4, 8};
+  test::TinyModel solo = m;
+  solo.sequences = 1;
+  solo.step_sizes = std::nullopt;
+  const std::string solo_path = test::tiny_program(solo);
+  auto words = Grammar::from_regex("[a-z ]{10,60}\\.");
+  auto record = Grammar::from_json_schema(R"({"type": "object", "properties": {"text": {"type": "string",
+      "maxLength": 80}, "n": {"type": "integer"}}, "required": ["text", "n"], "additionalProperties": false})");
+  ASSERT_TRUE(words && record);
+  int64_t accepted = 0;
+  for (const auto& g : {*words, *record}) {
+    auto e = Engine::load(test::tiny_program(m));
+    ASSERT_TRUE(e) << e.error().to_string();
+    const std::vector<int32_t> prompt = {1, 20, 30};
+    auto greedy = [&](DraftKind kind) {
+      GenerationConfig c = config(g, 100, 0);
+      c.sampling.temperature = 0;
+      c.draft.kind = kind;
+      if (kind == DraftKind::kProgram) c.draft.program_path = solo_path;
+      c.draft.max_tokens = 6;
+      return c;
+    };
+    std::vector<SequenceId> ids;
+    for (DraftKind kind : {DraftKind::kProgram, DraftKind::kNgram, DraftKind::kNone}) {
+      auto id = (*e)->add(prompt, greedy(kind));
+      ASSERT_TRUE(id) << id.error().to_string();
+      ids.push_back(*id);
+    }
+    while (!(*e)->idle()) ASSERT_TRUE((*e)->step());
+    accepted += (*e)->stats().draft_accepted;
+    auto r = test::open_runner(solo_path);
+    ASSERT_TRUE(r);
+    auto want = (*r)->generate(prompt, greedy(DraftKind::kNone));
+    ASSERT_TRUE(want) << want.error().to_string();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto info = (*e)->sequence(ids[i]);
+      ASSERT_TRUE(info);
+      EXPECT_TRUE(info->draft_error.empty()) << info->draft_error;
+      EXPECT_EQ(info->generated, want->tokens) << "sequence " << i;
+    }
+  }
+  EXPECT_GT(accepted, 0);  // the drafts were used, not all refused
 }
 
 }  // namespace
