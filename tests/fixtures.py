@@ -9,6 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HFS_SHARED_DIR") or ROOT.parent / "shared").resolve()
 STORIES = SHARED / "models" / "stories260K"
+# The default model lives in the repository (scripts/train-default-model): no fixture folder needed.
+DEFAULT_MODEL = ROOT / "models" / "kjv-llama"
 
 
 def missing_message(path):

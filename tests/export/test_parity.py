@@ -3,7 +3,8 @@
 For each architecture a tiny random checkpoint (scripts/make-checkpoint) is exported with a prefill
 chunk that forces padding; a 40-token prompt + 20 greedy steps must give the reference's tokens and
 logits within 1e-4 (f32). Sliding-window models run past 2x (and 3x) the window with C < W, C = W, C > W.
-The real TinyStories Llama must reproduce the reference greedy continuation token for token.
+The real TinyStories Llama and the bundled default model (models/kjv-llama) must reproduce the reference
+greedy continuation token for token.
 
 Run: /usr/bin/python3 -m pytest tests/export/test_parity.py   (HFS_CLI=path/to/hfstatic)
 """
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "reference"))
 CLI = os.environ.get("HFS_CLI", str(ROOT / "build" / "hfstatic"))
 sys.path.insert(0, str(ROOT / "tests"))
-from fixtures import STORIES as SHARED_STORIES, require  # noqa: E402
+from fixtures import DEFAULT_MODEL, STORIES as SHARED_STORIES, require  # noqa: E402
 PY = "/usr/bin/python3"
 
 
@@ -109,6 +110,18 @@ def test_stories260k_greedy_200_tokens_match_reference(tmp_path):
     expected_first = np.array([-6.22291, 8.40434, -6.22374, -6.22254, -6.22195], dtype=np.float32)
     assert np.abs(logits[0, :5] - expected_first).max() <= 1e-4
     ref_tokens, ref_logits = run_reference(tmp_path, SHARED_STORIES, [1], 200)
+    assert tokens == ref_tokens[:200]
+    assert float(np.abs(logits - ref_logits[:200]).max()) <= 1e-4
+
+
+def test_default_model_greedy_200_tokens_match_reference(tmp_path):
+    # The bundled checkpoint is an ordinary HF directory: the reference loads it as transformers would (bf16
+    # weights, tied head, GQA) and hfstatic, fed the tokenizer's own ids for a prompt, continues it the same.
+    prompt = json.loads(sh(CLI, "tokenize", "-m", DEFAULT_MODEL, "--json", "And God said"))["ids"]
+    assert prompt[0] == 0 and len(prompt) > 3  # BOS, then the text
+    program = export(tmp_path, DEFAULT_MODEL, 32)
+    tokens, logits = run_hfstatic(tmp_path, program, prompt, 200)
+    ref_tokens, ref_logits = run_reference(tmp_path, DEFAULT_MODEL, prompt, 200)
     assert tokens == ref_tokens[:200]
     assert float(np.abs(logits - ref_logits[:200]).max()) <= 1e-4
 

@@ -17,3 +17,8 @@ add_test(NAME tokenizer_golden_stories260K
          COMMAND tokenizer_golden ${HFS_SHARED_DIR}/models/stories260K/tokenizer.json ${HFS_TOK_GOLDEN_DIR}/stories260K.jsonl
                  ${HFS_TOK_CORPUS})
 set_tests_properties(tokenizer_golden_stories260K PROPERTIES TIMEOUT 120)
+# The bundled default model's own byte-level BPE (models/kjv-llama, trained by scripts/train-default-model).
+add_test(NAME tokenizer_golden_kjv-llama
+         COMMAND tokenizer_golden ${CMAKE_SOURCE_DIR}/models/kjv-llama/tokenizer.json ${HFS_TOK_GOLDEN_DIR}/kjv-llama.jsonl
+                 ${HFS_TOK_CORPUS})
+set_tests_properties(tokenizer_golden_kjv-llama PROPERTIES TIMEOUT 120)
