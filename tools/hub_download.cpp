@@ -34,16 +34,26 @@ class ProgressPrinter {
     std::fprintf(stderr, "\r%-28.28s [%s] %3d%% %s / %s  %.1f MiB/s\033[K%s", p.file.c_str(), bar.c_str(), static_cast<int>(frac * 100),
                  fmt(p.done).c_str(), p.total >= 0 ? fmt(p.total).c_str() : "?", rate, p.finished ? "\n" : "");
     std::fflush(stderr);
+    bar_open_ = !p.finished;
+  }
+  // A note on a line of its own: a bar being drawn is cleared first and redrawn by the next update.
+  void note(const std::string& text) {
+    if (bar_open_) std::fputs("\r\033[K", stderr);
+    std::fprintf(stderr, "hfstatic: note: %s\n", text.c_str());
   }
 
  private:
   static std::string fmt(int64_t bytes) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f MiB", mib(bytes));
+    if (bytes < (1 << 20))
+      std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024);
+    else
+      std::snprintf(buf, sizeof buf, "%.1f MiB", mib(bytes));
     return buf;
   }
   std::string repo_;
   bool tty_;
+  bool bar_open_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
@@ -59,7 +69,7 @@ Result<std::string> hub_checkpoint(const std::string& name) {
   hub::HubOptions opt = hub::HubOptions::from_env();
   auto printer = std::make_shared<ProgressPrinter>(ref.repo_id);
   opt.on_progress = [printer](const hub::DownloadProgress& p) { (*printer)(p); };
-  opt.on_note = [](const std::string& note) { std::fprintf(stderr, "hfstatic: note: %s\n", note.c_str()); };
+  opt.on_note = [printer](const std::string& text) { printer->note(text); };
   return hub::download_checkpoint(ref, opt);
 }
 

@@ -90,7 +90,7 @@ Result<std::string> download_checkpoint(const RepoRef& ref, const HubOptions& op
   const CacheLayout& L = ctx.layout;
   if (options.offline) {
     auto dir = from_cache(L, ref);
-    if (!dir) return Error(dir.error().code(), "HF_HUB_OFFLINE is set and " + dir.error().message());
+    if (!dir) return Error(dir.error().code(), "offline mode (HF_HUB_OFFLINE=1): " + dir.error().message());
     return dir;
   }
   // A commit hash names content that never changes: a complete snapshot needs no request.
