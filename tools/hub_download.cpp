@@ -70,7 +70,11 @@ Result<std::string> hub_checkpoint(const std::string& name) {
   auto printer = std::make_shared<ProgressPrinter>(ref.repo_id);
   opt.on_progress = [printer](const hub::DownloadProgress& p) { (*printer)(p); };
   opt.on_note = [printer](const std::string& text) { printer->note(text); };
-  return hub::download_checkpoint(ref, opt);
+  auto dir = hub::download_checkpoint(ref, opt);
+  // A mistyped local path reads as a Hub name too: say both, so a 404 from the Hub does not hide the typo.
+  if (!dir && dir.error().code() == ErrorCode::kNotFound && !opt.offline)
+    return Error(ErrorCode::kNotFound, "'" + name + "' is no file or directory here, and as a Hub name: " + dir.error().message());
+  return dir;
 }
 
 }  // namespace hfs::cli
