@@ -28,8 +28,8 @@
 // cached snapshot of refs/<revision> with a note, as huggingface_hub does; without one it is an error
 // naming the URL and curl's reason.
 //
-// Thread safety: calls are independent; two processes downloading the same blob at once may both fetch it
-// (the last rename wins, both copies being checked).
+// Concurrency: a blob is written under an flock of <cache>/.locks/models--ORG--NAME/<etag>.lock, the lock
+// file huggingface_hub takes too, so two downloads of one blob (ours or Python's) wait for each other.
 #pragma once
 
 #include <cstdint>

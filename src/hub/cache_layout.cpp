@@ -1,6 +1,12 @@
 #include "hub/cache_layout.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -74,6 +80,24 @@ void CacheLayout::mark_missing(const std::string& commit, const std::string& fil
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
+}
+
+Result<BlobLock> BlobLock::acquire(const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error(ErrorCode::kIo, "cannot open the lock file '" + path.string() + "': " + std::strerror(errno));
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    const int err = errno;
+    ::close(fd);
+    return make_error(ErrorCode::kIo, "cannot lock '" + path.string() + "': " + std::strerror(err));
+  }
+  return BlobLock(fd);
+}
+
+BlobLock::~BlobLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
 }  // namespace hfs::hub

@@ -22,6 +22,10 @@ class CacheLayout {
   std::filesystem::path no_exist(const std::string& commit, const std::string& file) const {
     return root_ / ".no_exist" / commit / file;
   }
+  // <cache>/.locks/models--ORG--NAME/<etag>.lock: huggingface_hub's lock file for one blob.
+  std::filesystem::path lock(const std::string& etag) const {
+    return root_.parent_path() / ".locks" / root_.filename() / (etag + ".lock");
+  }
 
   // The commit a revision resolves to from the cache: the revision itself when it is a commit hash with
   // a snapshot folder, else the content of refs/<revision>; nullopt when neither.
@@ -35,6 +39,22 @@ class CacheLayout {
 
  private:
   std::filesystem::path root_;
+};
+
+// An exclusive flock(2) on a lock file, released when destroyed. huggingface_hub's filelock takes flock on
+// the same file, so a Python download and ours of one blob wait for each other instead of interleaving.
+class BlobLock {
+ public:
+  static Result<BlobLock> acquire(const std::filesystem::path& path);
+  BlobLock(BlobLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  BlobLock(const BlobLock&) = delete;
+  BlobLock& operator=(const BlobLock&) = delete;
+  BlobLock& operator=(BlobLock&&) = delete;
+  ~BlobLock();
+
+ private:
+  explicit BlobLock(int fd) : fd_(fd) {}
+  int fd_;
 };
 
 // A 40-hex-digit git commit hash.

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "hub/http.h"
 #include "hub/sha256.h"
@@ -57,6 +58,21 @@ std::string mib(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
   return buf;
+}
+
+// Hashes the first `size` bytes of a partial file (a resumed download's part).
+Status hash_prefix(const std::string& path, int64_t size, Sha256* sha, int64_t* hashed) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) return make_error(ErrorCode::kIo, "cannot read '" + path + "': " + std::strerror(errno));
+  std::vector<char> buf(1 << 20);
+  while (*hashed < size) {
+    const size_t want = static_cast<size_t>(std::min<int64_t>(size - *hashed, static_cast<int64_t>(buf.size())));
+    const size_t n = std::fread(buf.data(), 1, want, f.get());
+    if (n == 0) return make_error(ErrorCode::kIo, "reading '" + path + "' back to hash it failed");
+    sha->update(buf.data(), n);
+    *hashed += static_cast<int64_t>(n);
+  }
+  return Ok{};
 }
 
 // The Hub's own explanation of an error answer, when it sent one.
@@ -145,10 +161,14 @@ Status fetch_file(const HubContext& ctx, const FileMeta& meta, const std::string
   const fs::path link = L.snapshot(meta.commit) / file;
   const fs::path blob = L.blob(meta.etag);
   std::error_code ec;
-  if (fs::exists(blob, ec) && (meta.size < 0 || static_cast<int64_t>(fs::file_size(blob, ec)) == meta.size)) {
+  auto cached = [&] { return fs::exists(blob, ec) && (meta.size < 0 || static_cast<int64_t>(fs::file_size(blob, ec)) == meta.size); };
+  if (cached()) {
     if (fs::exists(link, ec)) return Ok{};  // linked already (by us or by huggingface_hub)
     return L.link_snapshot(meta.commit, file, meta.etag);
   }
+  // One writer per blob across processes; whoever waited finds the blob the other one finished.
+  HFS_ASSIGN_OR_RETURN(BlobLock lock, BlobLock::acquire(L.lock(meta.etag)));
+  if (cached()) return L.link_snapshot(meta.commit, file, meta.etag);
   fs::create_directories(blob.parent_path(), ec);
   if (ec) return make_error(ErrorCode::kIo, "cannot create the cache folder '" + blob.parent_path().string() + "': " + ec.message());
   const fs::path part = L.incomplete(meta.etag);
@@ -173,9 +193,18 @@ Status fetch_file(const HubContext& ctx, const FileMeta& meta, const std::string
   p.resumed_from = offset;
   p.done = offset;
   if (progress) progress(p);
+  // An LFS file's sha256 is computed as the bytes arrive (a resumed file's first part read back once), so
+  // a multi-GB checkpoint is not read a second time; a restart from 0 restarts the hash.
+  Sha256 sha;
+  int64_t hashed = 0;
+  if (meta.lfs() && offset > 0) HFS_TRY(hash_prefix(part.string(), offset, &sha, &hashed));
   auto last = std::chrono::steady_clock::now();
-  const std::function<void(int64_t)> on_bytes = [&](int64_t done) {
-    p.done = done;
+  const OnData on_data = [&](int64_t at, const char* data, size_t n) {
+    if (meta.lfs()) {
+      if (at == 0 && hashed != 0) sha = Sha256(), hashed = 0;
+      if (at == hashed) sha.update(data, n), hashed += static_cast<int64_t>(n);
+    }
+    p.done = at + static_cast<int64_t>(n);
     const auto now = std::chrono::steady_clock::now();
     if (progress && now - last >= std::chrono::milliseconds(100)) {
       last = now;
@@ -184,7 +213,7 @@ Status fetch_file(const HubContext& ctx, const FileMeta& meta, const std::string
   };
   const int attempts = std::max(1, ctx.options->max_attempts);
   for (int attempt = 1;; ++attempt) {
-    auto r = http_get_to_file(url, headers, out.get(), &offset, on_bytes);
+    auto r = http_get_to_file(url, headers, out.get(), &offset, on_data);
     std::fflush(out.get());
     if (r && (r->status == 200 || r->status == 206)) break;
     if (r && r->status == 416) {  // the range is past the end: the partial file is stale, start over
@@ -214,12 +243,17 @@ Status fetch_file(const HubContext& ctx, const FileMeta& meta, const std::string
                                                         "; the download was deleted");
   }
   if (meta.lfs()) {
-    HFS_ASSIGN_OR_RETURN(std::string sha, sha256_file(part.string()));
+    std::string digest;
+    if (hashed == got) {
+      digest = sha.hex_digest();
+    } else {  // the pieces seen do not add up to the file (cannot happen unless written elsewhere): read it
+      HFS_ASSIGN_OR_RETURN(digest, sha256_file(part.string()));
+    }
     std::string want = meta.etag;
     for (char& c : want) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (sha != want) {
+    if (digest != want) {
       fs::remove(part, ec);
-      return make_error(ErrorCode::kChecksumMismatch, "Hub repository '" + ctx.ref.repo_id + "', file '" + file + "': sha256 " + sha +
+      return make_error(ErrorCode::kChecksumMismatch, "Hub repository '" + ctx.ref.repo_id + "', file '" + file + "': sha256 " + digest +
                                                           " differs from the expected " + want + " (its LFS etag); the corrupt download was deleted");
     }
   }

@@ -26,7 +26,7 @@ struct Transfer {
   int64_t written = 0;  // bytes of the file present (offset + this transfer's)
   bool decided = false;  // whether the body goes to `out` (200/206) or to response.body
   bool to_file = false;
-  const std::function<void(int64_t)>* on_bytes = nullptr;
+  const OnData* on_data = nullptr;
   std::string io_error;
 };
 
@@ -73,8 +73,8 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
     t->io_error = "writing the downloaded bytes failed (disk full?)";
     return 0;
   }
+  if (*t->on_data) (*t->on_data)(t->written, data, bytes);
   t->written += static_cast<int64_t>(bytes);
-  if (*t->on_bytes) (*t->on_bytes)(t->written);
   return bytes;
 }
 
@@ -133,18 +133,18 @@ Result<HttpResponse> http_head(const std::string& url, const std::vector<std::st
   Transfer t;
   int64_t no_offset = 0;
   t.offset = &no_offset;
-  std::function<void(int64_t)> none;
-  t.on_bytes = &none;
+  const OnData none;
+  t.on_data = &none;
   return perform(url, headers, /*head=*/true, t);
 }
 
 Result<HttpResponse> http_get_to_file(const std::string& url, const std::vector<std::string>& headers, FILE* out,
-                                      int64_t* offset, const std::function<void(int64_t)>& on_bytes) {
+                                      int64_t* offset, const OnData& on_data) {
   Transfer t;
   t.out = out;
   t.offset = offset;
   t.written = *offset;
-  t.on_bytes = &on_bytes;
+  t.on_data = &on_data;
   return perform(url, headers, /*head=*/false, t);
 }
 

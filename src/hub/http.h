@@ -29,10 +29,12 @@ Result<HttpResponse> http_head(const std::string& url, const std::vector<std::st
 
 // GET `url` following redirects, writing the body to `out` from byte `offset` (sending "Range: bytes=
 // offset-" when offset > 0). A 206 answer appends; a 200 answer (the server ignored the range) starts the
-// file over, which *offset reports by becoming 0. on_bytes(bytes of the file present) is called as the
-// body arrives. Only a 200/206 body reaches `out`. kNetwork when the transfer fails, including one cut off
-// half-way (the bytes that came stay in `out` for the next attempt to resume from).
+// file over, which *offset reports by becoming 0. on_data(position in the file, bytes, count) sees every
+// piece written, so a caller can hash while the bytes arrive. Only a 200/206 body reaches `out`. kNetwork
+// when the transfer fails, including one cut off half-way (the bytes that came stay in `out` for the next
+// attempt to resume from).
+using OnData = std::function<void(int64_t at, const char* data, size_t size)>;
 Result<HttpResponse> http_get_to_file(const std::string& url, const std::vector<std::string>& headers, FILE* out,
-                                      int64_t* offset, const std::function<void(int64_t)>& on_bytes);
+                                      int64_t* offset, const OnData& on_data);
 
 }  // namespace hfs::hub

@@ -13,6 +13,7 @@ It serves the URL layout and headers huggingface_hub's file_download.py relies o
 Faults the tests switch on (attributes of HubServer, read per request):
   drops        the next `drops` CDN bodies are cut off half-way (the connection closes mid-file)
   corrupt      CDN bodies have one byte flipped (same length, wrong sha256)
+  delay        seconds each CDN GET waits before its body (keeps a transfer in flight)
 Every request is logged in `requests` as (method, path, headers dict).
 
 Usage:
@@ -21,6 +22,7 @@ Usage:
 """
 import hashlib
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -59,6 +61,7 @@ class HubServer:
                         self.blobs[hashlib.sha256(data).hexdigest()] = data
         self.drops = 0
         self.corrupt = False
+        self.delay = 0.0
         self.requests = []
         self.lock = threading.Lock()
         self.httpd = None
@@ -163,6 +166,8 @@ def _make_handler(hub):
                 headers["Content-Range"] = "bytes %d-%d/%d" % (start, len(data) - 1, len(data))
             if head:
                 return self._reply(status, dict(headers, **{"Content-Length": str(len(body))}), b"", True)
+            if hub.delay:
+                time.sleep(hub.delay)
             with hub.lock:
                 drop = hub.drops > 0
                 if drop:

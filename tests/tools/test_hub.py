@@ -9,12 +9,13 @@ path by path, and read back by huggingface_hub itself when it is installed.
 import hashlib
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import cli, require
+from conftest import CLI, cli, require
 from fixtures import ROOT, STORIES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -271,6 +272,23 @@ def test_unknown_repository_and_missing_weights(hub, tmp_path):
         assert r.returncode == 1 and "has neither model.safetensors nor model.safetensors.index.json" in r.stderr
     finally:
         server.stop()
+
+
+def test_concurrent_downloads_of_one_blob_fetch_it_once(hub, tmp_path):
+    # Two processes at once: the blob's lock (huggingface_hub's .locks/ file) makes the second wait and
+    # link what the first downloaded, instead of both writing the same .incomplete file.
+    hub.delay = 1.0
+    env = env_for(tmp_path, hub.url)
+    procs = [subprocess.Popen([CLI, "export", REPO, "-o", str(tmp_path / f"p{i}.hfs")], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    cdn_gets = [p for m, p, _ in hub.requests if m == "GET" and p.startswith("/cdn/")]
+    assert len(cdn_gets) == 1, cdn_gets
+    sha = hashlib.sha256(stories_files()["model.safetensors"]).hexdigest()
+    assert (tmp_path / "hf" / "hub" / ".locks" / ("models--" + REPO.replace("/", "--")) / (sha + ".lock")).exists()
+    assert (tmp_path / "p0.hfs").read_bytes() == (tmp_path / "p1.hfs").read_bytes()
 
 
 def test_names_that_are_not_hub_names_stay_paths(tmp_path):
