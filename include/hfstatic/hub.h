@@ -6,6 +6,7 @@
 //   auto dir = hfs::hub::download_checkpoint(*ref, opt);   // the snapshot directory, a checkpoint dir
 //   if (!dir) return dir.error();                          // names the repo, file, URL and HTTP status
 //   HFS_TRY(hfs::export_checkpoint(*dir, "smol.hfs", {}));
+//   (compiled and run by tests/api/usage_examples_test.cpp: keep the two in step)
 //
 // What is fetched: config.json (required), tokenizer.json, tokenizer_config.json, generation_config.json
 // (each optional: a 404 is remembered, not an error), and the weights: model.safetensors, or else
