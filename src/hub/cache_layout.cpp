@@ -48,7 +48,7 @@ Status CacheLayout::write_ref(const std::string& revision, const std::string& co
   const fs::path p = ref(revision);
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
-  const fs::path tmp = p.string() + ".tmp";
+  const fs::path tmp = p.string() + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f << commit;
@@ -69,9 +69,17 @@ Status CacheLayout::link_snapshot(const std::string& commit, const std::string& 
   std::string up;
   for (char c : file)
     if (c == '/') up += "../";
-  fs::remove(link, ec);
-  fs::create_symlink(fs::path(up) / target, link, ec);
-  if (ec) return make_error(ErrorCode::kIo, "cannot link '" + link.string() + "' to its blob: " + ec.message());
+  // Made beside it and renamed over it: another process reading the snapshot meanwhile never finds the
+  // file missing.
+  const fs::path tmp = link.string() + ".tmp." + std::to_string(::getpid());
+  fs::remove(tmp, ec);
+  fs::create_symlink(fs::path(up) / target, tmp, ec);
+  if (!ec) fs::rename(tmp, link, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return make_error(ErrorCode::kIo, "cannot link '" + link.string() + "' to its blob: " + ec.message());
+  }
   return Ok{};
 }
 

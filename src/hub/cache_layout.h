@@ -30,9 +30,10 @@ class CacheLayout {
   // The commit a revision resolves to from the cache: the revision itself when it is a commit hash with
   // a snapshot folder, else the content of refs/<revision>; nullopt when neither.
   std::optional<std::string> cached_commit(const std::string& revision) const;
-  // Writes refs/<revision> = commit (no trailing newline, as huggingface_hub writes it).
+  // Writes refs/<revision> = commit (no trailing newline, as huggingface_hub writes it), atomically.
   Status write_ref(const std::string& revision, const std::string& commit) const;
-  // snapshots/<commit>/<file> → ../../blobs/<etag> (one more "../" per '/' in file), replacing any link.
+  // snapshots/<commit>/<file> → ../../blobs/<etag> (one more "../" per '/' in file), replacing any link
+  // atomically (a rename).
   Status link_snapshot(const std::string& commit, const std::string& file, const std::string& etag) const;
   // Records that an optional file is absent at this commit (an empty marker file).
   void mark_missing(const std::string& commit, const std::string& file) const;
