@@ -19,7 +19,8 @@ set(HFS_LAYER_DEPS
   "chat:core"
   "constrain:core"
   "llm:core,alloc,format,runtime,tokenizer,constrain"
-  "export:core,format,ops,tokenizer")
+  "export:core,format,ops,tokenizer"
+  "hub:core")
 
 set(HFS_LAYER_OBJECTS)
 foreach(entry ${HFS_LAYER_DEPS})

@@ -210,7 +210,13 @@ int bench_drafts(const BenchArgs& a, std::shared_ptr<const Program> prog) {
 }
 
 int bench(const BenchArgs& a) {
-  auto prog = Program::load(a.model);
+  // A checkpoint directory or Hub name is exported with the defaults; --sequences B1,...: for the largest B.
+  ExportOptions eo;
+  if (auto list = parse_token_list(a.sequences); list && !list->empty())
+    eo.sequences = std::max<int64_t>(1, *std::max_element(list->begin(), list->end()));
+  auto path = resolve_model(a.model, eo);
+  if (!path) return fail(path.error());
+  auto prog = Program::load(*path);
   if (!prog) return fail(prog.error());
   if (!a.sequences.empty()) return bench_engine(a, *prog);
   if (!a.verify.empty()) return bench_verify_steps(a, *prog);
@@ -353,7 +359,10 @@ int bench(const BenchArgs& a) {
 
 RunFn setup(CLI::App& sub) {
   auto a = std::make_shared<BenchArgs>();
-  sub.add_option("-m,--model", a->model, "Program file (.hfs)")->required();
+  sub.add_option("-m,--model", a->model,
+                 "Program file (.hfs), an HF checkpoint directory or a Hub name ORG/NAME[@REVISION] (downloaded into "
+                 "the Hugging Face cache; exported once to a cached program, for the largest --sequences count)")
+      ->required();
   CLI::Option* prompt =
       sub.add_option("--prompt", a->prompt,
                      "Prompt tokens (random ids), an integer >= 1; prompt + generated tokens must fit "

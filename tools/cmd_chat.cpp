@@ -157,7 +157,8 @@ int chat(const ChatArgs& a) {
 
 RunFn setup(CLI::App& sub) {
   auto a = std::make_shared<ChatArgs>();
-  sub.add_option("-m,--model", a->model, "Program file (.hfs) or HF checkpoint directory")->required();
+  sub.add_option("-m,--model", a->model, "Program file (.hfs), HF checkpoint directory or Hub name ORG/NAME[@REVISION] (downloaded into "
+                 "the Hugging Face cache, exported once to a cached program)")->required();
   sub.add_option("--system", a->system, "System prompt");
   sub.add_option("-n,--n-predict", a->n, "Max tokens per reply, an integer >= 1")
       ->capture_default_str()

@@ -1,4 +1,4 @@
-// `hfstatic export MODEL_DIR -o OUT.hfs`: HuggingFace checkpoint → hf_static program.
+// `hfstatic export MODEL_DIR -o OUT.hfs`: HuggingFace checkpoint (a directory or a Hub name) → hf_static program.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -74,7 +74,16 @@ int run_export(const ExportArgs& a) {
       std::fprintf(stderr, "quantized %-48s %-5s rel. RMS error %.4f\n", name.c_str(), std::string(hfs::dtype_name(dt)).c_str(), err);
     if (err > worst) worst = err, worst_name = name;
   };
-  hfs::Status st = hfs::export_checkpoint(a.model_dir, a.out, opt);
+  std::string dir = a.model_dir;
+  if (hfs::cli::is_hub_name(dir)) {
+    auto snapshot = hfs::cli::hub_checkpoint(dir);
+    if (!snapshot) {
+      std::fprintf(stderr, "hfstatic export: %s\n", snapshot.error().to_string().c_str());
+      return 1;
+    }
+    dir = *snapshot;
+  }
+  hfs::Status st = hfs::export_checkpoint(dir, a.out, opt);
   if (st && quantized)
     std::fprintf(stderr, "quantized %zu tensors; worst relative RMS error %.4f (%s)%s\n", quantized, worst,
                  worst_name.c_str(), a.verbose ? "" : "; --verbose lists every tensor");
@@ -88,7 +97,8 @@ int run_export(const ExportArgs& a) {
 hfs::cli::RunFn setup_export(CLI::App& sub) {
   auto a = std::make_shared<ExportArgs>();
   sub.add_flag("-v,--verbose", a->verbose, "print each quantized tensor's relative RMS error");
-  sub.add_option("model_dir", a->model_dir, "HuggingFace checkpoint directory (config.json + safetensors, tokenizer.json optional); its config, "
+  sub.add_option("model_dir", a->model_dir, "HuggingFace checkpoint directory (config.json + safetensors, tokenizer.json optional), or a Hub name "
+                 "ORG/NAME[@REVISION] downloaded into the Hugging Face cache (HF_TOKEN for gated models); its config, "
                  "tokenizer, tensor names and weight values are checked before anything is written")->required();
   sub.add_option("-o,--output", a->out,
                  "output program file (.hfs): written to a temp file beside it, then renamed over it, so a failed "

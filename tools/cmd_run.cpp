@@ -162,7 +162,8 @@ int run(const RunArgs& a) {
 RunFn setup(CLI::App& sub) {
   auto a = std::make_shared<RunArgs>();
   sub.add_option("-m,--model", a->model,
-                 "Program file (.hfs), or an HF checkpoint directory (exported once to a cached program)")
+                 "Program file (.hfs), an HF checkpoint directory, or a Hub name ORG/NAME[@REVISION] (downloaded into the "
+                 "Hugging Face cache, HF_TOKEN for gated models; exported once to a cached program)")
       ->required();
   excludes_each_other(
       {sub.add_option("-p,--prompt", a->prompt, "Prompt text (encoded with the program's tokenizer)"),

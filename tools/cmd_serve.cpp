@@ -30,7 +30,8 @@ RunFn setup(CLI::App& sub) {
   auto o = std::make_shared<server::ServerOptions>();
   sub.add_option("-m,--model", o->model,
                  "Program file (.hfs; exported with --sequences N to serve N requests at once), or an HF checkpoint "
-                 "directory (exported once to a cached program with --sequences = --parallel)")
+                 "directory or Hub name ORG/NAME[@REVISION] (downloaded into the Hugging Face cache; exported once to a "
+                 "cached program with --sequences = --parallel)")
       ->required();
   sub.add_option("--host", o->host, "Address to listen on (loopback by default; 0.0.0.0 for every interface)")
       ->capture_default_str();

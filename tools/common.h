@@ -30,8 +30,14 @@ void reset_interrupt_flag();
 }  // namespace hfs::cli
 
 namespace hfs::cli {
-// A program path as given, or for an HF checkpoint directory the path of its cached export (exported on
+// A program path as given, or for an HF checkpoint directory (or a Hub name, downloaded first) the path of its cached export (exported on
 // first use into $XDG_CACHE_HOME/hfstatic or ~/.cache/hfstatic, keyed by directory, file times and, when
 // options.sequences > 1, the sequence count).
 Result<std::string> resolve_model(const std::string& model, const ExportOptions& options = {});
+// Whether `model` names a Hub repository ("ORG/NAME[@REVISION]", not ending in .hfs) rather than a path:
+// only when nothing exists at that path.
+bool is_hub_name(const std::string& model);
+// Downloads (or finds in the cache) the checkpoint `name` ("ORG/NAME[@REVISION]") and returns its snapshot
+// directory; progress and notes on stderr. The environment as huggingface_hub reads it (include/hfstatic/hub.h).
+Result<std::string> hub_checkpoint(const std::string& name);
 }  // namespace hfs::cli

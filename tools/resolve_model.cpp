@@ -1,4 +1,5 @@
-// `-m` accepts an HF checkpoint directory: it is exported once into a cache and the program reused.
+// `-m` accepts an HF checkpoint directory, or a Hub name ORG/NAME[@REVISION] downloaded into the Hub cache
+// first: it is exported once into a cache and the program reused.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -9,11 +10,21 @@
 
 namespace hfs::cli {
 
-Result<std::string> resolve_model(const std::string& model, const ExportOptions& options) {
+Result<std::string> resolve_model(const std::string& name, const ExportOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  std::string model = name;
+  if (is_hub_name(name)) {
+    HFS_ASSIGN_OR_RETURN(model, hub_checkpoint(name));
+  }
   if (!fs::is_directory(model, ec)) return model;
   const fs::path dir = fs::absolute(model, ec);
+  // A Hub snapshot (models--ORG--NAME/snapshots/<commit>) names its program after the repository.
+  std::string stem = dir.filename().string();
+  if (dir.parent_path().filename() == "snapshots") {
+    stem = dir.parent_path().parent_path().filename().string();
+    if (stem.starts_with("models--")) stem = stem.substr(8);
+  }
   // The key covers the directory and every file's size and modification time: editing the checkpoint
   // re-exports, and two checkpoints never share a program.
   std::string key = dir.string();
@@ -31,7 +42,7 @@ Result<std::string> resolve_model(const std::string& model, const ExportOptions&
   if (ec) return make_error(ErrorCode::kIo, "cannot create the program cache '" + cache.string() + "': " + ec.message());
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(key));
-  const fs::path out = cache / (dir.filename().string() + "-" + hex + ".hfs");
+  const fs::path out = cache / (stem + "-" + hex + ".hfs");
   if (fs::exists(out, ec)) return out.string();
   std::fprintf(stderr, "hfstatic: exporting %s → %s (once; later runs reuse it)\n", dir.c_str(), out.c_str());
   HFS_TRY(export_checkpoint(dir.string(), out.string(), options));

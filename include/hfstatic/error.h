@@ -33,8 +33,11 @@ enum class ErrorCode : uint16_t {
   kInternal = 0x0105,
   kCancelled = 0x0106,
   kResourceExhausted = 0x0107,
+  kPermissionDenied = 0x0108,  // e.g. a gated Hub repository without a token
   // 0x02xx: I/O
   kIo = 0x0201,
+  kNetwork = 0x0202,           // a transfer failed (no route, refused, dropped), not an HTTP answer
+  kChecksumMismatch = 0x0203,  // downloaded bytes whose size or sha256 differs from what was announced
   // 0x03xx: program file format and verification
   kBadMagic = 0x0301,
   kBadVersion = 0x0302,

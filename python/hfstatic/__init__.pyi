@@ -246,6 +246,16 @@ def export(
 ) -> str:
     """Exports a HuggingFace checkpoint directory to a program file and returns `out` as a str."""
 
+def hub_download(
+    name: str,  # "ORG/NAME[@REVISION]"
+    revision: str | None = None,  # overrides the name's @REVISION
+    cache_dir: str | None = None,  # None: $HF_HUB_CACHE, else $HF_HOME/hub
+    token: str | None = None,  # None: $HF_TOKEN, else $HF_HOME/token
+    offline: bool = False,  # True (or HF_HUB_OFFLINE=1): from the cache only
+) -> str:
+    """Downloads (or finds in huggingface_hub's cache) a checkpoint by Hub name; returns its snapshot directory.
+    Errors: "not_found", "permission_denied", "network", "checksum_mismatch" (docs/hub.md)."""
+
 def register_runner(contract: str, cls: Callable[..., Any] | None = None) -> Any:
     """Registers cls(program: Program, **kwargs) as the runner for programs whose io.contract is `contract`
     (replacing any earlier one); without `cls`, returns a decorator. Default: "hf_static" → Runner."""

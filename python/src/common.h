@@ -78,5 +78,6 @@ void bind_runner(py::module_& m);
 void bind_export(py::module_& m);
 void bind_engine(py::module_& m);
 void bind_constraint(py::module_& m);
+void bind_hub(py::module_& m);
 
 }  // namespace hfs::py_bind

@@ -11,4 +11,5 @@ PYBIND11_MODULE(_hfstatic, m) {
   hfs::py_bind::bind_export(m);
   hfs::py_bind::bind_engine(m);
   hfs::py_bind::bind_constraint(m);
+  hfs::py_bind::bind_hub(m);
 }

@@ -12,6 +12,9 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::kInternal: return "internal";
     case ErrorCode::kCancelled: return "cancelled";
     case ErrorCode::kResourceExhausted: return "resource_exhausted";
+    case ErrorCode::kPermissionDenied: return "permission_denied";
+    case ErrorCode::kNetwork: return "network";
+    case ErrorCode::kChecksumMismatch: return "checksum_mismatch";
     case ErrorCode::kIo: return "io";
     case ErrorCode::kBadMagic: return "bad_magic";
     case ErrorCode::kBadVersion: return "bad_version";

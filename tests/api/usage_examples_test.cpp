@@ -7,7 +7,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "hfstatic/error.h"
 #include "hfstatic/export.h"
 #include "hfstatic/graph.h"
+#include "hfstatic/hub.h"
 #include "hfstatic/io_contract.h"
 #include "hfstatic/constraint.h"
 #include "hfstatic/llm_runner.h"
@@ -66,6 +69,17 @@ const std::string& stories_program() {
   }();
   if (path.empty()) ADD_FAILURE() << hfs::test::missing(hfs::test::stories_dir()) << " (or its export failed)";
   return path;
+}
+
+// ---- hub.h
+hfs::Status hub_example(const std::string& out_path) {
+  hfs::hub::HubOptions opt = hfs::hub::HubOptions::from_env();   // HF_ENDPOINT, HF_HOME, HF_TOKEN, ...
+  auto ref = hfs::hub::parse_repo_ref("HuggingFaceTB/SmolLM2-135M-Instruct@main");
+  if (!ref) return ref.error();
+  auto dir = hfs::hub::download_checkpoint(*ref, opt);   // the snapshot directory, a checkpoint dir
+  if (!dir) return dir.error();                          // names the repo, file, URL and HTTP status
+  HFS_TRY(hfs::export_checkpoint(*dir, out_path, {}));
+  return hfs::Status();
 }
 
 // ---- error.h
@@ -303,6 +317,39 @@ TEST(UsageExamples, ExportProgramAndMetadataKeys) {
   ASSERT_TRUE(program_example(path, &q_proj));
   EXPECT_EQ(q_proj.dtype, hfs::DType::kF16);
   EXPECT_EQ(q_proj.shape, hfs::Shape({64, 64}));
+}
+
+// hub.h's example offline (HF_HUB_OFFLINE=1): its repository is put in a cache in huggingface_hub's
+// layout by hand, holding the stories260K fixture, so the example resolves refs/main without a network.
+TEST(UsageExamples, Hub) {
+  namespace fs = std::filesystem;
+  const std::string dir = stories_dir();
+  ASSERT_FALSE(dir.empty()) << hfs::test::missing(hfs::test::stories_dir());
+  const fs::path cache = hfs::test::temp_path("hub_cache");
+  const fs::path repo = cache / "models--HuggingFaceTB--SmolLM2-135M-Instruct";
+  const std::string commit(40, 'c');
+  fs::create_directories(repo / "blobs");
+  fs::create_directories(repo / "snapshots" / commit);
+  fs::create_directories(repo / "refs");
+  int n = 0;
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
+    const std::string etag = "etag" + std::to_string(n++);
+    fs::copy_file(fs::path(dir) / f, repo / "blobs" / etag);
+    fs::create_symlink(fs::path("../../blobs") / etag, repo / "snapshots" / commit / f);
+  }
+  std::ofstream(repo / "refs" / "main") << commit;
+  setenv("HF_HUB_CACHE", cache.c_str(), 1);
+  setenv("HF_HUB_OFFLINE", "1", 1);
+  const std::string out = hfs::test::temp_path("hub_example") + ".hfs";
+  hfs::Status st = hub_example(out);
+  unsetenv("HF_HUB_CACHE");
+  unsetenv("HF_HUB_OFFLINE");
+  ASSERT_TRUE(st) << st.error().to_string();
+  auto prog = hfs::Program::load(out);
+  ASSERT_TRUE(prog) << prog.error().to_string();
+  EXPECT_EQ((*prog)->meta(hfs::keys::kContract)->as_string(), hfs::keys::kContractHfStatic);
+  fs::remove_all(cache);
+  fs::remove(out);
 }
 
 // graph.h's method, written by program_writer.h's example, run by method.h's.
