@@ -42,7 +42,7 @@ struct TokenConstraint::Impl {
   // One step's distinct matcher states and their byte transitions. The walk meets few distinct states
   // (inside a JSON string every ordinary byte leads back to the same one), so each trie edge is mostly one
   // table lookup instead of a stack rewrite. Bounded: past kMaxStates the walk computes states directly.
-  static constexpr int32_t kMaxStates = 1024;
+  static constexpr int32_t kMaxStates = 4096;
   static constexpr int32_t kUnknown = -1, kDead = -2, kFull = -3;
   std::vector<cst::MatchState> pool;  // [kMaxStates], reused across steps
   std::vector<uint64_t> pool_hash;
@@ -50,6 +50,20 @@ struct TokenConstraint::Impl {
   std::vector<int32_t> slots;  // open addressing: hash → pool index, 2 × kMaxStates entries
   std::vector<int32_t> trans;  // [state × 256]: the next state, kUnknown or kDead
   cst::MatchState scratch;
+
+  // Per pooled state, how it takes whole classes of bytes, filled lazily by uniform_next: the ASCII bytes
+  // looked at, those refused, those treated as unknown (their state did not fit in the pool, or in the
+  // kGroups groups), the others grouped by the state they lead to; and the state every non-ASCII character
+  // leads to, when it is the same for all.
+  struct ByteClasses {
+    uint64_t known[2], dead[2], mixed[2];
+    static constexpr int kGroups = 4;
+    int32_t group_next[kGroups];
+    uint64_t group[kGroups][2];
+    int group_n;
+    int32_t non_ascii;  // kUnknown, kDead (no single state), or the state
+  };
+  std::vector<ByteClasses> classes;  // [kMaxStates]
 
   // Whole masks by the state they start from: generation often starts step after step from the same state
   // (inside a string, after a digit), and then the mask is a copy. A few entries, replaced in turn.
@@ -82,11 +96,168 @@ struct TokenConstraint::Impl {
         pool[static_cast<size_t>(n)].copy_from(s);
         pool_hash[static_cast<size_t>(n)] = h;
         std::fill_n(trans.begin() + static_cast<ptrdiff_t>(n) * 256, 256, kUnknown);
+        ByteClasses& bc = classes[static_cast<size_t>(n)];
+        bc.known[0] = bc.known[1] = bc.dead[0] = bc.dead[1] = bc.mixed[0] = bc.mixed[1] = 0;
+        bc.group_n = 0;
+        bc.non_ascii = kUnknown;
         slots[i] = n;
         return n;
       }
       if (pool_hash[static_cast<size_t>(id)] == h && same_state(pool[static_cast<size_t>(id)], s)) return id;
     }
+  }
+
+  // The pooled state after `byte` from pooled state `sid`: an index, kDead, or kFull (left unknown).
+  int32_t next_state(int32_t sid, uint8_t byte) {
+    int32_t& next = trans[static_cast<size_t>(sid) * 256 + byte];
+    if (next == kUnknown) {
+      next = cst::advance_byte(g(), pool[static_cast<size_t>(sid)], byte, scratch, work) ? intern(scratch) : kDead;
+      if (next == kFull) {
+        next = kUnknown;
+        return kFull;
+      }
+    }
+    return next;
+  }
+
+  // Whether some top class of `st` holds a code point ≥ U+0080: if none does, every non-ASCII lead byte is
+  // refused at once (surrogates included: a lead byte is refused only when no completion is in any class).
+  bool takes_non_ascii(const cst::MatchState& st) const {
+    for (size_t i = 0; i < st.stack_count(); ++i)
+      if (g().intersects(g().elems[st.stack(i).back()], 0x80, cst::kMaxCodePoint)) return true;
+    return false;
+  }
+
+  // The state every non-ASCII character leads to from `sid` (from the middle of a character: every valid
+  // completion of it), or kDead when there is no single one. A character's step depends only on which
+  // stacks' classes hold it (each matching stack is expanded the same way whatever the character), so
+  // when every top class holds all non-ASCII code points or none of them, one character's successor is
+  // every character's. Surrogates are never characters, so classes may differ there.
+  int32_t non_ascii_next(int32_t sid) {
+    ByteClasses& bc = classes[static_cast<size_t>(sid)];
+    if (bc.non_ascii != kUnknown) return bc.non_ascii;
+    bc.non_ascii = kDead;
+    const cst::MatchState& st = pool[static_cast<size_t>(sid)];
+    const cst::CompiledGrammar& gr = g();
+    auto covers = [&gr](const cst::Flat& e, uint32_t lo, uint32_t hi) {
+      for (uint32_t i = e.a; i < e.a + e.n; ++i)
+        if (gr.ranges[i].lo <= lo && hi <= gr.ranges[i].hi) return true;
+      return false;
+    };
+    for (size_t i = 0; i < st.stack_count(); ++i) {
+      const cst::Flat& e = gr.elems[st.stack(i).back()];
+      const bool all = covers(e, 0x80, 0xD7FF) && covers(e, 0xE000, cst::kMaxCodePoint);
+      const bool none = !gr.intersects(e, 0x80, 0xD7FF) && !gr.intersects(e, 0xE000, cst::kMaxCodePoint);
+      if (!all && !none) return kDead;
+    }
+    // From a boundary, U+0080 (C2 80); in the middle of a character, all 80 or all BF continuation bytes,
+    // one of which is in range whatever the lead byte (E0 and F0 need BF, ED and F4 80). classes has a fixed
+    // size, so bc still refers to its entry after the lookups.
+    const int need = st.need;
+    if (need == 0) {
+      const int32_t lead = next_state(sid, 0xC2);
+      const int32_t next = lead < 0 ? kDead : next_state(lead, 0x80);
+      if (next >= 0) bc.non_ascii = next;
+      return bc.non_ascii;
+    }
+    for (const uint8_t cont : {uint8_t{0x80}, uint8_t{0xBF}}) {
+      int32_t s = sid;
+      for (int k = 0; k < need && s >= 0; ++k) s = next_state(s, cont);
+      if (s >= 0) {
+        bc.non_ascii = s;
+        break;
+      }
+    }
+    return bc.non_ascii;
+  }
+
+  static constexpr int32_t kMixed = -1, kAllDead = -2;
+  // From the boundary state `sid`, the one state that every character `sum` lists leads to (its ASCII
+  // bytes, and any non-ASCII character when it has some); kAllDead when each of them is refused; kMixed
+  // otherwise (different states, some refused and some not, or a state the pool has no room for).
+  int32_t uniform_next(int32_t sid, const cst::SubtreeSummary& sum) {
+    ByteClasses& bc = classes[static_cast<size_t>(sid)];
+    for (int w = 0; w < 2; ++w) {
+      for (uint64_t todo = sum.ascii[w] & ~bc.known[w]; todo != 0; todo &= todo - 1) {
+        const int bit = __builtin_ctzll(todo);
+        const uint64_t m = uint64_t{1} << bit;
+        bc.known[w] |= m;
+        const int32_t next = next_state(sid, static_cast<uint8_t>(w * 64 + bit));
+        if (next == kDead) {
+          bc.dead[w] |= m;
+          continue;
+        }
+        int k = 0;
+        while (k < bc.group_n && bc.group_next[k] != next) ++k;
+        if (next < 0 || (k == bc.group_n && k == ByteClasses::kGroups)) {
+          bc.mixed[w] |= m;
+          continue;
+        }
+        if (k == bc.group_n) {
+          bc.group_next[k] = next;
+          bc.group[k][0] = bc.group[k][1] = 0;
+          ++bc.group_n;
+        }
+        bc.group[k][w] |= m;
+      }
+    }
+    if ((sum.ascii[0] & bc.mixed[0]) | (sum.ascii[1] & bc.mixed[1])) return kMixed;
+    const bool ascii_dead = ((sum.ascii[0] & ~bc.dead[0]) | (sum.ascii[1] & ~bc.dead[1])) == 0;
+    if (ascii_dead && !(sum.non_ascii && takes_non_ascii(pool[static_cast<size_t>(sid)]))) return kAllDead;
+    if ((sum.ascii[0] & bc.dead[0]) | (sum.ascii[1] & bc.dead[1])) return kMixed;
+    int32_t next = kMixed;
+    if (sum.ascii[0] | sum.ascii[1]) {
+      for (int k = 0; k < bc.group_n && next < 0; ++k)
+        if (((sum.ascii[0] & ~bc.group[k][0]) | (sum.ascii[1] & ~bc.group[k][1])) == 0) next = bc.group_next[k];
+      if (next < 0) return kMixed;
+    }
+    if (sum.non_ascii) {
+      const int32_t na = non_ascii_next(sid);
+      if (na < 0 || (next >= 0 && next != na)) return kMixed;
+      next = na;
+    }
+    return next;
+  }
+
+  // Marks the tokens below child `ch` (reached in state `sid`) without walking them when their bytes allow
+  // it, and returns how many it marked; -1 when the subtree must be walked. Every token there is
+  // well-formed UTF-8, and from the end of the current character each of the next characters the
+  // subtree can hold leads to one state whatever it is, until a loop (then every token is allowed), the
+  // longest token's length (likewise), or a step where all of them are refused (then exactly the tokens
+  // that end before that step are allowed: an unfinished last character counts as a step, and its lead
+  // byte is allowed wherever the characters are, since some stack takes all of them).
+  int64_t mark_uniform(const cst::TrieNode& ch, int32_t sid, std::span<uint8_t> out) {
+    const cst::TokenTrie& t = vocab->impl().trie;
+    const cst::SubtreeSummary& sum = t.summaries[ch.summary];
+    if (!sum.valid) return -1;
+    int32_t s = sid;
+    if (pool[static_cast<size_t>(sid)].need != 0) {  // first the end of the character (continuation bytes only)
+      s = non_ascii_next(sid);
+      if (s < 0) return -1;
+    }
+    uint32_t limit = UINT32_MAX;  // the most characters a token may add below ch
+    for (uint32_t i = 0; i < sum.max_chars; ++i) {
+      const int32_t next = uniform_next(s, sum);
+      if (next == kAllDead) {
+        limit = i;
+        break;
+      }
+      if (next < 0) return -1;
+      if (next == s) break;  // a loop: every later character leads back here as well
+      s = next;
+    }
+    if (limit >= sum.max_chars) {
+      for (uint32_t i = ch.id_begin; i < ch.subtree_end; ++i) out[static_cast<size_t>(t.ids[i])] = 1;
+      return ch.subtree_end - ch.id_begin;
+    }
+    const uint32_t max_total = ch.chars + limit;
+    int64_t n = 0;
+    for (uint32_t i = ch.id_begin; i < ch.subtree_end; ++i) {
+      if (t.id_chars[i] > max_total) continue;
+      out[static_cast<size_t>(t.ids[i])] = 1;
+      ++n;
+    }
+    return n;
   }
 
   size_t mark(const cst::TrieNode& ch, std::span<uint8_t> out) {
@@ -102,14 +273,18 @@ struct TokenConstraint::Impl {
     const cst::TrieNode& nd = t.nodes[node];
     for (uint32_t c = nd.child_begin; c < nd.child_end; ++c) {
       const cst::TrieNode& ch = t.nodes[c];
-      int32_t& next = trans[static_cast<size_t>(sid) * 256 + ch.byte];
-      if (next == kUnknown) {
-        next = cst::advance_byte(g(), pool[static_cast<size_t>(sid)], ch.byte, scratch, work) ? intern(scratch) : kDead;
-      }
+      // kFull is left unknown in the table: the pool may have room next time (it does not shrink in a step).
+      const int32_t next = next_state(sid, ch.byte);
       if (next == kDead) continue;  // prunes the subtree
+      if (next >= 0 && ch.summary != cst::TrieNode::kNoSummary) {
+        const int64_t k = mark_uniform(ch, next, out);
+        if (k >= 0) {
+          n += static_cast<size_t>(k);
+          continue;
+        }
+      }
       n += mark(ch, out);
       if (next == kFull) {
-        next = kUnknown;  // recomputed next time: the pool may have room by then (it does not shrink within a step)
         cst::advance_byte(g(), pool[static_cast<size_t>(sid)], ch.byte, depth[d + 1], work);
         n += walk_direct(c, d + 1, out);
       } else {
@@ -145,6 +320,7 @@ TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar, std::sh
   impl_->pool_hash.resize(Impl::kMaxStates);
   impl_->slots.assign(2 * Impl::kMaxStates, -1);
   impl_->trans.resize(static_cast<size_t>(Impl::kMaxStates) * 256);
+  impl_->classes.resize(Impl::kMaxStates);
   reset();
 }
 TokenConstraint::~TokenConstraint() = default;
