@@ -1,6 +1,8 @@
 // TokenConstraint: the per-step allowed set by a depth-first walk of the vocabulary trie, one matcher state
 // per depth (reused across steps, so the walk stops allocating once the states have grown).
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstring>
 #include <limits>
 
@@ -20,6 +22,37 @@ uint64_t hash_state(const cst::MatchState& s) {
   mix(static_cast<uint64_t>(s.accept) | (static_cast<uint64_t>(s.need) << 8) | (static_cast<uint64_t>(s.partial) << 16));
   mix(s.partial_min);
   return h;
+}
+
+// Cached masks are bitsets (a 151 669-id mask is 19 KB instead of 152 KB: allocated once with the cache,
+// without fresh pages to fault in during a step). Mask bytes are 0 or 1; the multiply gathers byte i's low
+// bit into bit i of a little-endian word.
+static_assert(std::endian::native == std::endian::little, "pack_mask reads eight mask bytes as one word");
+void pack_mask(std::span<const uint8_t> bytes, std::span<uint64_t> bits) {
+  std::fill(bits.begin(), bits.end(), uint64_t{0});
+  const size_t groups = bytes.size() / 8;
+  for (size_t g = 0; g < groups; ++g) {
+    uint64_t x;
+    std::memcpy(&x, bytes.data() + 8 * g, 8);
+    bits[g / 8] |= ((x * 0x0102040810204080ull) >> 56) << (8 * (g % 8));
+  }
+  for (size_t i = 8 * groups; i < bytes.size(); ++i) bits[i / 64] |= uint64_t{bytes[i] != 0} << (i % 64);
+}
+
+constexpr std::array<uint64_t, 256> kSpread = [] {  // 8 bits → 8 bytes of 0 or 1
+  std::array<uint64_t, 256> t{};
+  for (uint64_t v = 0; v < 256; ++v)
+    for (int b = 0; b < 8; ++b) t[v] |= ((v >> b) & 1) << (8 * b);
+  return t;
+}();
+
+void unpack_mask(std::span<const uint64_t> bits, std::span<uint8_t> bytes) {  // bytes: at most 64 × bits
+  const size_t groups = bytes.size() / 8;
+  for (size_t g = 0; g < groups; ++g) {
+    const uint64_t x = kSpread[(bits[g / 8] >> (8 * (g % 8))) & 0xFF];
+    std::memcpy(bytes.data() + 8 * g, &x, 8);
+  }
+  for (size_t i = 8 * groups; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>((bits[i / 64] >> (i % 64)) & 1);
 }
 
 bool same_state(const cst::MatchState& a, const cst::MatchState& b) {
@@ -42,13 +75,15 @@ struct TokenConstraint::Impl {
   // One step's distinct matcher states and their byte transitions. The walk meets few distinct states
   // (inside a JSON string every ordinary byte leads back to the same one), so each trie edge is mostly one
   // table lookup instead of a stack rewrite. Bounded: past kMaxStates the walk computes states directly.
-  static constexpr int32_t kMaxStates = 4096;
+  static constexpr int32_t kMaxStates = 1024;
   static constexpr int32_t kUnknown = -1, kDead = -2, kFull = -3;
   std::vector<cst::MatchState> pool;  // [kMaxStates], reused across steps
   std::vector<uint64_t> pool_hash;
   int32_t pool_n = 0;
   std::vector<int32_t> slots;  // open addressing: hash → pool index, 2 × kMaxStates entries
-  std::vector<int32_t> trans;  // [state × 256]: the next state, kUnknown or kDead
+  // [state × 256]: the next state, kUnknown or kDead. Left uninitialized (intern() fills a state's row),
+  // so only the rows of states a generation meets are ever touched: a fresh page costs a fault.
+  std::unique_ptr<int32_t[]> trans;
   cst::MatchState scratch;
 
   // Per pooled state, how it takes whole classes of bytes, filled lazily by uniform_next: the ASCII bytes
@@ -63,7 +98,7 @@ struct TokenConstraint::Impl {
     int group_n;
     int32_t non_ascii;  // kUnknown, kDead (no single state), or the state
   };
-  std::vector<ByteClasses> classes;  // [kMaxStates]
+  std::unique_ptr<ByteClasses[]> classes;  // [kMaxStates], set by intern() like trans
 
   // Whole masks by the state they start from: generation often starts step after step from the same state
   // (inside a string, after a digit), and then the mask is a copy. A few entries, replaced in turn.
@@ -71,7 +106,7 @@ struct TokenConstraint::Impl {
     bool used = false;
     uint64_t hash = 0;
     cst::MatchState state;
-    std::vector<uint8_t> mask;
+    std::vector<uint64_t> bits;  // the mask, one bit per id: allocated with the cache, a fraction of the bytes
     size_t allowed = 0;
   };
   static constexpr size_t kCachedMasks = 4;
@@ -95,7 +130,7 @@ struct TokenConstraint::Impl {
         const int32_t n = pool_n++;
         pool[static_cast<size_t>(n)].copy_from(s);
         pool_hash[static_cast<size_t>(n)] = h;
-        std::fill_n(trans.begin() + static_cast<ptrdiff_t>(n) * 256, 256, kUnknown);
+        std::fill_n(trans.get() + static_cast<ptrdiff_t>(n) * 256, 256, kUnknown);
         ByteClasses& bc = classes[static_cast<size_t>(n)];
         bc.known[0] = bc.known[1] = bc.dead[0] = bc.dead[1] = bc.mixed[0] = bc.mixed[1] = 0;
         bc.group_n = 0;
@@ -316,11 +351,12 @@ TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar, std::sh
   impl_->spare.resize(2);
   impl_->allowed.assign(static_cast<size_t>(impl_->vocab->size()), 0);
   impl_->masks.resize(Impl::kCachedMasks);
+  for (Impl::CachedMask& c : impl_->masks) c.bits.assign((impl_->allowed.size() + 63) / 64, 0);
   impl_->pool.resize(Impl::kMaxStates);
   impl_->pool_hash.resize(Impl::kMaxStates);
   impl_->slots.assign(2 * Impl::kMaxStates, -1);
-  impl_->trans.resize(static_cast<size_t>(Impl::kMaxStates) * 256);
-  impl_->classes.resize(Impl::kMaxStates);
+  impl_->trans.reset(new int32_t[static_cast<size_t>(Impl::kMaxStates) * 256]);
+  impl_->classes.reset(new Impl::ByteClasses[Impl::kMaxStates]);
   reset();
 }
 TokenConstraint::~TokenConstraint() = default;
@@ -335,8 +371,8 @@ size_t TokenConstraint::compute_mask(std::span<uint8_t> out) {
   const uint64_t h = hash_state(m.cur);
   for (const Impl::CachedMask& c : m.masks) {
     if (c.used && c.hash == h && same_state(c.state, m.cur)) {
-      const size_t k = std::min(out.size(), c.mask.size());
-      std::copy_n(c.mask.begin(), k, out.begin());
+      const size_t k = std::min(out.size(), m.allowed.size());
+      unpack_mask(c.bits, out.first(k));
       std::fill(out.begin() + static_cast<ptrdiff_t>(k), out.end(), uint8_t{0});
       return c.allowed;
     }
@@ -352,7 +388,7 @@ size_t TokenConstraint::compute_mask(std::span<uint8_t> out) {
   c.used = true;
   c.hash = h;
   c.state.copy_from(m.cur);
-  c.mask.assign(out.begin(), out.end());
+  pack_mask(out.first(std::min(out.size(), m.allowed.size())), c.bits);
   c.allowed = n;
   return n;
 }
