@@ -5,6 +5,9 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "constrain/match_state.h"
 #include "constrain/token_trie.h"
@@ -28,15 +31,30 @@ uint64_t hash_state(const cst::MatchState& s) {
 // without fresh pages to fault in during a step). Mask bytes are 0 or 1; the multiply gathers byte i's low
 // bit into bit i of a little-endian word.
 static_assert(std::endian::native == std::endian::little, "pack_mask reads eight mask bytes as one word");
-void pack_mask(std::span<const uint8_t> bytes, std::span<uint64_t> bits) {
-  std::fill(bits.begin(), bits.end(), uint64_t{0});
-  const size_t groups = bytes.size() / 8;
-  for (size_t g = 0; g < groups; ++g) {
-    uint64_t x;
-    std::memcpy(&x, bytes.data() + 8 * g, 8);
-    bits[g / 8] |= ((x * 0x0102040810204080ull) >> 56) << (8 * (g % 8));
+void pack_mask(std::span<const uint8_t> bytes, std::span<uint64_t> bits) {  // bits: 64 ids a word, rounded up
+  const size_t words = bytes.size() / 64;
+  for (size_t w = 0; w < words; ++w) {
+    const uint8_t* p = bytes.data() + 64 * w;
+    uint64_t word = 0;
+#if defined(__SSE2__)
+    for (int k = 0; k < 4; ++k) {  // a byte's bit 0 moved to its top bit, then 16 top bits at once
+      const __m128i v = _mm_slli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k)), 7);
+      word |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(v))) << (16 * k);
+    }
+#else
+    for (int k = 0; k < 8; ++k) {
+      uint64_t x;
+      std::memcpy(&x, p + 8 * k, 8);
+      word |= ((x * 0x0102040810204080ull) >> 56) << (8 * k);
+    }
+#endif
+    bits[w] = word;
   }
-  for (size_t i = 8 * groups; i < bytes.size(); ++i) bits[i / 64] |= uint64_t{bytes[i] != 0} << (i % 64);
+  if (words < bits.size()) {
+    uint64_t word = 0;
+    for (size_t i = 64 * words; i < bytes.size(); ++i) word |= uint64_t{bytes[i] != 0} << (i % 64);
+    bits[words] = word;
+  }
 }
 
 constexpr std::array<uint64_t, 256> kSpread = [] {  // 8 bits → 8 bytes of 0 or 1
@@ -47,12 +65,15 @@ constexpr std::array<uint64_t, 256> kSpread = [] {  // 8 bits → 8 bytes of 0 o
 }();
 
 void unpack_mask(std::span<const uint64_t> bits, std::span<uint8_t> bytes) {  // bytes: at most 64 × bits
-  const size_t groups = bytes.size() / 8;
-  for (size_t g = 0; g < groups; ++g) {
-    const uint64_t x = kSpread[(bits[g / 8] >> (8 * (g % 8))) & 0xFF];
-    std::memcpy(bytes.data() + 8 * g, &x, 8);
+  const size_t words = bytes.size() / 64;
+  for (size_t w = 0; w < words; ++w) {
+    const uint64_t word = bits[w];
+    for (int k = 0; k < 8; ++k) {
+      const uint64_t x = kSpread[(word >> (8 * k)) & 0xFF];
+      std::memcpy(bytes.data() + 64 * w + 8 * k, &x, 8);
+    }
   }
-  for (size_t i = 8 * groups; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>((bits[i / 64] >> (i % 64)) & 1);
+  for (size_t i = 64 * words; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>((bits[i / 64] >> (i % 64)) & 1);
 }
 
 bool same_state(const cst::MatchState& a, const cst::MatchState& b) {
@@ -212,6 +233,20 @@ struct TokenConstraint::Impl {
   // otherwise (different states, some refused and some not, or a state the pool has no room for).
   int32_t uniform_next(int32_t sid, const cst::SubtreeSummary& sum) {
     ByteClasses& bc = classes[static_cast<size_t>(sid)];
+    // Whether the bytes of `want` looked at so far could still all lead to one outcome.
+    auto consistent = [&bc](const uint64_t* want) {
+      const uint64_t k0 = want[0] & bc.known[0], k1 = want[1] & bc.known[1];
+      if ((k0 & bc.mixed[0]) | (k1 & bc.mixed[1])) return false;
+      const uint64_t live0 = k0 & ~bc.dead[0], live1 = k1 & ~bc.dead[1];
+      if ((live0 | live1) == 0) return true;
+      if ((k0 & bc.dead[0]) | (k1 & bc.dead[1])) return false;
+      for (int k = 0; k < bc.group_n; ++k)
+        if (((live0 & ~bc.group[k][0]) | (live1 & ~bc.group[k][1])) == 0) return true;
+      return false;
+    };
+    // Bytes not looked at yet are stepped one at a time, stopping at the first disagreement: most checks
+    // outside strings fail at once, and stepping every byte a subtree holds would cost more than its walk.
+    if (!consistent(sum.ascii)) return kMixed;
     for (int w = 0; w < 2; ++w) {
       for (uint64_t todo = sum.ascii[w] & ~bc.known[w]; todo != 0; todo &= todo - 1) {
         const int bit = __builtin_ctzll(todo);
@@ -220,20 +255,21 @@ struct TokenConstraint::Impl {
         const int32_t next = next_state(sid, static_cast<uint8_t>(w * 64 + bit));
         if (next == kDead) {
           bc.dead[w] |= m;
-          continue;
+        } else {
+          int k = 0;
+          while (k < bc.group_n && bc.group_next[k] != next) ++k;
+          if (next < 0 || (k == bc.group_n && k == ByteClasses::kGroups)) {
+            bc.mixed[w] |= m;
+          } else {
+            if (k == bc.group_n) {
+              bc.group_next[k] = next;
+              bc.group[k][0] = bc.group[k][1] = 0;
+              ++bc.group_n;
+            }
+            bc.group[k][w] |= m;
+          }
         }
-        int k = 0;
-        while (k < bc.group_n && bc.group_next[k] != next) ++k;
-        if (next < 0 || (k == bc.group_n && k == ByteClasses::kGroups)) {
-          bc.mixed[w] |= m;
-          continue;
-        }
-        if (k == bc.group_n) {
-          bc.group_next[k] = next;
-          bc.group[k][0] = bc.group[k][1] = 0;
-          ++bc.group_n;
-        }
-        bc.group[k][w] |= m;
+        if (!consistent(sum.ascii)) return kMixed;
       }
     }
     if ((sum.ascii[0] & bc.mixed[0]) | (sum.ascii[1] & bc.mixed[1])) return kMixed;

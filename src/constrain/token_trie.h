@@ -38,7 +38,7 @@ struct TokenTrie {
   std::vector<SubtreeSummary> summaries;
   size_t max_depth = 0;
   // Nodes whose subtree holds fewer ids get no summary: walking them is as cheap as checking one.
-  static constexpr uint32_t kSummaryMinIds = 2;
+  static constexpr uint32_t kSummaryMinIds = 8;
 };
 
 // Builds the trie over bytes[id] for the ids with `keep[id]` set and non-empty bytes.
