@@ -81,31 +81,24 @@ bool same_state(const cst::MatchState& a, const cst::MatchState& b) {
          a.ends == b.ends && a.data == b.data;
 }
 
-}  // namespace
-
-struct TokenConstraint::Impl {
-  std::shared_ptr<const Grammar> grammar;
-  std::shared_ptr<const TokenVocabulary> vocab;
-  cst::MatchState cur;
-  cst::MatchState marked;  // mark() / rewind()
-  std::vector<cst::MatchState> depth;  // depth[d]: the state after the first d bytes of the walked prefix
-  std::vector<cst::MatchState> spare;  // accept(): a token's bytes, a state per byte
-  std::vector<uint32_t> work;
-  std::vector<uint8_t> allowed;  // compute_mask's result for mask_logits
-
-  // One step's distinct matcher states and their byte transitions. The walk meets few distinct states
-  // (inside a JSON string every ordinary byte leads back to the same one), so each trie edge is mostly one
-  // table lookup instead of a stack rewrite. Bounded: past kMaxStates the walk computes states directly.
+// One step's distinct matcher states and their byte transitions. The walk meets few distinct states
+// (inside a JSON string every ordinary byte leads back to the same one), so each trie edge is mostly one
+// table lookup instead of a stack rewrite. Bounded: past kMaxStates the walk computes states directly.
+// Only a step uses it (it is cleared at the start of each), so every TokenConstraint of a thread shares
+// one: a generation after the first finds it allocated and its pages touched, and an engine's sequences
+// do not hold a megabyte each.
+struct WalkScratch {
   static constexpr int32_t kMaxStates = 1024;
   static constexpr int32_t kUnknown = -1, kDead = -2, kFull = -3;
-  std::vector<cst::MatchState> pool;  // [kMaxStates], reused across steps
-  std::vector<uint64_t> pool_hash;
+  std::vector<cst::MatchState> pool = std::vector<cst::MatchState>(kMaxStates);
+  std::vector<uint64_t> pool_hash = std::vector<uint64_t>(kMaxStates);
   int32_t pool_n = 0;
-  std::vector<int32_t> slots;  // open addressing: hash → pool index, 2 × kMaxStates entries
+  std::vector<int32_t> slots = std::vector<int32_t>(2 * kMaxStates, -1);  // open addressing: hash → pool index
   // [state × 256]: the next state, kUnknown or kDead. Left uninitialized (intern() fills a state's row),
-  // so only the rows of states a generation meets are ever touched: a fresh page costs a fault.
-  std::unique_ptr<int32_t[]> trans;
+  // so only the rows of states met are ever touched.
+  std::unique_ptr<int32_t[]> trans{new int32_t[static_cast<size_t>(kMaxStates) * 256]};
   cst::MatchState scratch;
+  std::vector<cst::MatchState> depth;  // depth[d]: the state after the first d bytes of the walked prefix
 
   // Per pooled state, how it takes whole classes of bytes, filled lazily by uniform_next: the ASCII bytes
   // looked at, those refused, those treated as unknown (their state did not fit in the pool, or in the
@@ -119,7 +112,29 @@ struct TokenConstraint::Impl {
     int group_n;
     int32_t non_ascii;  // kUnknown, kDead (no single state), or the state
   };
-  std::unique_ptr<ByteClasses[]> classes;  // [kMaxStates], set by intern() like trans
+  std::unique_ptr<ByteClasses[]> classes{new ByteClasses[kMaxStates]};  // set by intern() like trans
+};
+
+WalkScratch& thread_scratch() {
+  thread_local WalkScratch s;
+  return s;
+}
+
+}  // namespace
+
+struct TokenConstraint::Impl {
+  std::shared_ptr<const Grammar> grammar;
+  std::shared_ptr<const TokenVocabulary> vocab;
+  cst::MatchState cur;
+  cst::MatchState marked;  // mark() / rewind()
+  std::vector<cst::MatchState> spare;  // accept(): a token's bytes, a state per byte
+  std::vector<uint32_t> work;
+  std::vector<uint8_t> allowed;  // compute_mask's result for mask_logits
+
+  using ByteClasses = WalkScratch::ByteClasses;
+  static constexpr int32_t kMaxStates = WalkScratch::kMaxStates;
+  static constexpr int32_t kUnknown = WalkScratch::kUnknown, kDead = WalkScratch::kDead, kFull = WalkScratch::kFull;
+  WalkScratch* w = nullptr;  // this thread's, set by compute_mask
 
   // Whole masks by the state they start from: generation often starts step after step from the same state
   // (inside a string, after a digit), and then the mask is a copy. A few entries, replaced in turn.
@@ -137,37 +152,37 @@ struct TokenConstraint::Impl {
   const cst::CompiledGrammar& g() const { return grammar->impl().g; }
 
   void clear_pool() {
-    std::fill(slots.begin(), slots.end(), -1);
-    pool_n = 0;
+    std::fill(w->slots.begin(), w->slots.end(), -1);
+    w->pool_n = 0;
   }
   // The pool index of a state equal to `s` (added when new), or kFull.
   int32_t intern(const cst::MatchState& s) {
     const uint64_t h = hash_state(s);
-    const size_t mask = slots.size() - 1;
+    const size_t mask = w->slots.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
-      const int32_t id = slots[i];
+      const int32_t id = w->slots[i];
       if (id < 0) {
-        if (pool_n == kMaxStates) return kFull;
-        const int32_t n = pool_n++;
-        pool[static_cast<size_t>(n)].copy_from(s);
-        pool_hash[static_cast<size_t>(n)] = h;
-        std::fill_n(trans.get() + static_cast<ptrdiff_t>(n) * 256, 256, kUnknown);
-        ByteClasses& bc = classes[static_cast<size_t>(n)];
+        if (w->pool_n == kMaxStates) return kFull;
+        const int32_t n = w->pool_n++;
+        w->pool[static_cast<size_t>(n)].copy_from(s);
+        w->pool_hash[static_cast<size_t>(n)] = h;
+        std::fill_n(w->trans.get() + static_cast<ptrdiff_t>(n) * 256, 256, kUnknown);
+        ByteClasses& bc = w->classes[static_cast<size_t>(n)];
         bc.known[0] = bc.known[1] = bc.dead[0] = bc.dead[1] = bc.mixed[0] = bc.mixed[1] = 0;
         bc.group_n = 0;
         bc.non_ascii = kUnknown;
-        slots[i] = n;
+        w->slots[i] = n;
         return n;
       }
-      if (pool_hash[static_cast<size_t>(id)] == h && same_state(pool[static_cast<size_t>(id)], s)) return id;
+      if (w->pool_hash[static_cast<size_t>(id)] == h && same_state(w->pool[static_cast<size_t>(id)], s)) return id;
     }
   }
 
   // The pooled state after `byte` from pooled state `sid`: an index, kDead, or kFull (left unknown).
   int32_t next_state(int32_t sid, uint8_t byte) {
-    int32_t& next = trans[static_cast<size_t>(sid) * 256 + byte];
+    int32_t& next = w->trans[static_cast<size_t>(sid) * 256 + byte];
     if (next == kUnknown) {
-      next = cst::advance_byte(g(), pool[static_cast<size_t>(sid)], byte, scratch, work) ? intern(scratch) : kDead;
+      next = cst::advance_byte(g(), w->pool[static_cast<size_t>(sid)], byte, w->scratch, work) ? intern(w->scratch) : kDead;
       if (next == kFull) {
         next = kUnknown;
         return kFull;
@@ -190,10 +205,10 @@ struct TokenConstraint::Impl {
   // when every top class holds all non-ASCII code points or none of them, one character's successor is
   // every character's. Surrogates are never characters, so classes may differ there.
   int32_t non_ascii_next(int32_t sid) {
-    ByteClasses& bc = classes[static_cast<size_t>(sid)];
+    ByteClasses& bc = w->classes[static_cast<size_t>(sid)];
     if (bc.non_ascii != kUnknown) return bc.non_ascii;
     bc.non_ascii = kDead;
-    const cst::MatchState& st = pool[static_cast<size_t>(sid)];
+    const cst::MatchState& st = w->pool[static_cast<size_t>(sid)];
     const cst::CompiledGrammar& gr = g();
     auto covers = [&gr](const cst::Flat& e, uint32_t lo, uint32_t hi) {
       for (uint32_t i = e.a; i < e.a + e.n; ++i)
@@ -232,7 +247,7 @@ struct TokenConstraint::Impl {
   // bytes, and any non-ASCII character when it has some); kAllDead when each of them is refused; kMixed
   // otherwise (different states, some refused and some not, or a state the pool has no room for).
   int32_t uniform_next(int32_t sid, const cst::SubtreeSummary& sum) {
-    ByteClasses& bc = classes[static_cast<size_t>(sid)];
+    ByteClasses& bc = w->classes[static_cast<size_t>(sid)];
     // Whether the bytes of `want` looked at so far could still all lead to one outcome.
     auto consistent = [&bc](const uint64_t* want) {
       const uint64_t k0 = want[0] & bc.known[0], k1 = want[1] & bc.known[1];
@@ -274,7 +289,7 @@ struct TokenConstraint::Impl {
     }
     if ((sum.ascii[0] & bc.mixed[0]) | (sum.ascii[1] & bc.mixed[1])) return kMixed;
     const bool ascii_dead = ((sum.ascii[0] & ~bc.dead[0]) | (sum.ascii[1] & ~bc.dead[1])) == 0;
-    if (ascii_dead && !(sum.non_ascii && takes_non_ascii(pool[static_cast<size_t>(sid)]))) return kAllDead;
+    if (ascii_dead && !(sum.non_ascii && takes_non_ascii(w->pool[static_cast<size_t>(sid)]))) return kAllDead;
     if ((sum.ascii[0] & bc.dead[0]) | (sum.ascii[1] & bc.dead[1])) return kMixed;
     int32_t next = kMixed;
     if (sum.ascii[0] | sum.ascii[1]) {
@@ -302,7 +317,7 @@ struct TokenConstraint::Impl {
     const cst::SubtreeSummary& sum = t.summaries[ch.summary];
     if (!sum.valid) return -1;
     int32_t s = sid;
-    if (pool[static_cast<size_t>(sid)].need != 0) {  // first the end of the character (continuation bytes only)
+    if (w->pool[static_cast<size_t>(sid)].need != 0) {  // first the end of the character (continuation bytes only)
       s = non_ascii_next(sid);
       if (s < 0) return -1;
     }
@@ -356,7 +371,7 @@ struct TokenConstraint::Impl {
       }
       n += mark(ch, out);
       if (next == kFull) {
-        cst::advance_byte(g(), pool[static_cast<size_t>(sid)], ch.byte, depth[d + 1], work);
+        cst::advance_byte(g(), w->pool[static_cast<size_t>(sid)], ch.byte, w->depth[d + 1], work);
         n += walk_direct(c, d + 1, out);
       } else {
         n += walk(c, next, d + 1, out);
@@ -371,7 +386,7 @@ struct TokenConstraint::Impl {
     const cst::TrieNode& nd = t.nodes[node];
     for (uint32_t c = nd.child_begin; c < nd.child_end; ++c) {
       const cst::TrieNode& ch = t.nodes[c];
-      if (!cst::advance_byte(g(), depth[d], ch.byte, depth[d + 1], work)) continue;  // prunes the subtree
+      if (!cst::advance_byte(g(), w->depth[d], ch.byte, w->depth[d + 1], work)) continue;  // prunes the subtree
       n += mark(ch, out);
       n += walk_direct(c, d + 1, out);
     }
@@ -383,16 +398,11 @@ TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar, std::sh
     : impl_(std::make_unique<Impl>()) {
   impl_->grammar = std::move(grammar);
   impl_->vocab = std::move(vocab);
-  impl_->depth.resize(impl_->vocab->impl().trie.max_depth + 1);
   impl_->spare.resize(2);
   impl_->allowed.assign(static_cast<size_t>(impl_->vocab->size()), 0);
   impl_->masks.resize(Impl::kCachedMasks);
   for (Impl::CachedMask& c : impl_->masks) c.bits.assign((impl_->allowed.size() + 63) / 64, 0);
-  impl_->pool.resize(Impl::kMaxStates);
-  impl_->pool_hash.resize(Impl::kMaxStates);
-  impl_->slots.assign(2 * Impl::kMaxStates, -1);
-  impl_->trans.reset(new int32_t[static_cast<size_t>(Impl::kMaxStates) * 256]);
-  impl_->classes.reset(new Impl::ByteClasses[Impl::kMaxStates]);
+  thread_scratch();  // allocated here for the usual case, a generation on the thread that starts it
   reset();
 }
 TokenConstraint::~TokenConstraint() = default;
@@ -414,6 +424,9 @@ size_t TokenConstraint::compute_mask(std::span<uint8_t> out) {
     }
   }
   std::fill(out.begin(), out.end(), uint8_t{0});
+  m.w = &thread_scratch();
+  const size_t depth = m.vocab->impl().trie.max_depth + 1;
+  if (m.w->depth.size() < depth) m.w->depth.resize(depth);  // grows to the largest vocabulary's, once
   m.clear_pool();
   const int32_t root = m.intern(m.cur);  // the pool is empty: always fits
   size_t n = m.walk(0, root, 0, out);
