@@ -449,9 +449,35 @@ void apply_mask(std::span<const uint8_t> allowed, std::span<const float> logits,
   for (size_t i = v; i < out.size(); ++i) out[i] = kNegInf;
 }
 
+namespace {
+
+// apply_mask for a mask with few ids set (most steps outside strings): −inf everywhere, then the allowed
+// logits, finding them eight mask bytes at a time. About half the time of the select over a 151 936-entry
+// vocabulary when a few percent are allowed, but slower when most are.
+void apply_sparse_mask(std::span<const uint8_t> allowed, std::span<const float> logits, std::span<float> out) {
+  const size_t v = std::min({allowed.size(), logits.size(), out.size()});
+  std::fill(out.begin(), out.end(), -std::numeric_limits<float>::infinity());
+  size_t i = 0;
+  for (; i + 8 <= v; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, allowed.data() + i, 8);
+    if (word == 0) continue;
+    for (size_t k = i; k < i + 8; ++k)
+      if (allowed[k]) out[k] = logits[k];
+  }
+  for (; i < v; ++i)
+    if (allowed[i]) out[i] = logits[i];
+}
+
+}  // namespace
+
 size_t TokenConstraint::mask_logits(std::span<const float> logits, std::span<float> out) {
   const size_t n = compute_mask(impl_->allowed);
-  apply_mask(impl_->allowed, logits, out);
+  if (n * 8 < impl_->allowed.size()) {
+    apply_sparse_mask(impl_->allowed, logits, out);
+  } else {
+    apply_mask(impl_->allowed, logits, out);
+  }
   return n;
 }
 

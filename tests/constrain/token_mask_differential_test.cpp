@@ -2,10 +2,12 @@
 // step after step along random valid outputs, on real byte-level BPE vocabularies (Qwen3's, GPT-2's) and
 // grammars whose states let the walk accept or length-filter whole trie subtrees without walking them:
 // JSON strings (unbounded in json_object, bounded in a JSON Schema), digits, bounded letter runs, and
-// classes holding some non-ASCII characters but not all (where that shortcut must not apply).
+// classes holding some non-ASCII characters but not all (where that shortcut must not apply). mask_logits
+// is checked against the mask at each step too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <random>
@@ -80,6 +82,19 @@ size_t differential(const Vocab& v, const std::shared_ptr<const Grammar>& g, int
       if (!v.end[id] && v.bytes[id]->size() == 1) single.push_back(static_cast<int32_t>(id));
     }
     EXPECT_EQ(n, allowed.size()) << "step " << step;
+    // mask_logits (a sparse or a dense path by the allowed count): the allowed logits kept, the rest and
+    // the entries past the vocabulary −inf.
+    std::vector<float> logits(v.bytes.size()), masked(v.bytes.size() + 3, 0.0f);
+    std::mt19937 logit_rng(static_cast<uint32_t>(step));  // apart from rng: the outputs stay as they were
+    for (float& x : logits) x = static_cast<float>(logit_rng() % 1000) / 100.0f - 5.0f;
+    EXPECT_EQ(c.mask_logits(logits, masked), n);
+    for (size_t id = 0; id < masked.size(); ++id) {
+      const bool keep = id < v.bytes.size() && mask[id];
+      if (keep ? masked[id] != logits[id] : !(std::isinf(masked[id]) && masked[id] < 0)) {
+        ADD_FAILURE() << "step " << step << ": mask_logits at id " << id << " gives " << masked[id];
+        return 0;
+      }
+    }
     sizes.push_back(allowed.size());
     const bool restart = allowed.empty();
     int32_t pick = -1;
