@@ -94,9 +94,9 @@ struct WalkScratch {
   std::vector<uint64_t> pool_hash = std::vector<uint64_t>(kMaxStates);
   int32_t pool_n = 0;
   std::vector<int32_t> slots = std::vector<int32_t>(2 * kMaxStates, -1);  // open addressing: hash → pool index
-  // [state × 256]: the next state, kUnknown or kDead. Left uninitialized (intern() fills a state's row),
-  // so only the rows of states met are ever touched.
-  std::unique_ptr<int32_t[]> trans{new int32_t[static_cast<size_t>(kMaxStates) * 256]};
+  // [state × 256]: the next state, kUnknown or kDead (intern() fills a state's row). Zeroed when the thread's
+  // scratch is made, so that its pages are faulted in then rather than during the first steps.
+  std::unique_ptr<int32_t[]> trans{new int32_t[static_cast<size_t>(kMaxStates) * 256]()};
   cst::MatchState scratch;
   std::vector<cst::MatchState> depth;  // depth[d]: the state after the first d bytes of the walked prefix
 
@@ -112,7 +112,7 @@ struct WalkScratch {
     int group_n;
     int32_t non_ascii;  // kUnknown, kDead (no single state), or the state
   };
-  std::unique_ptr<ByteClasses[]> classes{new ByteClasses[kMaxStates]};  // set by intern() like trans
+  std::unique_ptr<ByteClasses[]> classes{new ByteClasses[kMaxStates]()};  // set by intern() like trans
 };
 
 WalkScratch& thread_scratch() {
