@@ -1,5 +1,6 @@
-// TokenConstraint: the per-step allowed set by a depth-first walk of the vocabulary trie, one matcher state
-// per depth (reused across steps, so the walk stops allocating once the states have grown).
+// TokenConstraint: the per-step allowed set by a depth-first walk of the vocabulary trie over interned
+// matcher states, taking whole subtrees at once where the state takes all their characters alike (see
+// mark_uniform), with the masks of recent start states cached.
 #include <algorithm>
 #include <array>
 #include <bit>
