@@ -39,10 +39,39 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", re.error().to_string().c_str());
     return 1;
   }
+  // bench/grammar's JSON Schema, record and arithmetic grammars: bounded repetitions (char{0,12},
+  // [0-9]{1,3}) make every step a new state, so these are the cold-walk cases.
+  auto schema = hfs::Grammar::from_json_schema(R"({"type": "object", "properties": {
+      "name": {"type": "string", "maxLength": 12}, "age": {"type": "integer"},
+      "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "maxItems": 3},
+      "address": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10},
+                                                   "zip": {"type": "string", "maxLength": 5}},
+                  "required": ["city"], "additionalProperties": false}},
+      "required": ["name", "age"], "additionalProperties": false})");
+  auto record = hfs::Grammar::from_gbnf(R"g(root ::= "{" ws "\"id\"" ws ":" ws num "," ws "\"name\"" ws ":" ws str ws "}"
+num ::= "-"? [0-9]{1,6}
+str ::= "\"" [a-zA-Z ]{0,12} "\""
+ws ::= [ ]?
+)g");
+  auto arith = hfs::Grammar::from_gbnf(R"g(root ::= expr
+expr ::= term (ws [-+] ws term){0,4}
+term ::= factor (ws [*/] ws factor){0,3}
+factor ::= [0-9]{1,3} | "(" ws expr ws ")"
+ws ::= [ ]?
+)g");
+  for (const auto* r : {&schema, &record, &arith})
+    if (!*r) {
+      std::fprintf(stderr, "%s\n", r->error().to_string().c_str());
+      return 1;
+    }
   const std::vector<Case> cases = {
       {"json_object", hfs::Grammar::json_object(),
        R"({"name": "Ada Lovelace", "born": 1815, "tags": ["math", "engines", "notes"], "nested": {"ok": true, "n": null, "x": -12.5e3}, "text": "a longer string with several words in it"})"},
       {"regex", *re, "Once upon a time there was a little engine that counted. (12-345)"},
+      {"json_schema", *schema,
+       R"({"name": "Ada Lovelace", "age": 36, "tags": ["a", "b"], "address": {"city": "London", "zip": "12345"}})"},
+      {"record", *record, R"({"id": 123, "name": "Ada Lovelace"})"},
+      {"arithmetic", *arith, "12 + (3 * 45 - 6) / 7"},
   };
   std::printf("%-28s %-12s %7s %6s %10s %10s %10s\n", "tokenizer", "grammar", "vocab", "steps", "build_ms",
               "median_us", "mean_us");

@@ -9,13 +9,66 @@
 namespace hfs::cst {
 namespace {
 
-// Fills node `n` from sorted[b, e), whose bytes share their first `depth` bytes.
-void fill(TokenTrie& t, const std::vector<std::string>& bytes, const std::vector<int32_t>& sorted, size_t b, size_t e,
-          size_t depth, uint32_t n) {
+// UTF-8 well-formedness of a byte prefix, by the rules of advance_byte (match_state.cpp) with a class that
+// holds every code point: lead bytes C2–F4, continuation bytes only where due, no overlong forms, no
+// surrogates, nothing past U+10FFFF, and an unfinished last character only if some completion is valid.
+struct Utf8Prefix {
+  bool ok = true;
+  uint8_t need = 0;
+  uint32_t partial = 0, min = 0;
+
+  Utf8Prefix then(uint8_t b) const {
+    Utf8Prefix o = *this;
+    if (!ok) return o;
+    auto range_ok = [](uint32_t cp, uint32_t shift, uint32_t min) {
+      const uint32_t lo = std::max(cp << shift, min), hi = std::min((cp << shift) | ((1u << shift) - 1), 0x10FFFFu);
+      return lo <= hi && !(lo >= 0xD800 && hi <= 0xDFFF);
+    };
+    if (need == 0) {
+      if (b < 0x80) return o;
+      if (b >= 0xC2 && b <= 0xDF) {
+        o.need = 1, o.partial = b & 0x1Fu, o.min = 0x80;
+      } else if (b >= 0xE0 && b <= 0xEF) {
+        o.need = 2, o.partial = b & 0x0Fu, o.min = 0x800;
+      } else if (b >= 0xF0 && b <= 0xF4) {
+        o.need = 3, o.partial = b & 0x07u, o.min = 0x10000;
+      } else {
+        o.ok = false;
+        return o;
+      }
+      o.ok = range_ok(o.partial, 6u * o.need, o.min);
+      return o;
+    }
+    if ((b & 0xC0) != 0x80) {
+      o.ok = false;
+      return o;
+    }
+    const uint32_t cp = (partial << 6) | (b & 0x3Fu);
+    o.need = static_cast<uint8_t>(need - 1);
+    o.partial = cp;
+    if (o.need > 0) {
+      o.ok = range_ok(cp, 6u * o.need, min);
+    } else {
+      o.ok = cp >= min && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+      o.partial = 0, o.min = 0;
+    }
+    return o;
+  }
+};
+
+// Fills node `n` from sorted[b, e), whose bytes share their first `depth` bytes (`prefix` tells whether
+// those are well-formed UTF-8). Returns the summary of what the subtree adds below `n`.
+SubtreeSummary fill(TokenTrie& t, const std::vector<std::string>& bytes, const std::vector<int32_t>& sorted, size_t b,
+                    size_t e, size_t depth, uint32_t n, Utf8Prefix prefix) {
   t.max_depth = std::max(t.max_depth, depth);
   t.nodes[n].id_begin = static_cast<uint32_t>(t.ids.size());
-  while (b < e && bytes[static_cast<size_t>(sorted[b])].size() == depth) t.ids.push_back(sorted[b++]);  // shortest sort first
+  while (b < e && bytes[static_cast<size_t>(sorted[b])].size() == depth) {  // shortest sort first
+    t.ids.push_back(sorted[b++]);
+    t.id_chars.push_back(t.nodes[n].chars);
+  }
   t.nodes[n].id_end = static_cast<uint32_t>(t.ids.size());
+  SubtreeSummary sum;
+  sum.valid = prefix.ok || t.nodes[n].id_end == t.nodes[n].id_begin;
   // Children: one per distinct next byte, allocated together so they are contiguous.
   std::vector<std::pair<size_t, size_t>> groups;
   for (size_t i = b; i < e;) {
@@ -31,9 +84,28 @@ void fill(TokenTrie& t, const std::vector<std::string>& bytes, const std::vector
   t.nodes[n].child_end = first + static_cast<uint32_t>(groups.size());
   for (size_t k = 0; k < groups.size(); ++k) {
     const uint32_t c = first + static_cast<uint32_t>(k);
-    t.nodes[c].byte = static_cast<uint8_t>(bytes[static_cast<size_t>(sorted[groups[k].first])][depth]);
-    fill(t, bytes, sorted, groups[k].first, groups[k].second, depth + 1, c);
+    const uint8_t byte = static_cast<uint8_t>(bytes[static_cast<size_t>(sorted[groups[k].first])][depth]);
+    t.nodes[c].byte = byte;
+    t.nodes[c].chars = static_cast<uint16_t>(t.nodes[n].chars + ((byte & 0xC0) != 0x80 ? 1 : 0));
+    const SubtreeSummary below = fill(t, bytes, sorted, groups[k].first, groups[k].second, depth + 1, c, prefix.then(byte));
+    if (byte < 0x80) {
+      sum.ascii[byte >> 6] |= uint64_t{1} << (byte & 63);
+    } else {
+      sum.non_ascii = true;
+    }
+    sum.ascii[0] |= below.ascii[0];
+    sum.ascii[1] |= below.ascii[1];
+    sum.non_ascii = sum.non_ascii || below.non_ascii;
+    sum.valid = sum.valid && below.valid;
+    const uint16_t chars = static_cast<uint16_t>(below.max_chars + ((byte & 0xC0) != 0x80 ? 1 : 0));
+    sum.max_chars = std::max(sum.max_chars, chars);
   }
+  t.nodes[n].subtree_end = static_cast<uint32_t>(t.ids.size());
+  if (t.nodes[n].subtree_end - t.nodes[n].id_begin >= TokenTrie::kSummaryMinIds) {
+    t.nodes[n].summary = static_cast<uint32_t>(t.summaries.size());
+    t.summaries.push_back(sum);
+  }
+  return sum;
 }
 
 }  // namespace
@@ -49,7 +121,7 @@ TokenTrie build_trie(const std::vector<std::string>& bytes, const std::vector<ch
   });
   TokenTrie t;
   t.nodes.resize(1);
-  fill(t, bytes, sorted, 0, sorted.size(), 0, 0);
+  fill(t, bytes, sorted, 0, sorted.size(), 0, 0, Utf8Prefix{});
   return t;
 }
 
