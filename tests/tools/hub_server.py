@@ -4,7 +4,8 @@ It serves the URL layout and headers huggingface_hub's file_download.py relies o
   HEAD/GET /{org}/{name}/resolve/{revision}/{file}
       revision: a branch/tag name or a commit hash (percent-encoded, as clients quote it)
       small files: 200 with the body, ETag "<git blob sha1>", Content-Length, X-Repo-Commit
-      LFS files (*.safetensors): 302 to an absolute /cdn/<sha256> URL with X-Repo-Commit,
+      LFS files (*.safetensors): 302 to /cdn/<sha256> on another host name (localhost vs 127.0.0.1, as the
+      Hub's CDN is another host) with X-Repo-Commit,
       X-Linked-Etag "<sha256>" and X-Linked-Size (the Hub's form for LFS)
       errors: 404 with X-Error-Code RepoNotFound / RevisionNotFound / EntryNotFound, 401 GatedRepo when a
       gated repository is asked without "Authorization: Bearer <its token>"
@@ -140,8 +141,12 @@ def _make_handler(hub):
             data = files[file]
             if is_lfs(file):
                 sha = hashlib.sha256(data).hexdigest()
-                host = self.headers.get("Host")
-                return self._reply(302, {"Location": "http://%s/cdn/%s?expires=never" % (host, sha), "X-Repo-Commit": commit,
+                # The CDN is another host, as on the Hub (cdn-lfs.hf.co): clients must not follow the HEAD's
+                # redirect for metadata (huggingface_hub follows same-host ones) nor send the token there.
+                port = self.server.server_address[1]
+                cdn = "localhost" if not self.headers.get("Host", "").startswith("localhost") else "127.0.0.1"
+                return self._reply(302, {"Location": "http://%s:%d/cdn/%s?expires=never" % (cdn, port, sha),
+                                         "X-Repo-Commit": commit,
                                          "X-Linked-Etag": '"%s"' % sha, "X-Linked-Size": str(len(data)),
                                          "ETag": '"%s"' % git_blob_sha1(b"lfs pointer " + sha.encode())}, b"", head)
             return self._reply(200, {"X-Repo-Commit": commit, "ETag": '"%s"' % git_blob_sha1(data),
