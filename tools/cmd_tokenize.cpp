@@ -17,6 +17,7 @@
 #include <string>
 
 #include "cli.h"
+#include "common.h"
 #include "core/regular_file.h"
 #include "io_util.h"
 #include "hfstatic/program.h"
@@ -38,6 +39,10 @@ struct Opts {
 
 hfs::Result<std::shared_ptr<const hfs::Tokenizer>> load(const std::string& model) {
   std::error_code ec;
+  if (hfs::cli::is_hub_name(model)) {
+    HFS_ASSIGN_OR_RETURN(const std::string dir, hfs::cli::hub_checkpoint(model));
+    return hfs::Tokenizer::from_dir(dir);
+  }
   if (std::filesystem::is_directory(model, ec)) return hfs::Tokenizer::from_dir(model);
   HFS_ASSIGN_OR_RETURN(std::shared_ptr<const hfs::Program> prog, hfs::Program::load(model));
   return hfs::Tokenizer::from_program(*prog);
@@ -117,7 +122,7 @@ int run(const Opts& o) {
 
 hfs::cli::RunFn setup(CLI::App& sub) {
   auto o = std::make_shared<Opts>();
-  sub.add_option("-m,--model", o->model, "model directory (tokenizer.json [+ tokenizer_config.json]) or program file")
+  sub.add_option("-m,--model", o->model, "model directory (tokenizer.json [+ tokenizer_config.json]), program file or Hub name ORG/NAME[@REVISION]")
       ->required();
   CLI::Option* text =
       sub.add_option("text", o->text, "text to encode; - reads stdin (as does no TEXT when stdin is not a terminal)");

@@ -134,6 +134,9 @@ def test_download_then_run_gives_the_local_tokens(hub, tmp_path, local_tokens):
     out = tmp_path / "by-name.hfs"
     cli("export", REPO, "-o", out, env=env, check=True)
     assert run_tokens(out, env)[0] == local_tokens
+    # and tokenize: the snapshot's tokenizer encodes as the local directory's
+    ids = cli("tokenize", "-m", REPO, "--json", PROMPT, env=env, check=True).stdout
+    assert json.loads(ids) == json.loads(cli("tokenize", "-m", STORIES, "--json", PROMPT, check=True).stdout)
 
 
 def test_interrupted_download_resumes_in_the_same_run(hub, tmp_path, local_tokens):
