@@ -25,15 +25,26 @@ GenerationConfig config(std::shared_ptr<const Grammar> g, int n, uint64_t seed) 
   return c;
 }
 
-TEST(EngineConstraint, EachSequenceFollowsItsOwnConstraintAsTheRunnerDoesAlone) {
+// Three sequences with multi-row steps, over stories260K's vocabulary on random weights: valid output never
+// happens by chance.
+test::TinyModel engine_model(int context) {
   test::TinyModel m;
-  m.tokenizer = true;  // stories260K's vocabulary on random weights: valid output never happens by chance
-  m.context = 96;
+  m.tokenizer = true;
+  m.context = context;
   m.sequences = 3;
   m.step_sizes = std::vector<int64_t>{2, 4, 8};
-  test::TinyModel solo = m;
-  solo.sequences = 1;
-  solo.step_sizes = std::nullopt;
+  return m;
+}
+
+// The same model for the Runner alone: one sequence, no multi-row methods.
+test::TinyModel solo_of(test::TinyModel m) {
+  m.sequences = 1;
+  m.step_sizes = std::nullopt;
+  return m;
+}
+
+TEST(EngineConstraint, EachSequenceFollowsItsOwnConstraintAsTheRunnerDoesAlone) {
+  const test::TinyModel m = engine_model(96), solo = solo_of(m);
   auto digits = Grammar::from_regex("[0-9]{3}-[a-z]{2,4}");
   auto record = Grammar::from_json_schema(R"({"type": "object", "properties": {"n": {"type": "integer"},
       "ok": {"type": "boolean"}}, "required": ["n", "ok"], "additionalProperties": false})");
@@ -79,15 +90,8 @@ TEST(EngineConstraint, EachSequenceFollowsItsOwnConstraintAsTheRunnerDoesAlone) 
 // the drafts the grammar allows in turn, verifies them against masked rows, and generates exactly the
 // tokens of greedy decoding without drafts, beside a constrained sequence that does not draft.
 TEST(EngineConstraint, DraftsAreCheckedAgainstTheGrammarAndChangeNoToken) {
-  test::TinyModel m;
-  m.tokenizer = true;
-  m.context = 128;
-  m.sequences = 3;
-  m.step_sizes = std::vector<int64_t>{2, 4, 8};
-  test::TinyModel solo = m;
-  solo.sequences = 1;
-  solo.step_sizes = std::nullopt;
-  const std::string solo_path = test::tiny_program(solo);
+  const test::TinyModel m = engine_model(128);
+  const std::string solo_path = test::tiny_program(solo_of(m));
   auto words = Grammar::from_regex("[a-z ]{10,60}\\.");
   auto record = Grammar::from_json_schema(R"({"type": "object", "properties": {"text": {"type": "string",
       "maxLength": 80}, "n": {"type": "integer"}}, "required": ["text", "n"], "additionalProperties": false})");
