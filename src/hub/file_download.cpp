@@ -65,21 +65,6 @@ std::string mib(int64_t bytes) {
   return buf;
 }
 
-// Hashes the first `size` bytes of a partial file (a resumed download's part).
-Status hash_prefix(const std::string& path, int64_t size, Sha256* sha, int64_t* hashed) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) return make_error(ErrorCode::kIo, "cannot read '" + path + "': " + std::strerror(errno));
-  std::vector<char> buf(1 << 20);
-  while (*hashed < size) {
-    const size_t want = static_cast<size_t>(std::min<int64_t>(size - *hashed, static_cast<int64_t>(buf.size())));
-    const size_t n = std::fread(buf.data(), 1, want, f.get());
-    if (n == 0) return make_error(ErrorCode::kIo, "reading '" + path + "' back to hash it failed");
-    sha->update(buf.data(), n);
-    *hashed += static_cast<int64_t>(n);
-  }
-  return Ok{};
-}
-
 // The Hub's own explanation of an error answer, when it sent one.
 std::string hub_says(const HttpResponse& r) {
   std::string m = r.header("x-error-message");
@@ -202,7 +187,10 @@ Status fetch_file(const HubContext& ctx, const FileMeta& meta, const std::string
   // a multi-GB checkpoint is not read a second time; a restart from 0 restarts the hash.
   Sha256 sha;
   int64_t hashed = 0;
-  if (meta.lfs() && offset > 0) HFS_TRY(hash_prefix(part.string(), offset, &sha, &hashed));
+  if (meta.lfs() && offset > 0) {
+    HFS_TRY(hash_file(part.string(), offset, &sha));
+    hashed = offset;
+  }
   auto last = std::chrono::steady_clock::now();
   const OnData on_data = [&](int64_t at, const char* data, size_t n) {
     if (meta.lfs()) {

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -44,14 +45,26 @@ std::string Sha256::hex_digest() {
   return out;
 }
 
-Result<std::string> sha256_file(const std::string& path) {
+Status hash_file(const std::string& path, int64_t limit, Sha256* sha) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) return make_error(ErrorCode::kIo, "cannot open '" + path + "' to check its sha256: " + std::strerror(errno));
-  Sha256 sha;
+  if (!f) return make_error(ErrorCode::kIo, "cannot open '" + path + "' to hash it: " + std::strerror(errno));
   std::vector<char> buf(1 << 20);
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) sha.update(buf.data(), n);
-  if (std::ferror(f.get())) return make_error(ErrorCode::kIo, "reading '" + path + "' to check its sha256 failed");
+  int64_t hashed = 0;
+  while (limit < 0 || hashed < limit) {
+    const size_t want = limit < 0 ? buf.size() : static_cast<size_t>(std::min<int64_t>(limit - hashed, static_cast<int64_t>(buf.size())));
+    const size_t n = std::fread(buf.data(), 1, want, f.get());
+    if (n == 0) break;
+    sha->update(buf.data(), n);
+    hashed += static_cast<int64_t>(n);
+  }
+  if (std::ferror(f.get()) || (limit >= 0 && hashed < limit))
+    return make_error(ErrorCode::kIo, "reading '" + path + "' to hash it failed after " + std::to_string(hashed) + " bytes");
+  return Ok{};
+}
+
+Result<std::string> sha256_file(const std::string& path) {
+  Sha256 sha;
+  HFS_TRY(hash_file(path, -1, &sha));
   return sha.hex_digest();
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "hfstatic/error.h"
@@ -28,7 +29,11 @@ class Sha256 {
   evp_md_ctx_st* ctx_;
 };
 
-// The sha256 of a whole file, read in 1 MiB pieces; kIo naming the file if it cannot be read.
+// Feeds `sha` the first `limit` bytes of a file (all of it when limit < 0), read in 1 MiB pieces; kIo naming
+// the file if it cannot be read or is shorter than `limit`.
+[[nodiscard]] Status hash_file(const std::string& path, int64_t limit, Sha256* sha);
+
+// The sha256 of a whole file (hash_file over all of it).
 Result<std::string> sha256_file(const std::string& path);
 
 }  // namespace hfs::hub
