@@ -63,20 +63,11 @@ std::string class_char(uint32_t cp) {
   return hex_escape(cp);
 }
 
-std::string literal(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 // A GBNF class for non-empty `ranges` (negated when that is shorter), or a literal for one code point.
 std::string class_text(const std::vector<CpRange>& ranges) {
   if (ranges.size() == 1 && ranges[0].lo == ranges[0].hi) {
     const uint32_t cp = ranges[0].lo;
-    if (cp == '"' || cp == '\\') return literal(std::string(1, static_cast<char>(cp)));
+    if (cp == '"' || cp == '\\') return gbnf_literal(std::string(1, static_cast<char>(cp)));
     return "\"" + (printable_ascii(cp) ? std::string(1, static_cast<char>(cp)) : hex_escape(cp)) + "\"";
   }
   const std::vector<CpRange> comp = complement(ranges);
@@ -132,6 +123,26 @@ std::string json_class(const std::vector<CpRange>& ranges, bool& alternation) {
 }
 
 }  // namespace
+
+std::string gbnf_literal(std::string_view s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') out += '\\', out += ch;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
 
 Result<std::vector<GbnfRule>> json_pattern_rules(std::string_view pattern,
                                                  const std::function<std::string(const std::string&)>& name) {

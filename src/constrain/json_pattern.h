@@ -32,4 +32,8 @@ struct GbnfRule {
 [[nodiscard]] Result<std::vector<GbnfRule>> json_pattern_rules(std::string_view pattern,
                                                                const std::function<std::string(const std::string&)>& name);
 
+// `s` as a GBNF string literal: quotes, backslashes and control characters escaped, other UTF-8 as it is
+// (what the JSON Schema and pattern writers put in their rules).
+std::string gbnf_literal(std::string_view s);
+
 }  // namespace hfs

@@ -71,27 +71,6 @@ bool value_has_type(const json& v, const json& type) {
          (t == "null" && v.is_null()) || (t == "object" && v.is_object()) || (t == "array" && v.is_array());
 }
 
-// `s` as a GBNF string literal: quotes, backslashes and control characters escaped, other UTF-8 as it is.
-std::string literal(std::string_view s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') out += '\\', out += ch;
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
 // A rule name from a schema path: GBNF names are letters, digits and '-'.
 std::string rule_name(std::string_view hint) {
   std::string out;
@@ -221,7 +200,7 @@ class Converter {
           if (s.contains("type") && !value_has_type(v, s.at("type")))
             return error(path, std::string("\"") + key + "\" value " + v.dump() + " is not of \"type\" " +
                                    s.at("type").dump() + " (no document could be both)");
-          alts += (alts.empty() ? "" : " | ") + literal(v.dump());
+          alts += (alts.empty() ? "" : " | ") + gbnf_literal(v.dump());
         }
         return "(" + alts + ") " + use("ws");
       }
@@ -325,7 +304,7 @@ class Converter {
     for (const std::string& k : keys) {
       const json& sub = props.contains(k) ? props.at(k) : json(true);
       HFS_ASSIGN_OR_RETURN(std::string v, visit(sub, path + "/properties/" + pointer_token(k), hint + "-" + k));
-      kv.push_back(literal(json(k).dump()) + " \":\" ws " + v);
+      kv.push_back(gbnf_literal(json(k).dump()) + " \":\" ws " + v);
     }
     // after[i]: properties i.. once one is written (each led by a comma), a rule when optional ones make it
     // more than a sequence; rules, not nested copies, keep the grammar linear in the property count.
