@@ -9,6 +9,9 @@
 //   build/kernel_bench attention  # prefill attention only: blocked vs per-row kernel
 //   build/kernel_bench attention-rows  # 8 decode rows of 8 sequences in a pool of 8×512 vs
 //                                 # 8×4096 slots, each row over its own slots vs the union; mask scan costs
+//   build/kernel_bench attention-decode [B] [L] [hot]  # a decode step's attention, B rows of B sequences
+//                                 # of L tokens (Qwen2.5-0.5B heads, 24 layers of caches from DRAM, or with
+//                                 # `hot` one layer's cache 24 times), 1 / 2 threads
 //   build/kernel_bench gemm       # integer prefill GEMMs: AVX-512 VNNI vs AMX tiles, AMX block costs
 //   build/kernel_bench pack       # load-time weight packing: portable loop vs AVX-512
 //   build/kernel_bench quant      # prefill activation quantization on the caller vs on the pool
@@ -189,6 +192,48 @@ std::pair<double, double> attention_rows_case(ThreadPool& pool, const std::vecto
               uni2 * 1e6, walks_own_slots(a, live, sc) ? "own slots" : "union",
               scan * 1e6, union_scan * 1e6);
   return {own1, own2};
+}
+
+// A decode step's attention as the model runs it: Qwen2.5-0.5B heads (14/2, D = 64), f16 caches, 24 layers
+// of distinct caches (so every layer streams its K/V from DRAM, as between two steps the weights evict
+// them), `rows` rows of `rows` sequences of `len` tokens in a pool of `rows` × `per_seq` slots, each row
+// over its own slots. Best-of step time on 1 and 2 threads and the K/V bytes the rows read per second.
+void attention_decode(int64_t rows, int64_t len, bool hot) {
+  const int64_t hq = 14, hkv = 2, d = 64, layers = 24, per_seq = 640, S = rows * per_seq;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> q(rows * hq * d), out(rows * hq * d), mask(rows * S, -1e30f);
+  for (auto& v : q) v = nd(rng);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < len; ++j) mask[r * S + r * per_seq + j] = 0.0f;
+  std::vector<std::vector<uint16_t>> kc(layers), vc(layers);  // [layers][hkv, S, d]
+  for (int64_t l = 0; l < layers; ++l) {
+    kc[l].resize(hkv * S * d);
+    vc[l].resize(hkv * S * d);
+    for (auto& v : kc[l]) v = f32_to_f16(nd(rng));
+    for (auto& v : vc[l]) v = f32_to_f16(nd(rng));
+  }
+  LiveSlots live(rows, S);
+  scan_live_slots(mask.data(), live);
+  const double bytes = static_cast<double>(layers * rows * len * hkv * d * 2 * 2);
+  std::printf("attention decode: %lld rows x %lld slots, 24 layers, %.1f MB of K/V per step\n",
+              static_cast<long long>(rows), static_cast<long long>(len), bytes / 1e6);
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    AttentionScratch sc(threads, hq / hkv, S, d, 0, rows);
+    AttentionArgs a;
+    a.q = q.data(); a.kv_dtype = DType::kF16; a.mask = mask.data(); a.out = out.data();
+    a.t = rows; a.hq = hq; a.hkv = hkv; a.s = S; a.d = d; a.scale = 0.125f;
+    const double t = seconds_best(std::getenv("REPS") ? std::atoi(std::getenv("REPS")) : 30, [&] {
+      for (int64_t l = 0; l < layers; ++l) {
+        a.k = kc[hot ? 0 : l].data();
+        a.v = vc[hot ? 0 : l].data();
+        attention(a, live, sc, threads > 1 ? &pool : nullptr, RowPath::kOwn);
+      }
+    });
+    std::printf("  %d thread(s): %.3f ms per step (%.3f ms per row), %.1f GB/s of K/V\n", threads, t * 1e3,
+                t * 1e3 / static_cast<double>(rows), bytes / t / 1e9);
+  }
 }
 
 void attention_rows(ThreadPool& pool) {
@@ -842,6 +887,11 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "attention-rows") == 0) {
     ThreadPool pool(2);
     attention_rows(pool);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "attention-decode") == 0) {
+    attention_decode(argc > 2 ? std::atoi(argv[2]) : 8, argc > 3 ? std::atoi(argv[3]) : 576,
+                     argc > 4 && std::strcmp(argv[4], "hot") == 0);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "extra") == 0) {

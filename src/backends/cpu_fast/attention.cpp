@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "backends/cpu_fast/attention_kernels.h"
 #include "backends/cpu_fast/cpu_features.h"
@@ -15,11 +16,11 @@ namespace {
 // (row, head) lanes per prefill block: two vectors' worth (attn_block_avx512 takes up to 32).
 constexpr int kBlockLanes = 32;
 
-// Split decode so there are about this many tasks per thread (work stealing evens out the rest), but
-// never into ranges shorter than kMinSplitSlots (each range costs a partial write and a merge).
-constexpr int64_t kSplitTasksPerThread = 4;
+// Decode splits a row's units into ranges of at least kMinSplitSlots slots (each range costs a partial
+// write and a merge), and into at most this many tasks per thread (what AttentionScratch holds).
 constexpr int64_t kMinSplitSlots = 64;
-int64_t max_split_tasks(int threads) { return (kSplitTasksPerThread + 2) * threads; }
+constexpr int64_t kMaxSplitTasksPerThread = 6;
+int64_t max_split_tasks(int threads) { return kMaxSplitTasksPerThread * threads; }
 
 struct Kernels {
   detail::ScoresFn scores;
@@ -265,14 +266,17 @@ UnionKernel union_kernel(const AttentionArgs& a, const AttentionScratch& scratch
 
 // How many slot ranges a (row, kv head) unit of a row that sees n slots is split into on `threads`
 // threads, from the row alone: decode has only Hkv units (often fewer than twice the threads), so each is
-// split into ranges merged exactly afterwards (flash-decoding). Up to kRowInvariantRows rows a step splits
-// every row as decode would (the split changes the rounding, and a verified draft row must compute what
-// decode computes); above, the rows of a prefill chunk are units enough and stay whole.
+// split into ranges merged exactly afterwards (flash-decoding). Just enough ranges that Hkv × ranges is a
+// multiple of the threads, so each thread takes the same number of equal tasks: long ranges keep each
+// core's K/V stream long enough for the prefetchers, which several short ranges per thread starve
+// (docs/cpu-fast-backend.md, Attention). Up to kRowInvariantRows rows a step splits every row as decode would (the
+// split changes the rounding, and a verified draft row must compute what decode computes); above, the
+// rows of a prefill chunk are units enough and stay whole.
 int64_t split_parts(const AttentionArgs& a, const AttentionScratch& scratch, int threads, int64_t n) {
   const int g = static_cast<int>(a.hq / a.hkv);
   if (threads <= 1 || a.hkv >= 2 * threads || scratch.group != g || scratch.d != a.d) return 1;
   if (a.t > kRowInvariantRows) return 1;
-  const int64_t parts = std::min((kSplitTasksPerThread * threads + a.hkv - 1) / a.hkv, n / kMinSplitSlots);
+  const int64_t parts = std::min<int64_t>(threads / std::gcd<int64_t>(a.hkv, threads), n / kMinSplitSlots);
   return std::clamp<int64_t>(parts, 1, max_split_tasks(threads) / a.hkv);
 }
 

@@ -48,100 +48,175 @@ inline void prefetch_rows(const void* base, bool f16, const int32_t* slots, int 
   }
 }
 
-// Heads per pass so that HB·ND query (or accumulator) vectors plus ND K/V vectors fit the 32 registers.
-template <int ND>
-constexpr int heads_per_pass() { return ND <= 4 ? 4 : ND <= 8 ? 2 : 1; }
-
-// Sums of 8 vectors → one 8-float vector (lane i = Σ a[i]): a transposing add tree of 24 shuffles/adds,
-// 3 per sum, where _mm512_reduce_add_ps costs ~8 per sum.
-inline __m256 reduce8(const __m512 a[8]) {
-  __m512 b[4];
-  for (int k = 0; k < 4; ++k)  // per 128-bit lane: (x, y, x, y) partials of a[2k] and a[2k+1]
-    b[k] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * k], a[2 * k + 1]), _mm512_unpackhi_ps(a[2 * k], a[2 * k + 1]));
-  __m512 c[2];
-  for (int j = 0; j < 2; ++j) {  // per 128-bit lane: partials of a[4j..4j+3]
-    const __m512d lo = _mm512_unpacklo_pd(_mm512_castps_pd(b[2 * j]), _mm512_castps_pd(b[2 * j + 1]));
-    const __m512d hi = _mm512_unpackhi_pd(_mm512_castps_pd(b[2 * j]), _mm512_castps_pd(b[2 * j + 1]));
-    c[j] = _mm512_add_ps(_mm512_castpd_ps(lo), _mm512_castpd_ps(hi));  // moved as pairs, added as floats
+// 16 rows of 16 floats → 16 columns: r[e] lane s = r_in[s] lane e (unpack 32- then 64-bit pairs within
+// 128-bit lanes, then gather the 128-bit lanes: 64 shuffles).
+inline void transpose16(__m512 r[16]) {
+  __m512 a[16], b[16];
+  for (int i = 0; i < 8; ++i) {
+    a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
   }
-  // 128-bit lanes: [c0.L0+c0.L1, c0.L2+c0.L3, c1.L0+c1.L1, c1.L2+c1.L3], then the two halves of each.
-  const __m512 d = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                 _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512 e = _mm512_add_ps(_mm512_shuffle_f32x4(d, d, _MM_SHUFFLE(2, 0, 2, 0)),
-                                 _mm512_shuffle_f32x4(d, d, _MM_SHUFFLE(3, 1, 3, 1)));
-  return _mm512_castps512_ps256(e);
+  for (int i = 0; i < 4; ++i) {  // b[4i + j], 128-bit lane L: rows 4i..4i+3 of column 4L + j
+    const __m512d lo0 = _mm512_castps_pd(a[4 * i]), lo1 = _mm512_castps_pd(a[4 * i + 2]);
+    const __m512d hi0 = _mm512_castps_pd(a[4 * i + 1]), hi1 = _mm512_castps_pd(a[4 * i + 3]);
+    b[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo0, lo1));
+    b[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo0, lo1));
+    b[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi0, hi1));
+    b[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi0, hi1));
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512 u0 = _mm512_shuffle_f32x4(b[j], b[4 + j], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 u1 = _mm512_shuffle_f32x4(b[j], b[4 + j], _MM_SHUFFLE(3, 1, 3, 1));
+    const __m512 v0 = _mm512_shuffle_f32x4(b[8 + j], b[12 + j], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 v1 = _mm512_shuffle_f32x4(b[8 + j], b[12 + j], _MM_SHUFFLE(3, 1, 3, 1));
+    r[j] = _mm512_shuffle_f32x4(u0, v0, _MM_SHUFFLE(2, 0, 2, 0));
+    r[8 + j] = _mm512_shuffle_f32x4(u0, v0, _MM_SHUFFLE(3, 1, 3, 1));
+    r[4 + j] = _mm512_shuffle_f32x4(u1, v1, _MM_SHUFFLE(2, 0, 2, 0));
+    r[12 + j] = _mm512_shuffle_f32x4(u1, v1, _MM_SHUFFLE(3, 1, 3, 1));
+  }
 }
 
-// HB heads × 8 slots: each K vector is loaded once for the HB heads, each head's q vector once for the 8
-// slots, and the 8·HB dot products are reduced by the add tree (HB·8 accumulators + 8 K vectors fit
-// the 32 registers for HB ≤ 2).
-template <int ND, int HB>
-inline void scores_block8(const float* q, const void* k, bool f16, const int32_t* slots, int64_t n, float* out) {
+// Heads whose scores one pass over a block of 16 slots keeps in registers beside the 16 transposed K vectors.
+constexpr int kScoreHeads = 8;
+
+// HB heads' scores of the block of m ≤ 16 slots at slots[0, m): out row h at out + h·n.
+template <int ND, int HB, bool F16>
+inline void scores_block16(const float* q, const void* k, const int32_t* slots, int m, int64_t n, float* out) {
   constexpr int64_t d = 16 * ND;
-  __m512 acc[HB][8];
-  for (int h = 0; h < HB; ++h)
-    for (int s = 0; s < 8; ++s) acc[h][s] = _mm512_setzero_ps();
-  for (int e = 0; e < ND; ++e) {
-    __m512 kv[8];
-    for (int s = 0; s < 8; ++s) kv[s] = load_row(k, f16, static_cast<int64_t>(slots[s]) * d + 16 * e);
-    for (int h = 0; h < HB; ++h) {
-      const __m512 qv = _mm512_loadu_ps(q + h * d + 16 * e);
-      for (int s = 0; s < 8; ++s) acc[h][s] = _mm512_fmadd_ps(qv, kv[s], acc[h][s]);
+  __m512 acc[HB];
+#pragma GCC unroll 16
+  for (int h = 0; h < HB; ++h) acc[h] = _mm512_setzero_ps();
+#pragma GCC unroll 1
+  for (int c = 0; c < ND; ++c) {
+    __m512 kt[16];
+    if (m == 16) {
+#pragma GCC unroll 16
+      for (int r = 0; r < 16; ++r) kt[r] = load_row(k, F16, static_cast<int64_t>(slots[r]) * d + 16 * c);
+    } else {
+#pragma GCC unroll 16
+      for (int r = 0; r < 16; ++r)
+        kt[r] = r < m ? load_row(k, F16, static_cast<int64_t>(slots[r]) * d + 16 * c) : _mm512_setzero_ps();
     }
+    transpose16(kt);
+    const float* qc = q + 16 * c;
+#pragma GCC unroll 16
+    for (int e = 0; e < 16; ++e)
+#pragma GCC unroll 16
+      for (int h = 0; h < HB; ++h) acc[h] = _mm512_fmadd_ps(_mm512_set1_ps(qc[h * d + e]), kt[e], acc[h]);
   }
-  for (int h = 0; h < HB; ++h) _mm256_storeu_ps(out + h * n, reduce8(acc[h]));
+  const __mmask16 mk = tail_mask(m);
+#pragma GCC unroll 16
+  for (int h = 0; h < HB; ++h) _mm512_mask_storeu_ps(out + h * n, mk, acc[h]);
 }
 
-// D = 16·ND: blocks of 8 slots for pairs of heads; the last < 8 slots one at a time.
+template <int ND, int HB, bool F16>
+void scores_heads(const float* q, const void* k, const int32_t* slots, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; i += 16) {
+    if (i + kSlotsAhead + 16 <= n) prefetch_rows<ND>(k, F16, slots + i + kSlotsAhead, 16);
+    scores_block16<ND, HB, F16>(q, k, slots + i, static_cast<int>(std::min<int64_t>(16, n - i)), n, out + i);
+  }
+}
+
+template <int ND, int HB>
+void scores_heads(const float* q, const void* k, bool f16, const int32_t* slots, int64_t n, float* out) {
+  if (f16)
+    scores_heads<ND, HB, true>(q, k, slots, n, out);
+  else
+    scores_heads<ND, HB, false>(q, k, slots, n, out);
+}
+
+// D = 16·ND, slots along the lanes: a block of 16 K rows is widened and transposed once (per 16-float
+// column chunk) and every head's 16 scores grow by one FMA per dimension with the query element broadcast.
+// Each score is then the plain FMA chain q[0]·k[0], + q[1]·k[1], ... over d in order — no horizontal sums —
+// the same number whichever lanes (slots, heads or rows) a kernel lays it along.
 template <int ND>
 void scores_nd(const float* q, int g, const void* k, bool f16, const int32_t* slots, int64_t n, float* out) {
   constexpr int64_t d = 16 * ND;
-  for (int j0 = 0; j0 < g; j0 += 2) {
-    const int hb = g - j0 < 2 ? 1 : 2;
+  for (int j0 = 0; j0 < g; j0 += kScoreHeads) {
     const float* qj = q + j0 * d;
     float* oj = out + j0 * n;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      if (i + kSlotsAhead + 8 <= n) prefetch_rows<ND>(k, f16, slots + i + kSlotsAhead, 8);
-      if (hb == 2)
-        scores_block8<ND, 2>(qj, k, f16, slots + i, n, oj + i);
-      else
-        scores_block8<ND, 1>(qj, k, f16, slots + i, n, oj + i);
-    }
-    for (; i < n; ++i) {
-      const int64_t base = static_cast<int64_t>(slots[i]) * d;
-      for (int h = 0; h < hb; ++h) {
-        __m512 acc = _mm512_setzero_ps();
-        for (int e = 0; e < ND; ++e) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qj + h * d + 16 * e), load_row(k, f16, base + 16 * e), acc);
-        oj[h * n + i] = _mm512_reduce_add_ps(acc);
-      }
+    switch (std::min(kScoreHeads, g - j0)) {
+      case 1: scores_heads<ND, 1>(qj, k, f16, slots, n, oj); break;
+      case 2: scores_heads<ND, 2>(qj, k, f16, slots, n, oj); break;
+      case 3: scores_heads<ND, 3>(qj, k, f16, slots, n, oj); break;
+      case 4: scores_heads<ND, 4>(qj, k, f16, slots, n, oj); break;
+      case 5: scores_heads<ND, 5>(qj, k, f16, slots, n, oj); break;
+      case 6: scores_heads<ND, 6>(qj, k, f16, slots, n, oj); break;
+      case 7: scores_heads<ND, 7>(qj, k, f16, slots, n, oj); break;
+      default: scores_heads<ND, 8>(qj, k, f16, slots, n, oj); break;
     }
   }
 }
 
-// Accumulators for HB heads × D stay in registers across all slots; each V row is loaded once per pass.
+// HB heads' sums out_h += Σ_i p[h][i]·V[slots[i]] over the EC column chunks [c0, c0 + EC) of D (p rows n
+// apart): the HB × EC accumulators and the HB weights of a slot stay in registers across all slots, and
+// each V vector is loaded once for the HB heads.
+template <int ND, int HB, int EC, bool F16>
+void accum_tile(const float* p, const void* v, const int32_t* slots, int64_t n, int c0, float* out) {
+  constexpr int64_t d = 16 * ND;
+  __m512 acc[HB][EC];
+#pragma GCC unroll 16
+  for (int h = 0; h < HB; ++h)
+#pragma GCC unroll 16
+    for (int e = 0; e < EC; ++e) acc[h][e] = _mm512_loadu_ps(out + h * d + 16 * (c0 + e));
+  for (int64_t i = 0; i < n; ++i) {
+    if (c0 == 0 && i + kSlotsAhead < n) prefetch_rows<ND>(v, F16, slots + i + kSlotsAhead, 1);  // whole rows, once
+    const int64_t base = static_cast<int64_t>(slots[i]) * d + 16 * c0;
+    __m512 w[HB];
+#pragma GCC unroll 16
+    for (int h = 0; h < HB; ++h) w[h] = _mm512_set1_ps(p[h * n + i]);
+#pragma GCC unroll 16
+    for (int e = 0; e < EC; ++e) {
+      const __m512 vv = load_row(v, F16, base + 16 * e);
+#pragma GCC unroll 16
+      for (int h = 0; h < HB; ++h) acc[h][e] = _mm512_fmadd_ps(w[h], vv, acc[h][e]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int h = 0; h < HB; ++h)
+#pragma GCC unroll 16
+    for (int e = 0; e < EC; ++e) _mm512_storeu_ps(out + h * d + 16 * (c0 + e), acc[h][e]);
+}
+
+// Column chunks per pass for HB heads: HB·EC accumulators, HB weights and a V vector within the 32
+// registers, EC dividing ND.
+template <int ND, int HB>
+constexpr int chunks_per_pass() {
+  int ec = ND;
+  while (HB * ec + HB + 1 > 32 || ND % ec != 0) --ec;
+  return ec;
+}
+
+// Up to 8 heads per pass over the slots, split into passes over column chunks when their accumulators
+// would not fit the registers (Qwen2.5's 7 heads × 64: two passes of 32 columns, each reading its own
+// half of every V row).
+template <int ND, int HB>
+void accum_heads(const float* p, const void* v, bool f16, const int32_t* slots, int64_t n, float* out) {
+  constexpr int EC = chunks_per_pass<ND, HB>();
+  for (int c0 = 0; c0 < ND; c0 += EC) {
+    if (f16)
+      accum_tile<ND, HB, EC, true>(p, v, slots, n, c0, out);
+    else
+      accum_tile<ND, HB, EC, false>(p, v, slots, n, c0, out);
+  }
+}
+
 template <int ND>
 void accum_nd(const float* p, int g, const void* v, bool f16, const int32_t* slots, int64_t n, float* out) {
-  constexpr int HB = heads_per_pass<ND>();
   constexpr int64_t d = 16 * ND;
-  for (int j0 = 0; j0 < g; j0 += HB) {
-    const int hb = g - j0 < HB ? g - j0 : HB;
-    __m512 acc[HB][ND];
-    for (int h = 0; h < HB; ++h)
-      for (int e = 0; e < ND; ++e) acc[h][e] = h < hb ? _mm512_loadu_ps(out + (j0 + h) * d + 16 * e) : _mm512_setzero_ps();
-    for (int64_t i = 0; i < n; ++i) {
-      if (i + kSlotsAhead < n) prefetch_rows<ND>(v, f16, slots + i + kSlotsAhead, 1);
-      const int64_t base = static_cast<int64_t>(slots[i]) * d;
-      __m512 vv[ND];
-      for (int e = 0; e < ND; ++e) vv[e] = load_row(v, f16, base + 16 * e);
-      for (int h = 0; h < HB; ++h) {
-        if (h >= hb) break;
-        const __m512 w = _mm512_set1_ps(p[(j0 + h) * n + i]);
-        for (int e = 0; e < ND; ++e) acc[h][e] = _mm512_fmadd_ps(w, vv[e], acc[h][e]);
-      }
+  for (int j0 = 0; j0 < g; j0 += 8) {
+    const float* pj = p + j0 * n;
+    float* oj = out + j0 * d;
+    switch (std::min(8, g - j0)) {
+      case 1: accum_heads<ND, 1>(pj, v, f16, slots, n, oj); break;
+      case 2: accum_heads<ND, 2>(pj, v, f16, slots, n, oj); break;
+      case 3: accum_heads<ND, 3>(pj, v, f16, slots, n, oj); break;
+      case 4: accum_heads<ND, 4>(pj, v, f16, slots, n, oj); break;
+      case 5: accum_heads<ND, 5>(pj, v, f16, slots, n, oj); break;
+      case 6: accum_heads<ND, 6>(pj, v, f16, slots, n, oj); break;
+      case 7: accum_heads<ND, 7>(pj, v, f16, slots, n, oj); break;
+      default: accum_heads<ND, 8>(pj, v, f16, slots, n, oj); break;
     }
-    for (int h = 0; h < hb; ++h)
-      for (int e = 0; e < ND; ++e) _mm512_storeu_ps(out + (j0 + h) * d + 16 * e, acc[h][e]);
   }
 }
 

@@ -131,6 +131,10 @@ TEST_P(CpuFastAttention, DecodeSplitOverSlotRangesMatchesReference) {
     run_case({1, 2, 1, 300, 256, f16, 0.0f, causal_mask(1, 300, 290)}, 2);
     run_case({1, 4, 2, 333, 40, f16, 0.0f, causal_mask(1, 333, 300)}, 2);
     run_case({1, 9, 3, 700, 64, f16, 3.0f, causal_mask(1, 700, 650)}, 2);   // softcap
+    // More than 8 heads per kv head (two passes of scores and sums), sums split over column chunks.
+    run_case({1, 12, 1, 200, 64, f16, 0.0f, causal_mask(1, 200, 170)}, 2);
+    run_case({1, 10, 1, 150, 128, f16, 0.0f, causal_mask(1, 150, 149)}, 2);
+    run_case({1, 10, 2, 90, 256, f16, 0.0f, causal_mask(1, 90, 77)}, 2);
   }
   // Two rows, one kv head: row 0 sees only the first 10 slots, so most ranges hold nothing it can see;
   // a scattered ring-buffer-like mask with hidden holes inside the live range.
