@@ -110,7 +110,7 @@ void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q
     std::fill(sum, sum + g, 0.0f);
     return;
   }
-  kn.scores(q, g, kb, f16, a.d, live, n, sc);
+  kn.scores(q, g, kb, vb, f16, a.d, live, n, sc);
   bool any = false;
   for (int j = 0; j < g; ++j) {
     sum[j] = softmax_row(a, kn, sc + j * n, n, mrow, live, &mx[j]);
@@ -222,7 +222,7 @@ void row_block_attention(const AttentionArgs& a, const Kernels& kn, const int32_
     if (n > 0) {
       for (int r = 0; r < rows; ++r)
         std::memcpy(qb + r * g * d, a.q + ((r0 + r) * a.hq + h * g) * d, static_cast<size_t>(g * d) * sizeof(float));
-      kn.scores(qb, nv, kb, f16, d, live, n, sc);
+      kn.scores(qb, nv, kb, vb, f16, d, live, n, sc);
       bool any = false;
       for (int v = 0; v < nv; ++v) {
         sum[v] = softmax_row(a, kn, sc + v * n, n, mask0 + (v / g) * S, live, &mx[v]);

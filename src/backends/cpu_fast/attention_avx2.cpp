@@ -255,8 +255,8 @@ inline __m256 exp_nonpositive(__m256 x) {
 
 }  // namespace
 
-void attn_scores_avx2(const float* q, int g, const void* k, bool f16, int64_t d, const int32_t* slots, int64_t n,
-                      float* out) {
+void attn_scores_avx2(const float* q, int g, const void* k, const void* /*then*/, bool f16, int64_t d,
+                      const int32_t* slots, int64_t n, float* out) {
   switch (d) {
     case 32: return scores_nd<4>(q, g, k, f16, slots, n, out);
     case 64: return scores_nd<8>(q, g, k, f16, slots, n, out);

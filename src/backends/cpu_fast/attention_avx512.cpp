@@ -109,20 +109,26 @@ inline void scores_block16(const float* q, const void* k, const int32_t* slots, 
   for (int h = 0; h < HB; ++h) _mm512_mask_storeu_ps(out + h * n, mk, acc[h]);
 }
 
+// The V rows (`then`) are prefetched with the K rows: P·V reads them right after the scores, and one
+// stream's prefetch running ahead of the other keeps more of the row's K/V in flight than K's alone.
 template <int ND, int HB, bool F16>
-void scores_heads(const float* q, const void* k, const int32_t* slots, int64_t n, float* out) {
+void scores_heads(const float* q, const void* k, const void* then, const int32_t* slots, int64_t n, float* out) {
   for (int64_t i = 0; i < n; i += 16) {
-    if (i + kSlotsAhead + 16 <= n) prefetch_rows<ND>(k, F16, slots + i + kSlotsAhead, 16);
+    if (i + kSlotsAhead + 16 <= n) {
+      prefetch_rows<ND>(k, F16, slots + i + kSlotsAhead, 16);
+      if (then != nullptr) prefetch_rows<ND>(then, F16, slots + i + kSlotsAhead, 16);
+    }
     scores_block16<ND, HB, F16>(q, k, slots + i, static_cast<int>(std::min<int64_t>(16, n - i)), n, out + i);
   }
 }
 
 template <int ND, int HB>
-void scores_heads(const float* q, const void* k, bool f16, const int32_t* slots, int64_t n, float* out) {
+void scores_heads(const float* q, const void* k, const void* then, bool f16, const int32_t* slots, int64_t n,
+                  float* out) {
   if (f16)
-    scores_heads<ND, HB, true>(q, k, slots, n, out);
+    scores_heads<ND, HB, true>(q, k, then, slots, n, out);
   else
-    scores_heads<ND, HB, false>(q, k, slots, n, out);
+    scores_heads<ND, HB, false>(q, k, then, slots, n, out);
 }
 
 // D = 16·ND, slots along the lanes: a block of 16 K rows is widened and transposed once (per 16-float
@@ -130,20 +136,22 @@ void scores_heads(const float* q, const void* k, bool f16, const int32_t* slots,
 // Each score is then the plain FMA chain q[0]·k[0], + q[1]·k[1], ... over d in order — no horizontal sums —
 // the same number whichever lanes (slots, heads or rows) a kernel lays it along.
 template <int ND>
-void scores_nd(const float* q, int g, const void* k, bool f16, const int32_t* slots, int64_t n, float* out) {
+void scores_nd(const float* q, int g, const void* k, const void* then, bool f16, const int32_t* slots, int64_t n,
+               float* out) {
   constexpr int64_t d = 16 * ND;
   for (int j0 = 0; j0 < g; j0 += kScoreHeads) {
     const float* qj = q + j0 * d;
     float* oj = out + j0 * n;
+    if (j0 > 0) then = nullptr;  // prefetched on the first pass
     switch (std::min(kScoreHeads, g - j0)) {
-      case 1: scores_heads<ND, 1>(qj, k, f16, slots, n, oj); break;
-      case 2: scores_heads<ND, 2>(qj, k, f16, slots, n, oj); break;
-      case 3: scores_heads<ND, 3>(qj, k, f16, slots, n, oj); break;
-      case 4: scores_heads<ND, 4>(qj, k, f16, slots, n, oj); break;
-      case 5: scores_heads<ND, 5>(qj, k, f16, slots, n, oj); break;
-      case 6: scores_heads<ND, 6>(qj, k, f16, slots, n, oj); break;
-      case 7: scores_heads<ND, 7>(qj, k, f16, slots, n, oj); break;
-      default: scores_heads<ND, 8>(qj, k, f16, slots, n, oj); break;
+      case 1: scores_heads<ND, 1>(qj, k, then, f16, slots, n, oj); break;
+      case 2: scores_heads<ND, 2>(qj, k, then, f16, slots, n, oj); break;
+      case 3: scores_heads<ND, 3>(qj, k, then, f16, slots, n, oj); break;
+      case 4: scores_heads<ND, 4>(qj, k, then, f16, slots, n, oj); break;
+      case 5: scores_heads<ND, 5>(qj, k, then, f16, slots, n, oj); break;
+      case 6: scores_heads<ND, 6>(qj, k, then, f16, slots, n, oj); break;
+      case 7: scores_heads<ND, 7>(qj, k, then, f16, slots, n, oj); break;
+      default: scores_heads<ND, 8>(qj, k, then, f16, slots, n, oj); break;
     }
   }
 }
@@ -229,12 +237,12 @@ inline __m512 exp_nonpositive(__m512 x) {
 
 }  // namespace
 
-void attn_scores_avx512(const float* q, int g, const void* k, bool f16, int64_t d, const int32_t* slots, int64_t n,
-                        float* out) {
+void attn_scores_avx512(const float* q, int g, const void* k, const void* then, bool f16, int64_t d,
+                        const int32_t* slots, int64_t n, float* out) {
   switch (d) {
-    case 64: return scores_nd<4>(q, g, k, f16, slots, n, out);
-    case 128: return scores_nd<8>(q, g, k, f16, slots, n, out);
-    case 256: return scores_nd<16>(q, g, k, f16, slots, n, out);
+    case 64: return scores_nd<4>(q, g, k, then, f16, slots, n, out);
+    case 128: return scores_nd<8>(q, g, k, then, f16, slots, n, out);
+    case 256: return scores_nd<16>(q, g, k, then, f16, slots, n, out);
     default: break;
   }
   for (int64_t i = 0; i < n; ++i) {

@@ -7,9 +7,10 @@
 
 namespace hfs::cpu_fast::detail {
 
-// out[j][i] = q_j · k[slots[i]] for j < g (q_j = q + j·d), i < n; k rows are d long.
-using ScoresFn = void (*)(const float* q, int g, const void* k, bool f16, int64_t d, const int32_t* slots, int64_t n,
-                          float* out);
+// out[j][i] = q_j · k[slots[i]] for j < g (q_j = q + j·d), i < n; k rows are d long. `then` (may be
+// null): the cache read next over the same slots (V), whose rows a kernel may prefetch with K's.
+using ScoresFn = void (*)(const float* q, int g, const void* k, const void* then, bool f16, int64_t d,
+                          const int32_t* slots, int64_t n, float* out);
 // out_j += Σ_i p[j][i] · v[slots[i]] for j < g (out_j = out + j·d).
 using AccumFn = void (*)(const float* p, int g, const void* v, bool f16, int64_t d, const int32_t* slots, int64_t n,
                          float* out);
@@ -56,9 +57,9 @@ inline bool attn_block_supports(int64_t d) {
 }
 void attn_block_avx512(const AttnBlock& b);
 
-void attn_scores_scalar(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
-void attn_scores_avx2(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
-void attn_scores_avx512(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
+void attn_scores_scalar(const float*, int, const void*, const void*, bool, int64_t, const int32_t*, int64_t, float*);
+void attn_scores_avx2(const float*, int, const void*, const void*, bool, int64_t, const int32_t*, int64_t, float*);
+void attn_scores_avx512(const float*, int, const void*, const void*, bool, int64_t, const int32_t*, int64_t, float*);
 void attn_accum_scalar(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
 void attn_accum_avx2(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
 void attn_accum_avx512(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);

@@ -7,8 +7,8 @@
 
 namespace hfs::cpu_fast::detail {
 
-void attn_scores_scalar(const float* q, int g, const void* k, bool f16, int64_t d, const int32_t* slots, int64_t n,
-                        float* out) {
+void attn_scores_scalar(const float* q, int g, const void* k, const void* /*then*/, bool f16, int64_t d,
+                        const int32_t* slots, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t base = static_cast<int64_t>(slots[i]) * d;
     for (int j = 0; j < g; ++j) {
