@@ -156,6 +156,72 @@ void scores_nd(const float* q, int g, const void* k, const void* then, bool f16,
   }
 }
 
+// Any other D (SmolLM-style small heads, D = 8 on stories260K): the same slots-along-the-lanes scores,
+// each 16-column chunk of the K rows loaded masked (the last one partial) and transposed, and only the
+// chunk's real columns taking an FMA: every score is still the plain chain over D in order.
+template <int HB, bool F16>
+void scores_any(const float* q, const void* k, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const int m = static_cast<int>(std::min<int64_t>(16, n - i));
+    __m512 acc[HB];
+#pragma GCC unroll 16
+    for (int h = 0; h < HB; ++h) acc[h] = _mm512_setzero_ps();
+    for (int64_t c0 = 0; c0 < d; c0 += 16) {
+      const int ec = static_cast<int>(std::min<int64_t>(16, d - c0));
+      const __mmask16 mk = tail_mask(ec);
+      __m512 kt[16];
+#pragma GCC unroll 16
+      for (int r = 0; r < 16; ++r)
+        kt[r] = r < m ? load16(k, F16, static_cast<int64_t>(slots[i + r]) * d + c0, mk) : _mm512_setzero_ps();
+      transpose16(kt);
+#pragma GCC unroll 16
+      for (int e = 0; e < 16; ++e) {
+        if (e >= ec) break;
+#pragma GCC unroll 16
+        for (int h = 0; h < HB; ++h) acc[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * d + c0 + e]), kt[e], acc[h]);
+      }
+    }
+    const __mmask16 om = tail_mask(m);
+#pragma GCC unroll 16
+    for (int h = 0; h < HB; ++h) _mm512_mask_storeu_ps(out + h * n + i, om, acc[h]);
+  }
+}
+
+template <int HB>
+void scores_any(const float* q, const void* k, bool f16, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  if (f16)
+    scores_any<HB, true>(q, k, d, slots, n, out);
+  else
+    scores_any<HB, false>(q, k, d, slots, n, out);
+}
+
+// Any other D: per 16-column chunk (the last one masked), HB heads' accumulators in registers over all
+// slots, each V chunk loaded once for them.
+template <int HB, bool F16>
+void accum_any(const float* p, const void* v, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  for (int64_t c0 = 0; c0 < d; c0 += 16) {
+    const __mmask16 mk = tail_mask(d - c0);
+    __m512 acc[HB];
+#pragma GCC unroll 16
+    for (int h = 0; h < HB; ++h) acc[h] = _mm512_maskz_loadu_ps(mk, out + h * d + c0);
+    for (int64_t i = 0; i < n; ++i) {
+      const __m512 vv = load16(v, F16, static_cast<int64_t>(slots[i]) * d + c0, mk);
+#pragma GCC unroll 16
+      for (int h = 0; h < HB; ++h) acc[h] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * n + i]), vv, acc[h]);
+    }
+#pragma GCC unroll 16
+    for (int h = 0; h < HB; ++h) _mm512_mask_storeu_ps(out + h * d + c0, mk, acc[h]);
+  }
+}
+
+template <int HB>
+void accum_any(const float* p, const void* v, bool f16, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  if (f16)
+    accum_any<HB, true>(p, v, d, slots, n, out);
+  else
+    accum_any<HB, false>(p, v, d, slots, n, out);
+}
+
 // HB heads' sums out_h += Σ_i p[h][i]·V[slots[i]] over the EC column chunks [c0, c0 + EC) of D (p rows n
 // apart): the HB × EC accumulators and the HB weights of a slot stay in registers across all slots, and
 // each V vector is loaded once for the HB heads.
@@ -245,15 +311,18 @@ void attn_scores_avx512(const float* q, int g, const void* k, const void* then, 
     case 256: return scores_nd<16>(q, g, k, then, f16, slots, n, out);
     default: break;
   }
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t base = static_cast<int64_t>(slots[i]) * d;
-    for (int j = 0; j < g; ++j) {
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t e = 0; e < d; e += 16) {
-        const __mmask16 mk = tail_mask(d - e);
-        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, q + j * d + e), load16(k, f16, base + e, mk), acc);
-      }
-      out[j * n + i] = _mm512_reduce_add_ps(acc);
+  for (int j0 = 0; j0 < g; j0 += kScoreHeads) {
+    const float* qj = q + j0 * d;
+    float* oj = out + j0 * n;
+    switch (std::min(kScoreHeads, g - j0)) {
+      case 1: scores_any<1>(qj, k, f16, d, slots, n, oj); break;
+      case 2: scores_any<2>(qj, k, f16, d, slots, n, oj); break;
+      case 3: scores_any<3>(qj, k, f16, d, slots, n, oj); break;
+      case 4: scores_any<4>(qj, k, f16, d, slots, n, oj); break;
+      case 5: scores_any<5>(qj, k, f16, d, slots, n, oj); break;
+      case 6: scores_any<6>(qj, k, f16, d, slots, n, oj); break;
+      case 7: scores_any<7>(qj, k, f16, d, slots, n, oj); break;
+      default: scores_any<8>(qj, k, f16, d, slots, n, oj); break;
     }
   }
 }
@@ -266,15 +335,18 @@ void attn_accum_avx512(const float* p, int g, const void* v, bool f16, int64_t d
     case 256: return accum_nd<16>(p, g, v, f16, slots, n, out);
     default: break;
   }
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t base = static_cast<int64_t>(slots[i]) * d;
-    for (int64_t e = 0; e < d; e += 16) {
-      const __mmask16 mk = tail_mask(d - e);
-      const __m512 vv = load16(v, f16, base + e, mk);
-      for (int j = 0; j < g; ++j) {
-        float* o = out + j * d + e;
-        _mm512_mask_storeu_ps(o, mk, _mm512_fmadd_ps(_mm512_set1_ps(p[j * n + i]), vv, _mm512_maskz_loadu_ps(mk, o)));
-      }
+  for (int j0 = 0; j0 < g; j0 += 8) {
+    const float* pj = p + j0 * n;
+    float* oj = out + j0 * d;
+    switch (std::min(8, g - j0)) {
+      case 1: accum_any<1>(pj, v, f16, d, slots, n, oj); break;
+      case 2: accum_any<2>(pj, v, f16, d, slots, n, oj); break;
+      case 3: accum_any<3>(pj, v, f16, d, slots, n, oj); break;
+      case 4: accum_any<4>(pj, v, f16, d, slots, n, oj); break;
+      case 5: accum_any<5>(pj, v, f16, d, slots, n, oj); break;
+      case 6: accum_any<6>(pj, v, f16, d, slots, n, oj); break;
+      case 7: accum_any<7>(pj, v, f16, d, slots, n, oj); break;
+      default: accum_any<8>(pj, v, f16, d, slots, n, oj); break;
     }
   }
 }
