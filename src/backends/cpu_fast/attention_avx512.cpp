@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cpu_fast/attention.h"
 #include "backends/cpu_fast/attention_kernels.h"
@@ -11,6 +12,7 @@
 HFS_TARGET_AVX512_BEGIN
 
 #include "backends/cpu_fast/avx512_mask.h"
+#include "backends/cpu_fast/avx512_transpose.h"
 #include "backends/cpu_fast/vec_exp_avx512.h"
 
 namespace hfs::cpu_fast::detail {
@@ -28,6 +30,30 @@ namespace {
 inline __m512 load_row(const void* base, bool f16, int64_t i) {
   if (f16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
   return _mm512_loadu_ps(static_cast<const float*>(base) + i);
+}
+
+// Kernels take the head count of a pass and the cache's element type as template parameters, so that their
+// accumulators stay in registers and no branch sits in the inner loop: f(integral_constant<int, hb>) for
+// hb = 1..8, and f(true_type) for an f16 cache, f(false_type) for f32.
+template <typename F>
+inline void with_heads(int hb, F&& f) {
+  switch (hb) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 6: return f(std::integral_constant<int, 6>{});
+    case 7: return f(std::integral_constant<int, 7>{});
+    default: return f(std::integral_constant<int, 8>{});
+  }
+}
+template <typename F>
+inline void with_f16(bool f16, F&& f) {
+  if (f16)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
 }
 
 // The D = 16·ND floats of the row at element `base` of a K/V cache, widened to f32 into dst (aligned).
@@ -48,33 +74,6 @@ inline void prefetch_rows(const void* base, bool f16, const int32_t* slots, int 
   }
 }
 
-// 16 rows of 16 floats → 16 columns: r[e] lane s = r_in[s] lane e (unpack 32- then 64-bit pairs within
-// 128-bit lanes, then gather the 128-bit lanes: 64 shuffles).
-inline void transpose16(__m512 r[16]) {
-  __m512 a[16], b[16];
-  for (int i = 0; i < 8; ++i) {
-    a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {  // b[4i + j], 128-bit lane L: rows 4i..4i+3 of column 4L + j
-    const __m512d lo0 = _mm512_castps_pd(a[4 * i]), lo1 = _mm512_castps_pd(a[4 * i + 2]);
-    const __m512d hi0 = _mm512_castps_pd(a[4 * i + 1]), hi1 = _mm512_castps_pd(a[4 * i + 3]);
-    b[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo0, lo1));
-    b[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo0, lo1));
-    b[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi0, hi1));
-    b[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi0, hi1));
-  }
-  for (int j = 0; j < 4; ++j) {
-    const __m512 u0 = _mm512_shuffle_f32x4(b[j], b[4 + j], _MM_SHUFFLE(2, 0, 2, 0));
-    const __m512 u1 = _mm512_shuffle_f32x4(b[j], b[4 + j], _MM_SHUFFLE(3, 1, 3, 1));
-    const __m512 v0 = _mm512_shuffle_f32x4(b[8 + j], b[12 + j], _MM_SHUFFLE(2, 0, 2, 0));
-    const __m512 v1 = _mm512_shuffle_f32x4(b[8 + j], b[12 + j], _MM_SHUFFLE(3, 1, 3, 1));
-    r[j] = _mm512_shuffle_f32x4(u0, v0, _MM_SHUFFLE(2, 0, 2, 0));
-    r[8 + j] = _mm512_shuffle_f32x4(u0, v0, _MM_SHUFFLE(3, 1, 3, 1));
-    r[4 + j] = _mm512_shuffle_f32x4(u1, v1, _MM_SHUFFLE(2, 0, 2, 0));
-    r[12 + j] = _mm512_shuffle_f32x4(u1, v1, _MM_SHUFFLE(3, 1, 3, 1));
-  }
-}
 
 // Heads whose scores one pass over a block of 16 slots keeps in registers beside the 16 transposed K vectors.
 constexpr int kScoreHeads = 8;
@@ -122,15 +121,6 @@ void scores_heads(const float* q, const void* k, const void* then, const int32_t
   }
 }
 
-template <int ND, int HB>
-void scores_heads(const float* q, const void* k, const void* then, bool f16, const int32_t* slots, int64_t n,
-                  float* out) {
-  if (f16)
-    scores_heads<ND, HB, true>(q, k, then, slots, n, out);
-  else
-    scores_heads<ND, HB, false>(q, k, then, slots, n, out);
-}
-
 // D = 16·ND, slots along the lanes: a block of 16 K rows is widened and transposed once (per 16-float
 // column chunk) and every head's 16 scores grow by one FMA per dimension with the query element broadcast.
 // Each score is then the plain FMA chain q[0]·k[0], + q[1]·k[1], ... over d in order — no horizontal sums —
@@ -143,16 +133,11 @@ void scores_nd(const float* q, int g, const void* k, const void* then, bool f16,
     const float* qj = q + j0 * d;
     float* oj = out + j0 * n;
     if (j0 > 0) then = nullptr;  // prefetched on the first pass
-    switch (std::min(kScoreHeads, g - j0)) {
-      case 1: scores_heads<ND, 1>(qj, k, then, f16, slots, n, oj); break;
-      case 2: scores_heads<ND, 2>(qj, k, then, f16, slots, n, oj); break;
-      case 3: scores_heads<ND, 3>(qj, k, then, f16, slots, n, oj); break;
-      case 4: scores_heads<ND, 4>(qj, k, then, f16, slots, n, oj); break;
-      case 5: scores_heads<ND, 5>(qj, k, then, f16, slots, n, oj); break;
-      case 6: scores_heads<ND, 6>(qj, k, then, f16, slots, n, oj); break;
-      case 7: scores_heads<ND, 7>(qj, k, then, f16, slots, n, oj); break;
-      default: scores_heads<ND, 8>(qj, k, then, f16, slots, n, oj); break;
-    }
+    with_heads(std::min(kScoreHeads, g - j0), [&](auto hb) {
+      with_f16(f16, [&](auto h16) {
+        scores_heads<ND, decltype(hb)::value, decltype(h16)::value>(qj, k, then, slots, n, oj);
+      });
+    });
   }
 }
 
@@ -187,14 +172,6 @@ void scores_any(const float* q, const void* k, int64_t d, const int32_t* slots, 
   }
 }
 
-template <int HB>
-void scores_any(const float* q, const void* k, bool f16, int64_t d, const int32_t* slots, int64_t n, float* out) {
-  if (f16)
-    scores_any<HB, true>(q, k, d, slots, n, out);
-  else
-    scores_any<HB, false>(q, k, d, slots, n, out);
-}
-
 // Any other D: per 16-column chunk (the last one masked), HB heads' accumulators in registers over all
 // slots, each V chunk loaded once for them.
 template <int HB, bool F16>
@@ -212,14 +189,6 @@ void accum_any(const float* p, const void* v, int64_t d, const int32_t* slots, i
 #pragma GCC unroll 16
     for (int h = 0; h < HB; ++h) _mm512_mask_storeu_ps(out + h * d + c0, mk, acc[h]);
   }
-}
-
-template <int HB>
-void accum_any(const float* p, const void* v, bool f16, int64_t d, const int32_t* slots, int64_t n, float* out) {
-  if (f16)
-    accum_any<HB, true>(p, v, d, slots, n, out);
-  else
-    accum_any<HB, false>(p, v, d, slots, n, out);
 }
 
 // HB heads' sums out_h += Σ_i p[h][i]·V[slots[i]] over the EC column chunks [c0, c0 + EC) of D (p rows n
@@ -268,10 +237,7 @@ template <int ND, int HB>
 void accum_heads(const float* p, const void* v, bool f16, const int32_t* slots, int64_t n, float* out) {
   constexpr int EC = chunks_per_pass<ND, HB>();
   for (int c0 = 0; c0 < ND; c0 += EC) {
-    if (f16)
-      accum_tile<ND, HB, EC, true>(p, v, slots, n, c0, out);
-    else
-      accum_tile<ND, HB, EC, false>(p, v, slots, n, c0, out);
+    with_f16(f16, [&](auto h16) { accum_tile<ND, HB, EC, decltype(h16)::value>(p, v, slots, n, c0, out); });
   }
 }
 
@@ -281,16 +247,7 @@ void accum_nd(const float* p, int g, const void* v, bool f16, const int32_t* slo
   for (int j0 = 0; j0 < g; j0 += 8) {
     const float* pj = p + j0 * n;
     float* oj = out + j0 * d;
-    switch (std::min(8, g - j0)) {
-      case 1: accum_heads<ND, 1>(pj, v, f16, slots, n, oj); break;
-      case 2: accum_heads<ND, 2>(pj, v, f16, slots, n, oj); break;
-      case 3: accum_heads<ND, 3>(pj, v, f16, slots, n, oj); break;
-      case 4: accum_heads<ND, 4>(pj, v, f16, slots, n, oj); break;
-      case 5: accum_heads<ND, 5>(pj, v, f16, slots, n, oj); break;
-      case 6: accum_heads<ND, 6>(pj, v, f16, slots, n, oj); break;
-      case 7: accum_heads<ND, 7>(pj, v, f16, slots, n, oj); break;
-      default: accum_heads<ND, 8>(pj, v, f16, slots, n, oj); break;
-    }
+    with_heads(std::min(8, g - j0), [&](auto hb) { accum_heads<ND, decltype(hb)::value>(pj, v, f16, slots, n, oj); });
   }
 }
 
@@ -314,16 +271,9 @@ void attn_scores_avx512(const float* q, int g, const void* k, const void* then, 
   for (int j0 = 0; j0 < g; j0 += kScoreHeads) {
     const float* qj = q + j0 * d;
     float* oj = out + j0 * n;
-    switch (std::min(kScoreHeads, g - j0)) {
-      case 1: scores_any<1>(qj, k, f16, d, slots, n, oj); break;
-      case 2: scores_any<2>(qj, k, f16, d, slots, n, oj); break;
-      case 3: scores_any<3>(qj, k, f16, d, slots, n, oj); break;
-      case 4: scores_any<4>(qj, k, f16, d, slots, n, oj); break;
-      case 5: scores_any<5>(qj, k, f16, d, slots, n, oj); break;
-      case 6: scores_any<6>(qj, k, f16, d, slots, n, oj); break;
-      case 7: scores_any<7>(qj, k, f16, d, slots, n, oj); break;
-      default: scores_any<8>(qj, k, f16, d, slots, n, oj); break;
-    }
+    with_heads(std::min(kScoreHeads, g - j0), [&](auto hb) {
+      with_f16(f16, [&](auto h16) { scores_any<decltype(hb)::value, decltype(h16)::value>(qj, k, d, slots, n, oj); });
+    });
   }
 }
 
@@ -338,16 +288,9 @@ void attn_accum_avx512(const float* p, int g, const void* v, bool f16, int64_t d
   for (int j0 = 0; j0 < g; j0 += 8) {
     const float* pj = p + j0 * n;
     float* oj = out + j0 * d;
-    switch (std::min(8, g - j0)) {
-      case 1: accum_any<1>(pj, v, f16, d, slots, n, oj); break;
-      case 2: accum_any<2>(pj, v, f16, d, slots, n, oj); break;
-      case 3: accum_any<3>(pj, v, f16, d, slots, n, oj); break;
-      case 4: accum_any<4>(pj, v, f16, d, slots, n, oj); break;
-      case 5: accum_any<5>(pj, v, f16, d, slots, n, oj); break;
-      case 6: accum_any<6>(pj, v, f16, d, slots, n, oj); break;
-      case 7: accum_any<7>(pj, v, f16, d, slots, n, oj); break;
-      default: accum_any<8>(pj, v, f16, d, slots, n, oj); break;
-    }
+    with_heads(std::min(8, g - j0), [&](auto hb) {
+      with_f16(f16, [&](auto h16) { accum_any<decltype(hb)::value, decltype(h16)::value>(pj, v, d, slots, n, oj); });
+    });
   }
 }
 
