@@ -269,9 +269,9 @@ UnionKernel union_kernel(const AttentionArgs& a, const AttentionScratch& scratch
 // split into ranges merged exactly afterwards (flash-decoding). Just enough ranges that Hkv × ranges is a
 // multiple of the threads, so each thread takes the same number of equal tasks: long ranges keep each
 // core's K/V stream long enough for the prefetchers, which several short ranges per thread starve
-// (docs/cpu-fast-backend.md, Attention). Up to kRowInvariantRows rows a step splits every row as decode would (the
-// split changes the rounding, and a verified draft row must compute what decode computes); above, the
-// rows of a prefill chunk are units enough and stay whole.
+// (docs/cpu-fast-backend.md, Attention). Up to kRowInvariantRows rows a step splits every row as decode
+// would (the split changes the rounding, and a verified draft row must compute what decode computes);
+// above, the rows of a prefill chunk are units enough and stay whole.
 int64_t split_parts(const AttentionArgs& a, const AttentionScratch& scratch, int threads, int64_t n) {
   const int g = static_cast<int>(a.hq / a.hkv);
   if (threads <= 1 || a.hkv >= 2 * threads || scratch.group != g || scratch.d != a.d) return 1;

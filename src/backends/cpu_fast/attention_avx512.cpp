@@ -34,9 +34,12 @@ inline __m512 load_row(const void* base, bool f16, int64_t i) {
 
 // Kernels take the head count of a pass and the cache's element type as template parameters, so that their
 // accumulators stay in registers and no branch sits in the inner loop: f(integral_constant<int, hb>) for
-// hb = 1..8, and f(true_type) for an f16 cache, f(false_type) for f32.
+// hb = 1..kPassHeads, and f(true_type) for an f16 cache, f(false_type) for f32. kPassHeads: the most heads
+// one pass of the scores (beside the 16 transposed K vectors) or of P·V keeps in registers.
+constexpr int kPassHeads = 8;
 template <typename F>
 inline void with_heads(int hb, F&& f) {
+  static_assert(kPassHeads == 8, "with_heads has a case for each head count up to kPassHeads");
   switch (hb) {
     case 1: return f(std::integral_constant<int, 1>{});
     case 2: return f(std::integral_constant<int, 2>{});
@@ -74,9 +77,6 @@ inline void prefetch_rows(const void* base, bool f16, const int32_t* slots, int 
   }
 }
 
-
-// Heads whose scores one pass over a block of 16 slots keeps in registers beside the 16 transposed K vectors.
-constexpr int kScoreHeads = 8;
 
 // HB heads' scores of the block of m ≤ 16 slots at slots[0, m): out row h at out + h·n.
 template <int ND, int HB, bool F16>
@@ -129,11 +129,11 @@ template <int ND>
 void scores_nd(const float* q, int g, const void* k, const void* then, bool f16, const int32_t* slots, int64_t n,
                float* out) {
   constexpr int64_t d = 16 * ND;
-  for (int j0 = 0; j0 < g; j0 += kScoreHeads) {
+  for (int j0 = 0; j0 < g; j0 += kPassHeads) {
     const float* qj = q + j0 * d;
     float* oj = out + j0 * n;
     if (j0 > 0) then = nullptr;  // prefetched on the first pass
-    with_heads(std::min(kScoreHeads, g - j0), [&](auto hb) {
+    with_heads(std::min(kPassHeads, g - j0), [&](auto hb) {
       with_f16(f16, [&](auto h16) {
         scores_heads<ND, decltype(hb)::value, decltype(h16)::value>(qj, k, then, slots, n, oj);
       });
@@ -230,9 +230,9 @@ constexpr int chunks_per_pass() {
   return ec;
 }
 
-// Up to 8 heads per pass over the slots, split into passes over column chunks when their accumulators
-// would not fit the registers (Qwen2.5's 7 heads × 64: two passes of 32 columns, each reading its own
-// half of every V row).
+// Up to kPassHeads heads per pass over the slots, split into passes over column chunks when their
+// accumulators would not fit the registers (Qwen2.5's 7 heads × 64: two passes of 32 columns, each reading
+// its own half of every V row).
 template <int ND, int HB>
 void accum_heads(const float* p, const void* v, bool f16, const int32_t* slots, int64_t n, float* out) {
   constexpr int EC = chunks_per_pass<ND, HB>();
@@ -244,10 +244,11 @@ void accum_heads(const float* p, const void* v, bool f16, const int32_t* slots, 
 template <int ND>
 void accum_nd(const float* p, int g, const void* v, bool f16, const int32_t* slots, int64_t n, float* out) {
   constexpr int64_t d = 16 * ND;
-  for (int j0 = 0; j0 < g; j0 += 8) {
+  for (int j0 = 0; j0 < g; j0 += kPassHeads) {
     const float* pj = p + j0 * n;
     float* oj = out + j0 * d;
-    with_heads(std::min(8, g - j0), [&](auto hb) { accum_heads<ND, decltype(hb)::value>(pj, v, f16, slots, n, oj); });
+    with_heads(std::min(kPassHeads, g - j0),
+               [&](auto hb) { accum_heads<ND, decltype(hb)::value>(pj, v, f16, slots, n, oj); });
   }
 }
 
@@ -268,10 +269,10 @@ void attn_scores_avx512(const float* q, int g, const void* k, const void* then, 
     case 256: return scores_nd<16>(q, g, k, then, f16, slots, n, out);
     default: break;
   }
-  for (int j0 = 0; j0 < g; j0 += kScoreHeads) {
+  for (int j0 = 0; j0 < g; j0 += kPassHeads) {
     const float* qj = q + j0 * d;
     float* oj = out + j0 * n;
-    with_heads(std::min(kScoreHeads, g - j0), [&](auto hb) {
+    with_heads(std::min(kPassHeads, g - j0), [&](auto hb) {
       with_f16(f16, [&](auto h16) { scores_any<decltype(hb)::value, decltype(h16)::value>(qj, k, d, slots, n, oj); });
     });
   }
@@ -285,10 +286,10 @@ void attn_accum_avx512(const float* p, int g, const void* v, bool f16, int64_t d
     case 256: return accum_nd<16>(p, g, v, f16, slots, n, out);
     default: break;
   }
-  for (int j0 = 0; j0 < g; j0 += 8) {
+  for (int j0 = 0; j0 < g; j0 += kPassHeads) {
     const float* pj = p + j0 * n;
     float* oj = out + j0 * d;
-    with_heads(std::min(8, g - j0), [&](auto hb) {
+    with_heads(std::min(kPassHeads, g - j0), [&](auto hb) {
       with_f16(f16, [&](auto h16) { accum_any<decltype(hb)::value, decltype(h16)::value>(pj, v, d, slots, n, oj); });
     });
   }

@@ -24,7 +24,6 @@ namespace {
 
 // ---- float weights: linear_float_driver.h over these traits -----------------------------------------
 
-
 struct Avx512 {
   using V = __m512;
   using Mask = __mmask16;
