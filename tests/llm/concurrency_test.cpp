@@ -48,8 +48,9 @@ void expect_threads_match_serial(const RunnerOptions& options) {
 
 TEST(RunnerConcurrency, SharedProgramAcrossThreadsMatchesSerial) { expect_threads_match_serial({}); }
 
-// The same on cpu_fast: every Runner also runs its own 2-thread pool, so pool workers, runner threads
-// and the shared read-only constants (mmap) all overlap.
+// The same on cpu_fast: the Runners' methods all run on the process's one 2-thread pool, whose jobs the
+// runner threads take turns at, so pool workers, runner threads and the shared read-only constants (mmap)
+// all overlap.
 TEST(RunnerConcurrency, SharedProgramOnCpuFastAcrossThreadsMatchesSerial) {
   RunnerOptions o;
   o.io.method.backends.backends = {"cpu_fast"};

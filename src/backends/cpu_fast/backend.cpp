@@ -1,6 +1,8 @@
 #include "backends/cpu_fast/backend.h"
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backends/cpu_fast/compile_steps.h"
@@ -10,7 +12,27 @@
 
 namespace hfs::cpu_fast {
 
-CpuFastBackend::CpuFastBackend(int threads) : pool_(std::make_shared<ThreadPool>(threads)) {}
+namespace {
+
+// The pool every cpu_fast backend of `threads` threads in this process uses (backend.h says why one).
+// Held weakly here: it lives as long as a backend or a compiled method holds it.
+std::shared_ptr<ThreadPool> shared_pool(int threads) {
+  if (threads <= 0) threads = ThreadPool::default_threads();
+  static std::mutex mu;
+  static std::map<int, std::weak_ptr<ThreadPool>> pools;
+  std::lock_guard<std::mutex> lock(mu);
+  std::weak_ptr<ThreadPool>& slot = pools[threads];
+  std::shared_ptr<ThreadPool> pool = slot.lock();
+  if (!pool) {
+    pool = std::make_shared<ThreadPool>(threads);
+    slot = pool;
+  }
+  return pool;
+}
+
+}  // namespace
+
+CpuFastBackend::CpuFastBackend(int threads) : pool_(shared_pool(threads)) {}
 CpuFastBackend::~CpuFastBackend() = default;
 int CpuFastBackend::threads() const { return pool_->size(); }
 std::shared_ptr<Allocator> CpuFastBackend::allocator() const { return huge_page_allocator(); }

@@ -13,6 +13,7 @@
 
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/step_profile.h"
+#include "backends/cpu_fast/thread_pool.h"
 #include "backends/cpu_fast/weight_formats.h"
 
 namespace hfs::cpu_fast {
@@ -362,6 +363,20 @@ TEST(CpuFastBackend, Int8EmbeddingBlockMatchesReference) {
 
 // HFS_PROFILE: each delegate prints its per-kind step times when destroyed (prefill and decode here),
 // naming the fused kinds; without the variable nothing is printed.
+// A program's methods each get a backend; backends of one thread count share one pool, so the methods do not
+// each bring a worker that competes for the same cores. Another count gets its own pool.
+TEST(CpuFastBackend, BackendsOfOneThreadCountShareOnePool) {
+  CpuFastBackend a(2), b(2), c(3);
+  EXPECT_EQ(a.pool(), b.pool());
+  EXPECT_NE(a.pool(), c.pool());
+  EXPECT_EQ(a.threads(), 2);
+  EXPECT_EQ(c.threads(), 3);
+  auto d = make_cpu_fast_backend(Value());  // 0 threads: one per CPU, the same pool as asking for that count
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  CpuFastBackend e(ThreadPool::default_threads());
+  EXPECT_EQ(static_cast<CpuFastBackend&>(**d).pool(), e.pool());
+}
+
 TEST(CpuFastBackend, ProfileReportsStepTimesByKindOnlyWhenAsked) {
   const Formats f{DType::kF32, DType::kF32, DType::kF32, DType::kF32, DType::kF32, DType::kF32, DType::kF32, DType::kF32};
   testing::internal::CaptureStderr();
