@@ -9,6 +9,7 @@
 //   build/kernel_bench attention  # prefill attention only: blocked vs per-row kernel
 //   build/kernel_bench attention-rows  # 8 decode rows of 8 sequences in a pool of 8×512 vs
 //                                 # 8×4096 slots, each row over its own slots vs the union; mask scan costs
+//   build/kernel_bench rows [T] [FORMATS] [hot]  # one weight pass for R = 1..16 rows, ratio to R = 1
 //   build/kernel_bench attention-decode [B] [L] [hot]  # a decode step's attention, B rows of B sequences
 //                                 # of L tokens (Qwen2.5-0.5B heads, 24 layers of caches from DRAM, or with
 //                                 # `hot` one layer's cache 24 times), 1 / 2 threads
@@ -673,8 +674,9 @@ void layer() {
 // variant HFS_CPU_FAST_HALF_GEMV names (the ISA's kernel when unset), as a load would.
 // Each call is timed alone and a copy's best call is kept (the mean over the copies is printed): on a shared
 // machine a call another process interrupted then does not count, while every call still reads its copy
-// from memory. The R values take turns within each repetition. `kernel_bench rows T` runs T threads.
-void rows(int threads, const std::string& formats) {
+// from memory. The R values take turns within each repetition. `kernel_bench rows T` runs T threads;
+// `kernel_bench rows T FORMATS hot` reads one cache-resident copy instead (the kernel's compute ceiling per R).
+void rows(int threads, const std::string& formats, bool hot) {
   ThreadPool pool(threads);
   std::printf("isa %s  threads %d  triad %.1f GB/s\n", std::string(isa_name(active_isa())).c_str(), threads,
               triad_gbs(pool));
@@ -691,7 +693,7 @@ void rows(int threads, const std::string& formats) {
       const std::vector<uint8_t> one = stored_weight(f, w, n, k, sc.data());
       // Float weights are read in place, so each copy needs its own source bytes (packing one buffer N times
       // would point every copy at the same, cache-resident bytes).
-      const size_t copies = std::max<size_t>(4, (256u << 20) / one.size());
+      const size_t copies = hot ? 1 : std::max<size_t>(4, (256u << 20) / one.size());
       std::vector<std::vector<uint8_t>> sources(f == DType::kF32 || f == DType::kF16 || f == DType::kBF16 ? copies : 1,
                                                 one);
       std::vector<PackedWeight> packed;
@@ -706,7 +708,7 @@ void rows(int threads, const std::string& formats) {
       constexpr int64_t kRows[] = {1, 2, 4, 8, 16};
       constexpr size_t kR = std::size(kRows);
       std::vector<double> best(kR * packed.size(), 1e30);
-      for (int rep = 0; rep < 10; ++rep)
+      for (int rep = 0; rep < (hot ? 200 : 10); ++rep)
         for (size_t ri = 0; ri < kR; ++ri)
           for (size_t c = 0; c < packed.size(); ++c) {
             const auto t0 = Clock::now();
@@ -881,7 +883,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "rows") == 0) {
-    rows(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? argv[3] : "");
+    rows(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? argv[3] : "", argc > 4 && std::strcmp(argv[4], "hot") == 0);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "attention-rows") == 0) {
