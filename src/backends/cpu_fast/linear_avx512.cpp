@@ -22,6 +22,10 @@ HFS_TARGET_AVX512_BEGIN
 namespace hfs::cpu_fast::detail {
 namespace {
 
+// Weight rows up to this many elements take float_rows_short in a multi-row step (16 of them, f32, fill
+// 32 KB: L1).
+constexpr int64_t kShortRowK = 512;
+
 // ---- float weights: linear_float_driver.h over these traits -----------------------------------------
 
 struct Avx512 {
@@ -106,6 +110,71 @@ struct Avx512 {
       }
   }
 };
+
+// ---- float weights, short rows, several activation rows: 16 decode sums at once ----------------------
+
+// Lane sums of v[0..16), lane o of the result holding v[o]'s: each pairs the lanes exactly as
+// _mm512_reduce_add_ps does — (i, i + 8), then (i, i + 4), (i, i + 2), (i, i + 1) — and float addition
+// commutes exactly, so lane o is bit for bit _mm512_reduce_add_ps(v[o]). Each level adds two vectors' halves
+// (then quarters, pairs, neighbours) side by side: 15 adds for 16 sums instead of 4 per sum, plus shuffles.
+inline __m512 reduce_add16(const __m512 v[16]) {
+  __m512 w[8], u[4], t[2];
+  for (int p = 0; p < 8; ++p)  // outputs 2p, 2p + 1: 8 partials each, one per 256-bit half
+    w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44), _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
+  for (int q = 0; q < 4; ++q)  // outputs 4q + j: 4 partials each, in 128-bit quarter j
+    u[q] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * q], w[2 * q + 1], 0x88), _mm512_shuffle_f32x4(w[2 * q], w[2 * q + 1], 0xDD));
+  for (int r = 0; r < 2; ++r)  // quarter j: outputs 8r + j and 8r + 4 + j, two partials each
+    t[r] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * r], u[2 * r + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(u[2 * r], u[2 * r + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // Lane 4j + e: output 4e + j.
+  const __m512 sums = _mm512_add_ps(_mm512_shuffle_ps(t[0], t[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                    _mm512_shuffle_ps(t[0], t[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, sums);
+}
+
+// Rows [0, m) × outputs [n0, n1) of a weight whose rows are at most kShortRowK elements: each output's four
+// chains, tail and chain sum exactly as float_gemv and gemv_sum run them, then the lane sums of 16 outputs
+// at once (reduce_add16) and decode's bias add as one vector. A weight row this short costs decode more in
+// its lane sum (about 10 instructions) than in its FMAs (4 for K = 64), and float_rows' tiles keep their
+// chains' sums in memory between passes: for stories260K (K = 64, 172) an 8-row step took 11x a decode
+// step's GLU. 16 weight rows of at most kShortRowK f32 stay in L1 while every activation row passes over
+// them.
+template <class Fmt>
+void float_rows_short(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
+                      int64_t n1) {
+  const int64_t k = w.k, es = elem_size(Fmt{});
+  const char* base = static_cast<const char*>(w.raw);
+  const __mmask16 tail = Avx512::gemv_tail(k);
+  for (int64_t g = n0; g < n1; g += 16) {
+    const int64_t outs = std::min<int64_t>(16, n1 - g);
+    const __mmask16 om = tail_mask(outs);
+    const __m512 bv = bias != nullptr ? _mm512_maskz_loadu_ps(om, bias + g) : _mm512_setzero_ps();
+    for (int64_t r = 0; r < m; ++r) {
+      const float* xr = x + r * k;
+      __m512 s[16];
+      for (int64_t o = 0; o < 16; ++o) {
+        if (o >= outs) {
+          s[o] = _mm512_setzero_ps();
+          continue;
+        }
+        const char* wr = base + (g + o) * k * es;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        int64_t j = 0;
+        for (; j + 64 <= k; j += 64) {
+          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(xr + j), Avx512::wload(Fmt{}, wr, j), a0);
+          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(xr + j + 16), Avx512::wload(Fmt{}, wr, j + 16), a1);
+          a2 = _mm512_fmadd_ps(_mm512_loadu_ps(xr + j + 32), Avx512::wload(Fmt{}, wr, j + 32), a2);
+          a3 = _mm512_fmadd_ps(_mm512_loadu_ps(xr + j + 48), Avx512::wload(Fmt{}, wr, j + 48), a3);
+        }
+        for (; j + 16 <= k; j += 16) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(xr + j), Avx512::wload(Fmt{}, wr, j), a0);
+        if (j < k) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, xr + j), Avx512::wload_mask(Fmt{}, wr, j, tail), a1);
+        s[o] = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+      }
+      _mm512_mask_storeu_ps(y + r * w.n + g, om, _mm512_add_ps(reduce_add16(s), bv));
+    }
+  }
+}
 
 // ---- integer weights: 16 output rows along the lanes (linear.h) -------------------------------------
 
@@ -334,7 +403,8 @@ void linear_float_avx512(const PackedWeight& w, const float* x, int64_t m, const
 
 void linear_float_rows_avx512(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                               int64_t n1) {
-  linear_float_rows<Avx512>(w, x, m, bias, y, n0, n1);
+  if (w.k > kShortRowK) return linear_float_rows<Avx512>(w, x, m, bias, y, n0, n1);
+  with_float_format(w.format, [&](auto fmt) { float_rows_short<decltype(fmt)>(w, x, m, bias, y, n0, n1); });
 }
 
 void linear_half_rows_r1_avx512(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y,

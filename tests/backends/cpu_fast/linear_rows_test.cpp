@@ -93,14 +93,16 @@ TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
 // and, for f16/bf16, every decode GEMV variant the CPU runs (the one tuning picks at load is what decode
 // runs, so the R-row call must follow it). Shapes: K = 896 and 4864 (Qwen2.5-0.5B's); for float weights
 // also K = 203 (after the 4-vector steps: AVX-512 an 11-element tail, AVX2 a whole vector and 3), K = 1000
-// (AVX-512 two whole vectors and 8, AVX2 one whole vector and no tail) and K = 9 (no whole vector); N = 37
-// (a partial weight group and integer tile); 1 and 2 threads.
+// (AVX-512 two whole vectors and 8, AVX2 one whole vector and no tail), K = 9 (no whole vector) and
+// stories260K's K = 64 and 172 with N = 512 and 172 (AVX-512 runs weight rows up to 512 through the short-row
+// kernel, 16 lane sums at once); N = 37 (a partial weight group and integer tile); with and without a bias;
+// 1 and 2 threads.
 TEST_P(CpuFastLinearRows, EveryRowIsWhatDecodeGivesIt) {
   ThreadPool pools[2] = {ThreadPool(1), ThreadPool(2)};
   for (DType f : kFormats) {
     std::vector<std::pair<int64_t, int64_t>> shapes = {{37, 896}, {21, 4864}};
     if (f != DType::kQ8_0 && f != DType::kQ4_0) shapes.emplace_back(37, 203);
-    if (is_float(f)) shapes.insert(shapes.end(), {{37, 1000}, {6, 9}});
+    if (is_float(f)) shapes.insert(shapes.end(), {{37, 1000}, {6, 9}, {512, 64}, {172, 172}});
     std::vector<int> variants = {-1};
     if (f == DType::kF16 || f == DType::kBF16)
       for (int v : eligible_half_gemv(f)) variants.push_back(v);
@@ -118,19 +120,21 @@ TEST_P(CpuFastLinearRows, EveryRowIsWhatDecodeGivesIt) {
       for (int variant : variants) {
         pw->gemv_variant = variant;
         for (ThreadPool& pool : pools) {
-          std::vector<float> alone(static_cast<size_t>(kRows * n));
-          for (int64_t i = 0; i < kRows; ++i)
-            linear(*pw, x.data() + i * k, 1, bias.data(), alone.data() + i * n, scratch, &pool);
-          for (int64_t r = 2; r <= kRows; ++r) {
-            SCOPED_TRACE(std::string(dtype_name(f)) + " [" + std::to_string(n) + ", " + std::to_string(k) +
-                         "] R=" + std::to_string(r) + " variant=" +
-                         (variant < 0 ? std::string("isa") : std::string(half_gemv_variants()[static_cast<size_t>(variant)].name)) +
-                         " threads=" + std::to_string(pool.size()) + " isa=" + std::string(isa_name(active_isa())));
-            std::vector<float> y(static_cast<size_t>(r * n), -7.0f);
-            linear(*pw, x.data(), r, bias.data(), y.data(), scratch, &pool);
-            for (int64_t i = 0; i < r; ++i)
-              ASSERT_EQ(0, std::memcmp(y.data() + i * n, alone.data() + i * n, static_cast<size_t>(n) * sizeof(float)))
-                  << "row " << i;
+          for (const float* b : std::initializer_list<const float*>{bias.data(), nullptr}) {
+            std::vector<float> alone(static_cast<size_t>(kRows * n));
+            for (int64_t i = 0; i < kRows; ++i) linear(*pw, x.data() + i * k, 1, b, alone.data() + i * n, scratch, &pool);
+            for (int64_t r = 2; r <= kRows; ++r) {
+              SCOPED_TRACE(std::string(dtype_name(f)) + " [" + std::to_string(n) + ", " + std::to_string(k) +
+                           "] R=" + std::to_string(r) + " variant=" +
+                           (variant < 0 ? std::string("isa") : std::string(half_gemv_variants()[static_cast<size_t>(variant)].name)) +
+                           " threads=" + std::to_string(pool.size()) + " bias=" + (b ? "yes" : "no") +
+                           " isa=" + std::string(isa_name(active_isa())));
+              std::vector<float> y(static_cast<size_t>(r * n), -7.0f);
+              linear(*pw, x.data(), r, b, y.data(), scratch, &pool);
+              for (int64_t i = 0; i < r; ++i)
+                ASSERT_EQ(0, std::memcmp(y.data() + i * n, alone.data() + i * n, static_cast<size_t>(n) * sizeof(float)))
+                    << "row " << i;
+            }
           }
         }
       }
