@@ -5,24 +5,31 @@
 //
 // with cost(k) a verification step of k drafts in decode steps, measured per k (the step method's padding
 // included), between measured counts on the line through them, beyond them on the line through a decode
-// step. The k with the best gain is drafted, up to a cap that doubles while every draft is accepted (so a
-// count is tried only after the smaller ones paid) and drops to what was accepted otherwise. When no count
+// step. The program's step sizes (rows per step method) make counts that run the same method one: a
+// measurement of k drafts is the cost of every count whose k + 1 rows that method holds, and the cap fills
+// the method (2 drafts are 3 rows, padded to a 4-row step, so 3 drafts cost the same and yield more). The k
+// with the best gain is drafted, up to a cap that doubles while every draft is accepted (so a count is tried
+// only after the smaller ones paid) and drops to what was accepted otherwise. When no count
 // is expected to beat a plain decode step (gain < 1) drafting pauses: plain decode steps, then one probe of
-// a single draft. A pause that follows a probe which did not pay lasts twice as long as the one before,
-// so text that never repeats its context costs a probe every few hundred tokens.
+// a single draft. A probe whose drafts are all accepted goes on for kJudgeRounds rounds whatever the
+// estimate says: the estimate restarts from even odds, and on a tiny model one accepted draft never looks
+// worth a step of 2 rows (2 tokens for 1.7 decode steps at best), while the larger steps that do pay are
+// reached only through accepted rounds. A pause that follows a probe which did not pay lasts twice as long
+// as the one before, so text that never repeats its context costs a probe every few hundred tokens.
 //
 // The cost per k is what makes this hold on every model: on a 260K-parameter model a step of k + 1 rows
 // costs about k + 1 decode steps (nothing is shared between rows but the launch), and only drafts accepted
 // almost surely pay; on a 0.5B model the rows share one pass over the weights and several drafts at half
 // acceptance do.
 //
-//   DraftPolicy p(8);
+//   DraftPolicy p(8, info.step_sizes);
 //   int32_t k = p.want();            // 0: decode plainly this step
 //   ... p.on_verify(drafted, accepted, ms)  or  p.on_decode(ms)
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace hfs {
@@ -36,8 +43,9 @@ class DraftPolicy {
   // resets when they paid).
   static constexpr int kJudgeRounds = 3;
 
-  explicit DraftPolicy(int32_t max_k)
-      : max_k_(std::max(1, max_k)), cost_(static_cast<size_t>(max_k_) + 1, 0.0) {}
+  // step_rows: the rows each step method holds, ascending (empty: every count its own cost).
+  explicit DraftPolicy(int32_t max_k, std::vector<int64_t> step_rows = {})
+      : max_k_(std::max(1, max_k)), cost_(static_cast<size_t>(max_k_) + 1, 0.0), step_rows_(std::move(step_rows)) {}
 
   int32_t want() const {
     // Costs are measured in decode steps: nothing is drafted before a decode step was timed, and a plain
@@ -57,15 +65,18 @@ class DraftPolicy {
   void on_verify(int32_t drafted, int32_t accepted, double ms) {
     drafted = std::clamp(drafted, 1, max_k_);
     accepted = std::clamp(accepted, 0, drafted);
+    probe_clean_ = probe_clean_ && accepted == drafted;
     // Per-draft acceptance, recent rounds weighing most: `accepted` successes, and a failure where a
     // draft was rejected.
     hits_ = kDecay * hits_ + accepted;
     misses_ = kDecay * misses_ + (accepted < drafted ? 1 : 0);
-    cap_ = accepted == drafted ? std::min(max_k_, 2 * drafted) : std::max(1, accepted + 1);
+    cap_ = fill(accepted == drafted ? std::min(max_k_, 2 * drafted) : std::max(1, accepted + 1));
     if (decode_ms_ > 0 && ms > 0) {
       const double steps = ms / decode_ms_;
       double& c = cost_[static_cast<size_t>(drafted)];
       c = c == 0 ? steps : update(c, steps, 0.3);
+      for (int32_t k = 1; k <= max_k_; ++k)
+        if (k != drafted && step_of(k) == step_of(drafted)) cost_[static_cast<size_t>(k)] = c;
       probe_tokens_ += accepted + 1;
       probe_steps_ += steps;
     }
@@ -114,13 +125,22 @@ class DraftPolicy {
                         : avg + weight * (std::max(sample, avg / 2) - avg);
   }
 
+  // The rows of the step method that runs k drafts (k + 1 rows), or k + 1 without step sizes or beyond them.
+  int64_t step_of(int32_t k) const {
+    for (int64_t rows : step_rows_)
+      if (rows >= k + 1) return rows;
+    return k + 1;
+  }
+  // The most drafts (up to max_k) the step method running k drafts holds.
+  int32_t fill(int32_t k) const { return static_cast<int32_t>(std::clamp<int64_t>(step_of(k) - 1, k, max_k_)); }
+
   // The count with the best expected gain up to the cap, or a pause when none beats decode.
   void choose() {
     int32_t best = 1;
     double best_gain = gain(1);
     for (int32_t k = 2; k <= cap_; ++k)
       if (const double g = gain(k); g > best_gain) best = k, best_gain = g;
-    if (best_gain >= 1.0 || decode_ms_ <= 0) {
+    if (best_gain >= 1.0 || decode_ms_ <= 0 || (probe_clean_ && probe_rounds_ < kJudgeRounds)) {
       choice_ = best;
       return;
     }
@@ -136,12 +156,14 @@ class DraftPolicy {
     cap_ = 1;
     choice_ = 1;
     probe_rounds_ = 0;
+    probe_clean_ = true;
     probe_tokens_ = 0;
     probe_steps_ = 0;
   }
 
   int32_t max_k_;
   std::vector<double> cost_;  // [k]: a verification step of k drafts in decode steps (0: not measured)
+  std::vector<int64_t> step_rows_;
   double decode_ms_ = 0;      // moving average of plain decode steps
   double hits_ = kPriorHits, misses_ = kPriorMisses;  // decayed counts of accepted and rejected drafts
   int decodes_ = 0;
@@ -152,6 +174,7 @@ class DraftPolicy {
   int backoff_ = kPauseSteps;
   // Since the last pause: rounds, tokens committed and their cost in decode steps.
   int probe_rounds_ = 0;
+  bool probe_clean_ = true;  // every draft since the last pause was accepted
   double probe_tokens_ = 0, probe_steps_ = 0;
 };
 

@@ -194,7 +194,7 @@ struct Engine::Impl {
       s.draft->commit(s.history);
     }
     if (s.draft) {
-      s.policy.emplace(config.draft.max_tokens);
+      s.policy.emplace(config.draft.max_tokens, io->info().step_sizes);
       s.rows.reserve(static_cast<size_t>(rows_max));
       if (s.constraint) {
         s.row_masks.resize(static_cast<size_t>(rows_max) * V);

@@ -339,7 +339,8 @@ struct Generation::Impl {
   std::vector<float> masked_rows;    // [verify_rows, V]
 
   Impl(Runner::Impl* r, const GenerationConfig& c, std::shared_ptr<const TokenVocabulary> vocab)
-      : runner(r), config(c), sampler(c.sampling, r->io->info().vocab_size), policy(c.draft.max_tokens) {
+      : runner(r), config(c), sampler(c.sampling, r->io->info().vocab_size),
+        policy(c.draft.max_tokens, r->io->info().step_sizes) {
     tokens.reserve(static_cast<size_t>(std::max(0, c.max_new_tokens)));
     const size_t V = static_cast<size_t>(r->io->info().vocab_size);
     if (c.constraint) {

@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <utility>
+#include <vector>
 
 namespace hfs {
 namespace {
@@ -50,8 +53,8 @@ struct Outcome {
 // verification step that waited for a core, reported to the policy as 30 times its cost (the speedup leaves
 // the wait out: it measures the decisions that followed).
 Outcome simulate(int32_t max_k, int n, const std::function<double(int32_t)>& step_ms, Acceptance accept,
-                 int slow_round = -1) {
-  DraftPolicy p(max_k);
+                 int slow_round = -1, std::vector<int64_t> step_rows = {}) {
+  DraftPolicy p(max_k, std::move(step_rows));
   double t = 0;
   int made = 0;
   Outcome o;
@@ -87,6 +90,34 @@ TEST(DraftPolicy, RepeatedTextOnATinyModelDraftsTheCountsThatPay) {
   // rows and lose (9 / 11.5).
   const Outcome o = simulate(8, 2000, tiny_model_ms, Acceptance{1.0});
   EXPECT_GE(o.speedup, 1.15);
+}
+
+TEST(DraftPolicy, RepeatedTextOnATinyModelFillsItsStepMethods) {
+  // The same steps, the policy told the program's step sizes: 2 drafts (3 rows) run the 4-row method, so 3
+  // cost the same, and 7 fill the 8-row one (8 / 5.9). Without the sizes the policy measures 2 drafts, finds
+  // them worse than 1 and never tries more.
+  const std::vector<int64_t> steps = {2, 4, 8, 16};
+  const Outcome blind = simulate(8, 2000, tiny_model_ms, Acceptance{1.0});
+  const Outcome o = simulate(8, 2000, tiny_model_ms, Acceptance{1.0}, -1, steps);
+  EXPECT_GE(o.speedup, 1.3);
+  EXPECT_GT(o.speedup, blind.speedup * 1.08);
+  // Open-ended text still costs nothing.
+  EXPECT_GE(simulate(8, 2000, tiny_model_ms, Acceptance{0.35}, -1, steps).speedup, 0.98);
+  std::printf("tiny model, every draft accepted: %.3fx without the step sizes, %.3fx with\n", blind.speedup, o.speedup);
+}
+
+TEST(DraftPolicy, AProbeWhoseDraftsAreAllAcceptedRunsItsRounds) {
+  // Rows a little dearer (0.75 of a decode step each, as stories260K's steps measure with the host's work):
+  // one accepted draft from even odds never looks worth 2 rows (1.71 / 1.75), so a probe judged on its first
+  // round pauses every time, though 7 drafts would make 8 tokens for 6.25 decode steps.
+  const auto dearer_rows_ms = [](int32_t k) {
+    int32_t rows = 1;
+    while (rows < k + 1) rows *= 2;
+    return kDecodeMs * (1 + 0.75 * (rows - 1));
+  };
+  const Outcome o = simulate(8, 2000, dearer_rows_ms, Acceptance{1.0}, -1, {2, 4, 8, 16});
+  EXPECT_GE(o.speedup, 1.2);
+  EXPECT_GE(simulate(8, 2000, dearer_rows_ms, Acceptance{0.35}, -1, {2, 4, 8, 16}).speedup, 0.98);
 }
 
 TEST(DraftPolicy, RepeatedTextOnALargeModelDraftsTheMost) {
