@@ -19,6 +19,9 @@ constexpr int kBlockLanes = 32;
 // Decode splits a row's units into ranges of at least kMinSplitSlots slots (each range costs a partial
 // write and a merge), and into at most this many tasks per thread (what AttentionScratch holds).
 constexpr int64_t kMinSplitSlots = 64;
+// Per-thread floats for a multi-row step's rows together (rows_together): 512 KiB, which holds 16 rows of
+// Qwen2.5's 7 query heads over about 1000 slots; steps over more take the per-row units.
+constexpr int64_t kRowsTogetherFloats = int64_t{128} << 10;
 constexpr int64_t kMaxSplitTasksPerThread = 6;
 int64_t max_split_tasks(int threads) { return kMaxSplitTasksPerThread * threads; }
 
@@ -280,6 +283,77 @@ int64_t split_parts(const AttentionArgs& a, const AttentionScratch& scratch, int
   return std::clamp<int64_t>(parts, 1, max_split_tasks(threads) / a.hkv);
 }
 
+// Whether a step's rows go through the kernels together, one unit per kv head: the rows' query heads as
+// the heads of one unit (scores, and P·V, of t·g heads) over the longest row's list, each row's softmax
+// over its own first slots and mask, its probabilities past them 0 (p·v = 0 adds exactly nothing to a sum
+// that started at +0). A sequence's verification rows see its slots and the drafts up to their own, so
+// each row's list is a prefix of the last one's (checked: a paged pool may order the slots otherwise);
+// together they read each K and V row once instead of once per row. On AVX-512 a head's scores and sums
+// do not depend on the heads beside it (each score is the plain chain over D, each output element the
+// slots' FMAs in order), so every row keeps decode's bits; the other ISAs' kernels are not shown to.
+// Only unsplit rows (a split row's ranges come from its own slot count), a group of at most 64 heads, and
+// what the scratch holds.
+// Returns the row whose list every other row's is a prefix of (-1: not so, or not together).
+int64_t rows_together(const AttentionArgs& a, const Kernels& kn, const RowLists& rl, const AttentionScratch& scratch) {
+  const int64_t g = a.hq / a.hkv;
+  if (a.t < 2 || a.t > kRowInvariantRows || g > 64 || kn.scores != detail::attn_scores_avx512 || scratch.group != g ||
+      scratch.d != a.d)
+    return -1;
+  int64_t longest = 0;
+  for (int64_t r = 1; r < a.t; ++r)
+    if (rl.count(r) > rl.count(longest)) longest = r;
+  const int64_t n = rl.count(longest);
+  if (a.t * g * (n + 2 * a.d) > scratch.rows_per_thread) return -1;
+  for (int64_t r = 0; r < a.t; ++r)
+    if (rl.of(r) != rl.of(longest) &&
+        std::memcmp(rl.of(r), rl.of(longest), static_cast<size_t>(rl.count(r)) * sizeof(int32_t)) != 0)
+      return -1;
+  return longest;
+}
+
+// Kv head h of every row of the step, the rows together (rows_together): buf holds [t·g, d] query heads,
+// [t·g, d] sums and [t·g, n] scores.
+void rows_together_unit(const AttentionArgs& a, const Kernels& kn, const RowLists& rl, int64_t longest, int64_t h,
+                        float* buf) {
+  const int g = static_cast<int>(a.hq / a.hkv);
+  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s, nq = a.t * g, n = rl.count(longest);
+  const bool f16 = a.kv_dtype == DType::kF16;
+  const int32_t* list = rl.of(longest);
+  float* qs = buf;           // [t·g, d]: the rows' query heads of kv head h, row by row
+  float* acc = qs + nq * d;  // [t·g, d]
+  float* sc = acc + nq * d;  // [t·g, n]
+  for (int64_t r = 0; r < a.t; ++r)
+    std::memcpy(qs + r * g * d, a.q + (r * a.hq + h * g) * d, static_cast<size_t>(g * d) * sizeof(float));
+  const void* kb = static_cast<const char*>(a.k) + h * S * d * es;
+  const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
+  kn.scores(qs, static_cast<int>(nq), kb, vb, f16, d, list, n, sc);
+  float sum[kRowInvariantRows * 64];
+  bool sees[kRowInvariantRows];
+  for (int64_t r = 0; r < a.t; ++r) {
+    sees[r] = rl.sees_a_slot(r, a.mask + r * S);
+    const int64_t nr = sees[r] ? rl.count(r) : 0;  // the row's slots: the first nr of the longest row's
+    for (int j = 0; j < g; ++j) {
+      float* sj = sc + (r * g + j) * n;
+      float mx;
+      if (sees[r]) sum[r * g + j] = softmax_row(a, kn, sj, nr, a.mask + r * S, list, &mx);
+      std::memset(sj + nr, 0, static_cast<size_t>(n - nr) * sizeof(float));  // p = 0: adds exactly nothing
+    }
+  }
+  std::memset(acc, 0, static_cast<size_t>(nq * d) * sizeof(float));
+  kn.accum(sc, static_cast<int>(nq), vb, f16, d, list, n, acc);
+  for (int64_t r = 0; r < a.t; ++r) {
+    float* out = a.out + (r * a.hq + h * g) * d;
+    if (!sees[r]) {
+      uniform_average(a, vb, g, out);
+      continue;
+    }
+    for (int j = 0; j < g; ++j) {
+      const float inv = 1.0f / sum[r * g + j];
+      for (int64_t e = 0; e < d; ++e) out[j * d + e] = acc[(r * g + j) * d + e] * inv;
+    }
+  }
+}
+
 // Units of (row, kv head), each over its row's list: decode (one row) and the per-row path. A unit's slots
 // may be split into ranges (split_parts), each an unnormalized partial merged exactly afterwards; a
 // row's result depends only on its own slots and the thread count, never on the rows beside it.
@@ -327,6 +401,12 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
       split = split || row_parts[r] > 1;
       first[r + 1] = first[r] + a.hkv * row_parts[r];
     }
+  }
+  if (const int64_t longest = split ? -1 : rows_together(a, kn, rl, scratch); longest >= 0) {
+    run_units(pool, a.hkv, 1, [&](int64_t h, int thread) {
+      rows_together_unit(a, kn, rl, longest, h, scratch.rows.data() + thread * scratch.rows_per_thread);
+    });
+    return;
   }
   // A scratch sized for fewer rows (AttentionScratch's max_rows) than the step has cannot hold the partials.
   if (!split || static_cast<size_t>(first[a.t] * g * (d + 2)) > scratch.partial.size()) {
@@ -392,6 +472,11 @@ AttentionScratch::AttentionScratch(int threads_, int64_t group_, int64_t s, int6
       group(group_),
       d(d_),
       threads(threads_) {
+  if (max_rows > 1 && max_rows <= kRowInvariantRows && d_ > 0) {  // step methods (rows_together)
+    // Rounded to 16 floats so every thread's buffer stays 64-byte aligned.
+    rows_per_thread = (std::min(max_rows * group_ * (s + 2 * d_), kRowsTogetherFloats) + 15) / 16 * 16;
+    rows = AlignedArray<float>(static_cast<size_t>(threads_ * rows_per_thread), AlignedArray<float>::Init::kNone);
+  }
   if (block_d_ > 0) {
     // Rounded to 16 floats so every thread's buffer stays 64-byte aligned.
     block_per_thread = (detail::attn_block_scratch_floats(s, block_d_) + 15) / 16 * 16;

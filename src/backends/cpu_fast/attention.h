@@ -74,7 +74,10 @@ struct AttentionScratch {
   AlignedArray<float> scores;
   AlignedArray<float> partial;  // [rows × max split tasks][group × (d + 2)]: Σ p·v, max, Σ p per head
   AlignedArray<float> block;    // [threads][block_per_thread]
-  int64_t per_thread = 0, group = 0, d = 0, block_per_thread = 0, block_d = 0;
+  // [threads][rows_per_thread]: a multi-row step's rows together (attention.cpp, rows_together): their
+  // query heads, scores and sums for one kv head.
+  AlignedArray<float> rows;
+  int64_t per_thread = 0, group = 0, d = 0, block_per_thread = 0, block_d = 0, rows_per_thread = 0;
   int threads = 0;
 };
 
