@@ -182,9 +182,13 @@ void float_rows_short(const PackedWeight& w, const float* x, int64_t m, const fl
 template <class Fmt, int... NV>
 void float_rows_short_any(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                           int64_t n1, std::integer_sequence<int, NV...>) {
-  const int64_t nv = w.k / 16;
-  if (!std::is_same_v<Fmt, F32> || !((nv == NV) || ...)) return float_rows_short<Fmt, -1>(w, x, m, bias, y, n0, n1);
-  ((nv == NV ? float_rows_short<Fmt, NV>(w, x, m, bias, y, n0, n1) : void()), ...);
+  if constexpr (!std::is_same_v<Fmt, F32>) {
+    float_rows_short<Fmt, -1>(w, x, m, bias, y, n0, n1);
+  } else {
+    const int64_t nv = w.k / 16;
+    if (!((nv == NV) || ...)) return float_rows_short<Fmt, -1>(w, x, m, bias, y, n0, n1);
+    ((nv == NV ? float_rows_short<Fmt, NV>(w, x, m, bias, y, n0, n1) : void()), ...);
+  }
 }
 
 // ---- integer weights: 16 output rows along the lanes (linear.h) -------------------------------------
