@@ -198,50 +198,77 @@ void block_attention(const AttentionArgs& a, const int32_t* live, int64_t n_live
   run_units(pool, units, units, body);
 }
 
+// Kv head h of rows [r0, r0 + rows) together: their query heads as the heads of one unit over list[0, n)
+// (the ISA's scores and P·V of rows·g heads), each row's softmax over its first count(r) slots with its own
+// mask row (its probabilities past them 0), then normalized; a row for which sees(r) is false gets the
+// uniform average. buf: [rows·g][d] query heads, [rows·g][d] sums, [rows·g][n] scores.
+template <typename Count, typename Sees>
+void heads_together(const AttentionArgs& a, const Kernels& kn, int64_t h, int64_t r0, int rows, const int32_t* list,
+                    int64_t n, const Count& count, const Sees& sees, float* buf) {
+  const int g = static_cast<int>(a.hq / a.hkv);
+  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s, nv = rows * g;
+  const bool f16 = a.kv_dtype == DType::kF16;
+  const void* kb = static_cast<const char*>(a.k) + h * S * d * es;
+  const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
+  float* qb = buf;           // [nv][d]
+  float* acc = qb + nv * d;  // [nv][d]
+  float* sc = acc + nv * d;  // [nv][n]
+  if (n > 0) {
+    for (int r = 0; r < rows; ++r)
+      std::memcpy(qb + r * g * d, a.q + ((r0 + r) * a.hq + h * g) * d, static_cast<size_t>(g * d) * sizeof(float));
+    kn.scores(qb, static_cast<int>(nv), kb, vb, f16, d, list, n, sc);
+  }
+  constexpr int kMaxRows = std::max<int>(kRowInvariantRows, kRowBlockVectors);  // rows_together, row blocks
+  float sum[kMaxRows * 64];
+  bool seen[kMaxRows], any = false;
+  for (int r = 0; r < rows; ++r) {
+    seen[r] = n > 0 && sees(r0 + r);
+    any = any || seen[r];
+  }
+  for (int r = 0; r < rows; ++r) {
+    const int64_t nr = seen[r] ? count(r0 + r) : 0;
+    for (int j = 0; j < g; ++j) {
+      float* sj = sc + (r * g + j) * n;
+      float mx;
+      if (seen[r]) sum[r * g + j] = softmax_row(a, kn, sj, nr, a.mask + (r0 + r) * S, list, &mx);
+      std::memset(sj + nr, 0, static_cast<size_t>(n - nr) * sizeof(float));  // p = 0: adds exactly nothing
+    }
+  }
+  if (any) {
+    std::memset(acc, 0, static_cast<size_t>(nv * d) * sizeof(float));
+    kn.accum(sc, static_cast<int>(nv), vb, f16, d, list, n, acc);
+  }
+  for (int r = 0; r < rows; ++r) {
+    float* out = a.out + ((r0 + r) * a.hq + h * g) * d;
+    if (!seen[r]) {
+      uniform_average(a, vb, g, out);
+      continue;
+    }
+    for (int j = 0; j < g; ++j) {
+      const float inv = 1.0f / sum[r * g + j];
+      for (int64_t e = 0; e < d; ++e) out[j * d + e] = acc[(r * g + j) * d + e] * inv;
+    }
+  }
+}
+
 // Prefill without the AVX-512 lane kernel: units of (R rows, kv head). The R·g query vectors of a unit go
-// through the ISA's decode kernels as one group, so each K/V row is read (and on AVX2 widened from f16)
-// once for R·g vectors instead of once per row; each (row, head) then takes its own mask row in the
-// softmax. Needs scratch.block (sized for the prefill head dim): [R·g][d] queries, [R·g][d] sums,
-// [R·g][n] scores.
+// through the ISA's decode kernels as one group (heads_together), so each K/V row is read (and on AVX2
+// widened from f16) once for R·g vectors instead of once per row; each (row, head) then takes its own mask
+// row in the softmax over the union up to the last slot any of the rows sees. Needs scratch.block (sized for
+// the prefill head dim).
 void row_block_attention(const AttentionArgs& a, const Kernels& kn, const int32_t* live, int64_t n_live,
                          AttentionScratch& scratch, ThreadPool* pool) {
   const int g = static_cast<int>(a.hq / a.hkv);
-  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s;
-  const bool f16 = a.kv_dtype == DType::kF16;
   const int rows_per_block = std::max(1, kRowBlockVectors / g);
   const int64_t blocks = (a.t + rows_per_block - 1) / rows_per_block;
   auto body = [&](int64_t unit, int thread) {
     const int64_t h = unit % a.hkv, r0 = unit / a.hkv * rows_per_block;
     const int rows = static_cast<int>(std::min<int64_t>(rows_per_block, a.t - r0));
-    const int nv = rows * g;
-    const void* kb = static_cast<const char*>(a.k) + h * S * d * es;
-    const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
-    const float* mask0 = a.mask + r0 * S;
-    const int64_t n = visible_end(mask0, S, rows, live, n_live);
-    float* qb = scratch.block.data() + thread * scratch.block_per_thread;  // [nv][d]
-    float* acc = qb + nv * d;                                               // [nv][d]
-    float* sc = acc + nv * d;                                               // [nv][n]
-    float mx[2 * kRowBlockVectors], sum[2 * kRowBlockVectors];
-    if (n > 0) {
-      for (int r = 0; r < rows; ++r)
-        std::memcpy(qb + r * g * d, a.q + ((r0 + r) * a.hq + h * g) * d, static_cast<size_t>(g * d) * sizeof(float));
-      kn.scores(qb, nv, kb, vb, f16, d, live, n, sc);
-      bool any = false;
-      for (int v = 0; v < nv; ++v) {
-        sum[v] = softmax_row(a, kn, sc + v * n, n, mask0 + (v / g) * S, live, &mx[v]);
-        any = any || mx[v] > -INFINITY;
-      }
-      std::memset(acc, 0, static_cast<size_t>(nv * d) * sizeof(float));
-      if (any) kn.accum(sc, nv, vb, f16, d, live, n, acc);
-      for (int v = 0; v < nv; ++v) {
-        if (mx[v] == -INFINITY) continue;  // the row sees nothing: averaged below
-        const float inv = 1.0f / sum[v];
-        float* o = a.out + ((r0 + v / g) * a.hq + h * g + v % g) * d;
-        for (int64_t e = 0; e < d; ++e) o[e] = acc[v * d + e] * inv;
-      }
-    }
-    for (int r = 0; r < rows; ++r)
-      if (!row_sees_a_slot(mask0 + r * S, live, n)) uniform_average(a, vb, g, a.out + ((r0 + r) * a.hq + h * g) * d);
+    const int64_t n = visible_end(a.mask + r0 * a.s, a.s, rows, live, n_live);
+    heads_together(
+        a, kn, h, r0, rows, live, n, [&](int64_t) { return n; },
+        [&](int64_t r) { return row_sees_a_slot(a.mask + r * a.s, live, n); },
+        scratch.block.data() + thread * scratch.block_per_thread);
   };
   run_units(pool, blocks * a.hkv, 4, body);
 }
@@ -311,49 +338,6 @@ int64_t rows_together(const AttentionArgs& a, const Kernels& kn, const RowLists&
   return longest;
 }
 
-// Kv head h of every row of the step, the rows together (rows_together): buf holds [t·g, d] query heads,
-// [t·g, d] sums and [t·g, n] scores.
-void rows_together_unit(const AttentionArgs& a, const Kernels& kn, const RowLists& rl, int64_t longest, int64_t h,
-                        float* buf) {
-  const int g = static_cast<int>(a.hq / a.hkv);
-  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s, nq = a.t * g, n = rl.count(longest);
-  const bool f16 = a.kv_dtype == DType::kF16;
-  const int32_t* list = rl.of(longest);
-  float* qs = buf;           // [t·g, d]: the rows' query heads of kv head h, row by row
-  float* acc = qs + nq * d;  // [t·g, d]
-  float* sc = acc + nq * d;  // [t·g, n]
-  for (int64_t r = 0; r < a.t; ++r)
-    std::memcpy(qs + r * g * d, a.q + (r * a.hq + h * g) * d, static_cast<size_t>(g * d) * sizeof(float));
-  const void* kb = static_cast<const char*>(a.k) + h * S * d * es;
-  const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
-  kn.scores(qs, static_cast<int>(nq), kb, vb, f16, d, list, n, sc);
-  float sum[kRowInvariantRows * 64];
-  bool sees[kRowInvariantRows];
-  for (int64_t r = 0; r < a.t; ++r) {
-    sees[r] = rl.sees_a_slot(r, a.mask + r * S);
-    const int64_t nr = sees[r] ? rl.count(r) : 0;  // the row's slots: the first nr of the longest row's
-    for (int j = 0; j < g; ++j) {
-      float* sj = sc + (r * g + j) * n;
-      float mx;
-      if (sees[r]) sum[r * g + j] = softmax_row(a, kn, sj, nr, a.mask + r * S, list, &mx);
-      std::memset(sj + nr, 0, static_cast<size_t>(n - nr) * sizeof(float));  // p = 0: adds exactly nothing
-    }
-  }
-  std::memset(acc, 0, static_cast<size_t>(nq * d) * sizeof(float));
-  kn.accum(sc, static_cast<int>(nq), vb, f16, d, list, n, acc);
-  for (int64_t r = 0; r < a.t; ++r) {
-    float* out = a.out + (r * a.hq + h * g) * d;
-    if (!sees[r]) {
-      uniform_average(a, vb, g, out);
-      continue;
-    }
-    for (int j = 0; j < g; ++j) {
-      const float inv = 1.0f / sum[r * g + j];
-      for (int64_t e = 0; e < d; ++e) out[j * d + e] = acc[(r * g + j) * d + e] * inv;
-    }
-  }
-}
-
 // Units of (row, kv head), each over its row's list: decode (one row) and the per-row path. A unit's slots
 // may be split into ranges (split_parts), each an unnormalized partial merged exactly afterwards; a
 // row's result depends only on its own slots and the thread count, never on the rows beside it.
@@ -404,7 +388,10 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
   }
   if (const int64_t longest = split ? -1 : rows_together(a, kn, rl, scratch); longest >= 0) {
     run_units(pool, a.hkv, 1, [&](int64_t h, int thread) {
-      rows_together_unit(a, kn, rl, longest, h, scratch.rows.data() + thread * scratch.rows_per_thread);
+      heads_together(
+          a, kn, h, 0, static_cast<int>(a.t), rl.of(longest), rl.count(longest), [&](int64_t r) { return rl.count(r); },
+          [&](int64_t r) { return rl.sees_a_slot(r, a.mask + r * S); },
+          scratch.rows.data() + thread * scratch.rows_per_thread);
     });
     return;
   }

@@ -51,6 +51,11 @@ inline void with_heads(int hb, F&& f) {
     default: return f(std::integral_constant<int, 8>{});
   }
 }
+// f(j0, hb) for the passes over g heads: heads [j0, j0 + hb), hb ≤ kPassHeads as an integral_constant.
+template <typename F>
+inline void each_pass(int g, F&& f) {
+  for (int j0 = 0; j0 < g; j0 += kPassHeads) with_heads(std::min(kPassHeads, g - j0), [&](auto hb) { f(j0, hb); });
+}
 template <typename F>
 inline void with_f16(bool f16, F&& f) {
   if (f16)
@@ -129,16 +134,13 @@ template <int ND>
 void scores_nd(const float* q, int g, const void* k, const void* then, bool f16, const int32_t* slots, int64_t n,
                float* out) {
   constexpr int64_t d = 16 * ND;
-  for (int j0 = 0; j0 < g; j0 += kPassHeads) {
-    const float* qj = q + j0 * d;
-    float* oj = out + j0 * n;
-    if (j0 > 0) then = nullptr;  // prefetched on the first pass
-    with_heads(std::min(kPassHeads, g - j0), [&](auto hb) {
-      with_f16(f16, [&](auto h16) {
-        scores_heads<ND, decltype(hb)::value, decltype(h16)::value>(qj, k, then, slots, n, oj);
-      });
+  each_pass(g, [&](int j0, auto hb) {
+    with_f16(f16, [&](auto h16) {
+      // V is prefetched on the first pass only.
+      scores_heads<ND, decltype(hb)::value, decltype(h16)::value>(q + j0 * d, k, j0 == 0 ? then : nullptr, slots, n,
+                                                                  out + j0 * n);
     });
-  }
+  });
 }
 
 // Any other D (SmolLM-style small heads, D = 8 on stories260K): the same slots-along-the-lanes scores,
@@ -244,12 +246,9 @@ void accum_heads(const float* p, const void* v, bool f16, const int32_t* slots, 
 template <int ND>
 void accum_nd(const float* p, int g, const void* v, bool f16, const int32_t* slots, int64_t n, float* out) {
   constexpr int64_t d = 16 * ND;
-  for (int j0 = 0; j0 < g; j0 += kPassHeads) {
-    const float* pj = p + j0 * n;
-    float* oj = out + j0 * d;
-    with_heads(std::min(kPassHeads, g - j0),
-               [&](auto hb) { accum_heads<ND, decltype(hb)::value>(pj, v, f16, slots, n, oj); });
-  }
+  each_pass(g, [&](int j0, auto hb) {
+    accum_heads<ND, decltype(hb)::value>(p + j0 * n, v, f16, slots, n, out + j0 * d);
+  });
 }
 
 // exp(x) for x ≤ 0 (scores minus their max); below -87.3 (where expf is denormal or 0) it returns 0,
@@ -269,13 +268,11 @@ void attn_scores_avx512(const float* q, int g, const void* k, const void* then, 
     case 256: return scores_nd<16>(q, g, k, then, f16, slots, n, out);
     default: break;
   }
-  for (int j0 = 0; j0 < g; j0 += kPassHeads) {
-    const float* qj = q + j0 * d;
-    float* oj = out + j0 * n;
-    with_heads(std::min(kPassHeads, g - j0), [&](auto hb) {
-      with_f16(f16, [&](auto h16) { scores_any<decltype(hb)::value, decltype(h16)::value>(qj, k, d, slots, n, oj); });
+  each_pass(g, [&](int j0, auto hb) {
+    with_f16(f16, [&](auto h16) {
+      scores_any<decltype(hb)::value, decltype(h16)::value>(q + j0 * d, k, d, slots, n, out + j0 * n);
     });
-  }
+  });
 }
 
 void attn_accum_avx512(const float* p, int g, const void* v, bool f16, int64_t d, const int32_t* slots, int64_t n,
@@ -286,13 +283,11 @@ void attn_accum_avx512(const float* p, int g, const void* v, bool f16, int64_t d
     case 256: return accum_nd<16>(p, g, v, f16, slots, n, out);
     default: break;
   }
-  for (int j0 = 0; j0 < g; j0 += kPassHeads) {
-    const float* pj = p + j0 * n;
-    float* oj = out + j0 * d;
-    with_heads(std::min(kPassHeads, g - j0), [&](auto hb) {
-      with_f16(f16, [&](auto h16) { accum_any<decltype(hb)::value, decltype(h16)::value>(pj, v, d, slots, n, oj); });
+  each_pass(g, [&](int j0, auto hb) {
+    with_f16(f16, [&](auto h16) {
+      accum_any<decltype(hb)::value, decltype(h16)::value>(p + j0 * n, v, d, slots, n, out + j0 * d);
     });
-  }
+  });
 }
 
 float attn_softmax_avx512(float* s, int64_t n, const float* mask, const int32_t* slots, float scale, float* max) {
