@@ -79,8 +79,13 @@ struct Avx512 {
   static Mask gemv_tail(int64_t k) { return tail_mask(k % 16); }
   template <class Fmt>
   static float gemv_sum(V a0, V a1, V a2, V a3, const float* x, const char* wr, int64_t j, int64_t k, Mask tail) {
+    return _mm512_reduce_add_ps(gemv_chain_sum<Fmt>(a0, a1, a2, a3, x, wr, j, k, tail));
+  }
+  // gemv_sum before its lane sum: the tail into chain 1, then the chains added pairwise.
+  template <class Fmt>
+  static V gemv_chain_sum(V a0, V a1, V a2, V a3, const float* x, const char* wr, int64_t j, int64_t k, Mask tail) {
     if (j < k) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, x + j), wload_mask(Fmt{}, wr, j, tail), a1);
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    return _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
   }
   // How the half_group GEMV variants ("zmm-r1-*", linear_half_gemv.h) finish instead: the lane sum, then
   // the last k % 16 elements one by one.
@@ -134,12 +139,12 @@ inline __m512 reduce_add16(const __m512 v[16]) {
 }
 
 // Rows [0, m) × outputs [n0, n1) of a weight whose rows are at most kShortRowK elements: each output's four
-// chains, tail and chain sum exactly as float_gemv and gemv_sum run them, then the lane sums of 16 outputs
-// at once (reduce_add16) and decode's bias add as one vector. A weight row this short costs decode more in
-// its lane sum (about 10 instructions) than in its FMAs (4 for K = 64), and float_rows' tiles keep their
-// chains' sums in memory between passes: for stories260K (K = 64, 172) an 8-row step took 11x a decode
-// step's GLU. 16 weight rows of at most kShortRowK f32 stay in L1 while every activation row passes over
-// them.
+// chains, tail and chain sum through float_gemv's own gemv_chains and gemv_chain_sum, then the lane sums of
+// 16 outputs at once (reduce_add16) and decode's bias add as one vector. A weight row this short costs
+// decode more in its lane sum (about 10 instructions) than in its FMAs (4 for K = 64), and float_rows' tiles
+// keep their chains' sums in memory between passes: for stories260K (K = 64, 172) an 8-row step took 11x a
+// decode step's GLU. 16 weight rows of at most kShortRowK f32 stay in L1 while every activation row passes
+// over them.
 // NV ≥ 0: the row's whole 16-element vectors, known at compile time (the loops then unroll without the
 // branches a run-time K takes: an 8-row step of stories260K 10 % faster); -1: K at run time.
 template <class Fmt, int NV>
@@ -161,17 +166,9 @@ void float_rows_short(const PackedWeight& w, const float* x, int64_t m, const fl
           continue;
         }
         const char* wr = base + (g + o) * k * es;
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        int64_t j = 0;
-        for (; j + 64 <= kv; j += 64) {
-          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(xr + j), Avx512::wload(Fmt{}, wr, j), a0);
-          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(xr + j + 16), Avx512::wload(Fmt{}, wr, j + 16), a1);
-          a2 = _mm512_fmadd_ps(_mm512_loadu_ps(xr + j + 32), Avx512::wload(Fmt{}, wr, j + 32), a2);
-          a3 = _mm512_fmadd_ps(_mm512_loadu_ps(xr + j + 48), Avx512::wload(Fmt{}, wr, j + 48), a3);
-        }
-        for (; j < kv; j += 16) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(xr + j), Avx512::wload(Fmt{}, wr, j), a0);
-        if (j < k) a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, xr + j), Avx512::wload_mask(Fmt{}, wr, j, tail), a1);
-        s[o] = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+        __m512 a0, a1, a2, a3;
+        gemv_chains<Avx512, Fmt, false>(xr, wr, kv, a0, a1, a2, a3);
+        s[o] = Avx512::gemv_chain_sum<Fmt>(a0, a1, a2, a3, xr, wr, kv, k, tail);
       }
       _mm512_mask_storeu_ps(y + r * w.n + g, om, _mm512_add_ps(reduce_add16(s), bv));
     }

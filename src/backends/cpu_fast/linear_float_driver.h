@@ -57,27 +57,39 @@ inline void with_float_format(DType format, Run&& run) {
 // core; AVX2, two interleaved rows: 0.6-0.7x). Four independent FMA chains instead of two let the core run
 // further ahead of the loads (AVX-512, DRAM-resident weights: f16/bf16 read 17-20 GB/s on 2 threads with
 // four, 15-18 with two, and 9.5-10.5 against 8-9 on one; f32 reads the same either way).
+// Decode's four chains of one weight row wr against x over the row's whole vectors [0, kv) (kv a multiple
+// of kLanes): chain c takes vector c of every 4-vector step, chain 0 also the leftover whole vectors. The
+// accumulators start at 0. PF: prefetch the weight stream kPrefetchAhead ahead. The multi-row kernels that
+// must give each row decode's bits (float_rows_short) run these same chains.
+template <class Isa, class Fmt, bool PF>
+inline void gemv_chains(const float* x, const char* wr, int64_t kv, typename Isa::V& a0, typename Isa::V& a1,
+                        typename Isa::V& a2, typename Isa::V& a3) {
+  constexpr int64_t L = Isa::kLanes, es = elem_size(Fmt{});
+  a0 = a1 = a2 = a3 = Isa::zero();
+  int64_t j = 0;
+  for (; j + 4 * L <= kv; j += 4 * L) {
+    if constexpr (PF)
+      for (int64_t off = 0; off < 4 * L * es; off += 64) _mm_prefetch(wr + j * es + kPrefetchAhead + off, _MM_HINT_T0);
+    a0 = Isa::fma(Isa::load(x + j), Isa::wload(Fmt{}, wr, j), a0);
+    a1 = Isa::fma(Isa::load(x + j + L), Isa::wload(Fmt{}, wr, j + L), a1);
+    a2 = Isa::fma(Isa::load(x + j + 2 * L), Isa::wload(Fmt{}, wr, j + 2 * L), a2);
+    a3 = Isa::fma(Isa::load(x + j + 3 * L), Isa::wload(Fmt{}, wr, j + 3 * L), a3);
+  }
+  for (; j < kv; j += L) a0 = Isa::fma(Isa::load(x + j), Isa::wload(Fmt{}, wr, j), a0);
+}
+
 template <class Isa, class Fmt>
 void float_gemv(const PackedWeight& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
   using V = typename Isa::V;
   constexpr int64_t L = Isa::kLanes;
-  const int64_t k = w.k, es = elem_size(Fmt{});
+  const int64_t k = w.k, es = elem_size(Fmt{}), kv = k / L * L;
   const char* base = static_cast<const char*>(w.raw);
   const auto tail = Isa::gemv_tail(k);
   for (int64_t n = n0; n < n1; ++n) {
     const char* wr = base + n * k * es;
-    V a0 = Isa::zero(), a1 = Isa::zero(), a2 = Isa::zero(), a3 = Isa::zero();
-    int64_t j = 0;
-    for (; j + 4 * L <= k; j += 4 * L) {
-      if constexpr (Isa::template gemv_prefetch<Fmt>())
-        for (int64_t off = 0; off < 4 * L * es; off += 64) _mm_prefetch(wr + j * es + kPrefetchAhead + off, _MM_HINT_T0);
-      a0 = Isa::fma(Isa::load(x + j), Isa::wload(Fmt{}, wr, j), a0);
-      a1 = Isa::fma(Isa::load(x + j + L), Isa::wload(Fmt{}, wr, j + L), a1);
-      a2 = Isa::fma(Isa::load(x + j + 2 * L), Isa::wload(Fmt{}, wr, j + 2 * L), a2);
-      a3 = Isa::fma(Isa::load(x + j + 3 * L), Isa::wload(Fmt{}, wr, j + 3 * L), a3);
-    }
-    for (; j + L <= k; j += L) a0 = Isa::fma(Isa::load(x + j), Isa::wload(Fmt{}, wr, j), a0);
-    y[n] = Isa::template gemv_sum<Fmt>(a0, a1, a2, a3, x, wr, j, k, tail) + (bias ? bias[n] : 0.0f);
+    V a0, a1, a2, a3;
+    gemv_chains<Isa, Fmt, Isa::template gemv_prefetch<Fmt>()>(x, wr, kv, a0, a1, a2, a3);
+    y[n] = Isa::template gemv_sum<Fmt>(a0, a1, a2, a3, x, wr, kv, k, tail) + (bias ? bias[n] : 0.0f);
   }
 }
 
