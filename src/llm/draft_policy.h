@@ -4,10 +4,12 @@
 //   gain(k) = E(k) / cost(k),  E(k) = 1 + a + a² + … + a^k  (a: the recent per-draft acceptance rate)
 //
 // with cost(k) a verification step of k drafts in decode steps, measured per k (the step method's padding
-// included), between measured counts on the line through them, beyond them on the line through a decode
-// step. The program's step sizes (rows per step method) make counts that run the same method one: a
-// measurement of k drafts is the cost of every count whose k + 1 rows that method holds, and the cap fills
-// the method (2 drafts are 3 rows, padded to a 4-row step, so 3 drafts cost the same and yield more). The k
+// included; a method's first, cold run is not a measurement), between measured counts on the line through
+// them, beyond them on the line through a decode step. The program's step sizes (rows per step method) make
+// counts that run the same method one: a measurement of k drafts is the cost of every count whose k + 1
+// rows that method holds, an unmeasured count sits on those lines at the drafts its method holds, and the
+// cap fills the method (2 drafts are 3 rows, padded to a 4-row step, so 3 drafts cost the same and yield
+// more; 8 drafts run a 16-row step and are priced as 15). The k
 // with the best gain is drafted, up to a cap that doubles while every draft is accepted (so a count is tried
 // only after the smaller ones paid) and drops to what was accepted otherwise. When no count
 // is expected to beat a plain decode step (gain < 1) drafting pauses: plain decode steps, then one probe of
@@ -45,7 +47,10 @@ class DraftPolicy {
 
   // step_rows: the rows each step method holds, ascending (empty: every count its own cost).
   explicit DraftPolicy(int32_t max_k, std::vector<int64_t> step_rows = {})
-      : max_k_(std::max(1, max_k)), cost_(static_cast<size_t>(max_k_) + 1, 0.0), step_rows_(std::move(step_rows)) {}
+      : max_k_(std::max(1, max_k)),
+        cost_(static_cast<size_t>(max_k_) + 1, 0.0),
+        ran_(static_cast<size_t>(max_k_) + 1, false),
+        step_rows_(std::move(step_rows)) {}
 
   int32_t want() const {
     // Costs are measured in decode steps: nothing is drafted before a decode step was timed, and a plain
@@ -66,17 +71,25 @@ class DraftPolicy {
     drafted = std::clamp(drafted, 1, max_k_);
     accepted = std::clamp(accepted, 0, drafted);
     probe_clean_ = probe_clean_ && accepted == drafted;
+    // A step method's first run is cold (its scratch pages and code are touched for the first time: 2-3x
+    // its cost on a tiny model), as decode's first step is: taken as the method's cost it would never be
+    // chosen, so never measured again. The estimate that chose it stands until a warm run is measured.
+    const bool cold = !ran_[static_cast<size_t>(drafted)];
+    for (int32_t k = 1; k <= max_k_; ++k)
+      if (step_of(k) == step_of(drafted)) ran_[static_cast<size_t>(k)] = true;
     // Per-draft acceptance, recent rounds weighing most: `accepted` successes, and a failure where a
     // draft was rejected.
     hits_ = kDecay * hits_ + accepted;
     misses_ = kDecay * misses_ + (accepted < drafted ? 1 : 0);
     cap_ = fill(accepted == drafted ? std::min(max_k_, 2 * drafted) : std::max(1, accepted + 1));
     if (decode_ms_ > 0 && ms > 0) {
-      const double steps = ms / decode_ms_;
-      double& c = cost_[static_cast<size_t>(drafted)];
-      c = c == 0 ? steps : update(c, steps, 0.3);
-      for (int32_t k = 1; k <= max_k_; ++k)
-        if (k != drafted && step_of(k) == step_of(drafted)) cost_[static_cast<size_t>(k)] = c;
+      const double steps = cold ? cost(drafted) : ms / decode_ms_;
+      if (!cold) {
+        double& c = cost_[static_cast<size_t>(drafted)];
+        c = c == 0 ? steps : update(c, steps, 0.3);
+        for (int32_t k = 1; k <= max_k_; ++k)
+          if (k != drafted && step_of(k) == step_of(drafted)) cost_[static_cast<size_t>(k)] = c;
+      }
       probe_tokens_ += accepted + 1;
       probe_steps_ += steps;
     }
@@ -91,13 +104,16 @@ class DraftPolicy {
   double cost(int32_t k) const {
     k = std::clamp(k, 1, max_k_);
     if (cost_[static_cast<size_t>(k)] > 0) return cost_[static_cast<size_t>(k)];
+    // A count costs what its step method's rows do, so the line runs through the drafts each method
+    // holds: 8 drafts padded to a 16-row method cost what 15 would.
     int32_t lo = k - 1, hi = k + 1;
     while (lo > 0 && cost_[static_cast<size_t>(lo)] == 0) --lo;
     while (hi <= max_k_ && cost_[static_cast<size_t>(hi)] == 0) ++hi;
-    const double c_lo = lo > 0 ? cost_[static_cast<size_t>(lo)] : 1.0;  // k = 0 drafts: a decode step
-    if (hi <= max_k_) return c_lo + (cost_[static_cast<size_t>(hi)] - c_lo) * (k - lo) / (hi - lo);
-    if (lo == 0) return 1.0 + k / kPriorRows;  // nothing measured yet
-    return 1.0 + (c_lo - 1.0) * k / lo;
+    const double x = held(k), x_lo = lo > 0 ? held(lo) : 0;
+    const double c_lo = lo > 0 ? cost_[static_cast<size_t>(lo)] : 1.0;  // 0 drafts: a decode step
+    if (hi <= max_k_) return c_lo + (cost_[static_cast<size_t>(hi)] - c_lo) * (x - x_lo) / (held(hi) - x_lo);
+    if (lo == 0) return 1.0 + x / kPriorRows;  // nothing measured yet
+    return 1.0 + (c_lo - 1.0) * x / x_lo;
   }
   // Tokens a step of k drafts is expected to commit per decode step's worth of time.
   double gain(int32_t k) const {
@@ -131,6 +147,8 @@ class DraftPolicy {
       if (rows >= k + 1) return rows;
     return k + 1;
   }
+  // The drafts the step method running k drafts holds (its rows but one), max_k or not.
+  double held(int32_t k) const { return static_cast<double>(step_of(k) - 1); }
   // The most drafts (up to max_k) the step method running k drafts holds.
   int32_t fill(int32_t k) const { return static_cast<int32_t>(std::clamp<int64_t>(step_of(k) - 1, k, max_k_)); }
 
@@ -163,6 +181,7 @@ class DraftPolicy {
 
   int32_t max_k_;
   std::vector<double> cost_;  // [k]: a verification step of k drafts in decode steps (0: not measured)
+  std::vector<bool> ran_;     // [k]: the step method running k drafts ran before (its next run is warm)
   std::vector<int64_t> step_rows_;
   double decode_ms_ = 0;      // moving average of plain decode steps
   double hits_ = kPriorHits, misses_ = kPriorMisses;  // decayed counts of accepted and rejected drafts

@@ -104,13 +104,14 @@ TEST(DraftProgram, SamplingWithADraftProgramVerifiesDrafts) {
   EXPECT_GT(spec.stats.draft_accepted, 0);  // a draft from the same weights is the likeliest token
 }
 
-TEST(DraftProgram, DifferentRandomDraftIsTokenIdenticalAndAcceptsLittle) {
+TEST(DraftProgram, DifferentRandomDraftIsTokenIdenticalAndRejected) {
   ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
   test::TinyModel t{"llama", 4, 256};
   t.step_sizes = std::vector<int64_t>{2, 4, 8};
   t.tokenizer = true;
   test::TinyModel d{"llama", 4, 256};
-  d.layers = 1;  // other weights: a different random model over the same tokenizer
+  d.layers = 1;  // a different random model over the same tokenizer: another seed, so that not even the
+  d.seed = 11;   // embeddings and the first layer are the target's
   d.tokenizer = true;
   const std::string target = test::tiny_program(t), draft = test::tiny_program(d);
   const auto prompt = test::random_tokens(12, 512, 5);
@@ -119,7 +120,9 @@ TEST(DraftProgram, DifferentRandomDraftIsTokenIdenticalAndAcceptsLittle) {
   ASSERT_EQ(plain.out.tokens.size(), 220u);
   EXPECT_EQ(spec.out.tokens, plain.out.tokens);
   EXPECT_GT(spec.stats.draft_tokens, 0);
-  EXPECT_LT(acceptance(spec.stats), 0.5) << spec.stats.draft_accepted << "/" << spec.stats.draft_tokens;
+  // Drafts of other weights are rejected. How many depends on when the policy drafts (it times the steps),
+  // and this target's greedy text ends in a one-token loop that both models continue: no rate is asserted.
+  EXPECT_LT(spec.stats.draft_accepted, spec.stats.draft_tokens);
 }
 
 // The draft program's greedy continuation of `tokens`, run alone from scratch: the reference for what
