@@ -328,11 +328,30 @@ Result<std::shared_ptr<PackedWeight>> shared_packed_weight(DType format, const v
       if (done) done(off + len);
     }
     w.raw = w.copy.data();
+    HFS_TRY(add_short_transpose(w));
   }
   auto sp = std::make_shared<PackedWeight>(std::move(w));
   for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() ? cache.erase(it) : std::next(it);
   cache[key] = sp;
   return sp;
+}
+
+Status add_short_transpose(PackedWeight& w) {
+  if (w.format != DType::kF32 || w.k > kShortTransposeK || w.n * w.k * 4 > kShortTransposeBytes ||
+      detected_isa() < Isa::kAvx512)
+    return Ok{};
+  const int64_t np = round_up(w.n, 16);
+  try {
+    w.short_t = AlignedArray<float>(static_cast<size_t>(w.k * np));  // zeroed: outputs past n read zeros
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate the transposed copy of f32 weight [" +
+                                                         std::to_string(w.n) + ", " + std::to_string(w.k) + "]");
+  }
+  const auto* src = static_cast<const float*>(w.raw);
+  float* t = w.short_t.data();
+  for (int64_t n = 0; n < w.n; ++n)
+    for (int64_t k = 0; k < w.k; ++k) t[k * np + n] = src[n * w.k + k];
+  return Ok{};
 }
 
 void gather_rows_i8(const PackedWeight& w, const int32_t* ids, int64_t t, float* y) {

@@ -69,6 +69,9 @@ struct PackedWeight {
   const float* source_scale = nullptr;  // i8: the per-channel scale given to pack_weight
   // f16 / bf16: the decode GEMV variant chosen at load (linear_half.h), -1 for the ISA's own kernel.
   int gemv_variant = -1;
+  // f32 constants of short rows on an AVX-512 machine (add_short_transpose): W transposed, [k][n rounded up
+  // to 16], what the AVX-512 kernels read for 1 to kFloatRowsMax activation rows; empty otherwise.
+  AlignedArray<float> short_t;
 
   bool is_integer() const { return format == DType::kI8 || format == DType::kQ8_0 || format == DType::kQ4_0; }
   size_t weight_bytes() const;  // bytes streamed per full pass (what decode bandwidth is measured on)
@@ -93,6 +96,16 @@ struct PackedWeight {
                                                                          int64_t k, const float* channel_scale,
                                                                          const std::function<void(uint64_t)>& done = nullptr,
                                                                          ThreadPool* pool = nullptr);
+
+// An f32 weight whose rows are short (k ≤ kShortTransposeK, at most kShortTransposeBytes) gets, on a CPU
+// with AVX-512, a transposed copy in `short_t`: decode and multi-row steps then sum each output in one FMA
+// chain along K with 16 outputs in the lanes, instead of a dot product per output that ends in a lane sum
+// costing more than its FMAs (K = 64: 4 FMAs, about 10 instructions of sum). Each output's chain does not
+// depend on the other rows or outputs of the call, so every row of a step is still what decode gives it.
+// Nothing to do for other weights. Errors: the copy cannot be allocated.
+inline constexpr int64_t kShortTransposeK = 512;
+inline constexpr int64_t kShortTransposeBytes = int64_t{16} << 20;
+[[nodiscard]] Status add_short_transpose(PackedWeight& w);
 
 // Rows ids[i] of an i8 weight [n, k] as f32 (row · its channel scale), read from the packed copy: an
 // i8 embedding (tied to the LM head or not) gathers its rows there, so the original table's released

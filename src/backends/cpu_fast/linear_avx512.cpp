@@ -188,6 +188,73 @@ void float_rows_short_any(const PackedWeight& w, const float* x, int64_t m, cons
   }
 }
 
+// ---- f32 weights of short rows, transposed (add_short_transpose): 16 outputs along the lanes ---------
+
+// R activation rows × NB blocks of 16 outputs from g (outputs past n1 masked off): per k, the NB weight
+// vectors t[k][g..] once for the R rows, each row's x[k] broadcast. Every output lane is one chain
+// acc = fma(x[k], w[n][k], acc) over k = 0..K-1, then + bias: its bits do not depend on R, NB or where the
+// call's range starts, so decode (R = 1) and every row of a multi-row step agree bit for bit.
+template <int R, int NB>
+void short_t_pass(const float* t, int64_t np, int64_t k, const float* x, const float* bias, float* y, int64_t n,
+                  int64_t g, int64_t n1) {
+  __m512 acc[R][NB];
+  __mmask16 mk[NB];
+  #pragma GCC unroll 8
+  for (int b = 0; b < NB; ++b) {
+    mk[b] = tail_mask(std::max<int64_t>(0, n1 - (g + 16 * b)));
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r][b] = _mm512_setzero_ps();
+  }
+  const float* tp = t + g;
+  for (int64_t kk = 0; kk < k; ++kk, tp += np) {
+    __m512 wv[NB];
+    #pragma GCC unroll 8
+    for (int b = 0; b < NB; ++b) wv[b] = _mm512_maskz_loadu_ps(mk[b], tp + 16 * b);
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 xb = _mm512_set1_ps(x[r * k + kk]);
+      #pragma GCC unroll 8
+      for (int b = 0; b < NB; ++b) acc[r][b] = _mm512_fmadd_ps(xb, wv[b], acc[r][b]);
+    }
+  }
+  #pragma GCC unroll 8
+  for (int b = 0; b < NB; ++b) {
+    const __m512 bv = bias != nullptr ? _mm512_maskz_loadu_ps(mk[b], bias + g + 16 * b) : _mm512_setzero_ps();
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + r * n + g + 16 * b, mk[b], _mm512_add_ps(acc[r][b], bv));
+  }
+}
+
+// Outputs [n0, n1) of m ≤ kFloatRowsMax rows: 8 rows at a time (24 accumulators, 3 weight vectors), then 4,
+// 2, 1. One row takes 8 blocks, so 8 independent chains cover the FMA latency. K ≤ 512 keeps a block
+// column of t (K × 64 bytes) in L1 while the rows pass.
+template <int R, int NB>
+void short_t_rows(const PackedWeight& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
+  const int64_t np = (w.n + 15) / 16 * 16;
+  for (int64_t g = n0; g < n1; g += 16 * NB) short_t_pass<R, NB>(w.short_t.data(), np, w.k, x, bias, y, w.n, g, n1);
+}
+void float_short_t(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
+                   int64_t n1) {
+  for (int64_t r = 0; r < m;) {
+    const float* xr = x + r * w.k;
+    float* yr = y + r * w.n;
+    const int64_t left = m - r;
+    if (left >= 8) {
+      short_t_rows<8, 3>(w, xr, bias, yr, n0, n1);
+      r += 8;
+    } else if (left >= 4) {
+      short_t_rows<4, 4>(w, xr, bias, yr, n0, n1);
+      r += 4;
+    } else if (left >= 2) {
+      short_t_rows<2, 4>(w, xr, bias, yr, n0, n1);
+      r += 2;
+    } else {
+      short_t_rows<1, 8>(w, xr, bias, yr, n0, n1);
+      r += 1;
+    }
+  }
+}
+
 // ---- integer weights: 16 output rows along the lanes (linear.h) -------------------------------------
 
 enum class IntFmt { kI8, kQ8, kQ4 };
@@ -410,11 +477,13 @@ void quantize_acts_avx512(const float* x, int64_t i0, int64_t i1, int64_t k, int
 
 void linear_float_avx512(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                          int64_t n1) {
+  if (m == 1 && w.short_t.size() != 0) return float_short_t(w, x, m, bias, y, n0, n1);
   linear_float<Avx512>(w, x, m, bias, y, n0, n1);
 }
 
 void linear_float_rows_avx512(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                               int64_t n1) {
+  if (w.short_t.size() != 0) return float_short_t(w, x, m, bias, y, n0, n1);
   if (w.k > kShortRowK) return linear_float_rows<Avx512>(w, x, m, bias, y, n0, n1);
   with_float_format(w.format, [&](auto fmt) {
     float_rows_short_any<decltype(fmt)>(w, x, m, bias, y, n0, n1, std::make_integer_sequence<int, kShortRowK / 16 + 1>{});

@@ -96,7 +96,8 @@ TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
 // (AVX-512 two whole vectors and 8, AVX2 one whole vector and no tail), K = 9 (no whole vector) and
 // stories260K's K = 64 and 172 with N = 512 and 172 (AVX-512 runs weight rows up to 512 through the short-row
 // kernel, 16 lane sums at once); N = 37 (a partial weight group and integer tile); with and without a bias;
-// 1 and 2 threads.
+// 1 and 2 threads. f32 weights of K ≤ 512 run a second time with their transposed copy (add_short_transpose:
+// what a program's constants get on an AVX-512 machine).
 TEST_P(CpuFastLinearRows, EveryRowIsWhatDecodeGivesIt) {
   ThreadPool pools[2] = {ThreadPool(1), ThreadPool(2)};
   for (DType f : kFormats) {
@@ -107,38 +108,83 @@ TEST_P(CpuFastLinearRows, EveryRowIsWhatDecodeGivesIt) {
     if (f == DType::kF16 || f == DType::kBF16)
       for (int v : eligible_half_gemv(f)) variants.push_back(v);
     for (auto [n, k] : shapes) {
-      Weight wt = make_weight(f, n, k, 11);
-      auto pw = pack_weight(f, wt.bytes.data(), n, k, wt.scale.empty() ? nullptr : wt.scale.data());
-      ASSERT_TRUE(pw.ok()) << pw.error().to_string();
-      constexpr int64_t kRows = 16;
-      std::mt19937 rng(3);
-      std::normal_distribution<float> d(0.0f, 1.0f);
-      std::vector<float> x(static_cast<size_t>(kRows * k)), bias(static_cast<size_t>(n));
-      for (auto& v : x) v = d(rng);
-      for (auto& v : bias) v = d(rng);
-      LinearScratch scratch(pw->k_padded, kRows);
-      for (int variant : variants) {
-        pw->gemv_variant = variant;
-        for (ThreadPool& pool : pools) {
-          for (const float* b : std::initializer_list<const float*>{bias.data(), nullptr}) {
-            std::vector<float> alone(static_cast<size_t>(kRows * n));
-            for (int64_t i = 0; i < kRows; ++i) linear(*pw, x.data() + i * k, 1, b, alone.data() + i * n, scratch, &pool);
-            for (int64_t r = 2; r <= kRows; ++r) {
-              SCOPED_TRACE(std::string(dtype_name(f)) + " [" + std::to_string(n) + ", " + std::to_string(k) +
-                           "] R=" + std::to_string(r) + " variant=" +
-                           (variant < 0 ? std::string("isa") : std::string(half_gemv_variants()[static_cast<size_t>(variant)].name)) +
-                           " threads=" + std::to_string(pool.size()) + " bias=" + (b ? "yes" : "no") +
-                           " isa=" + std::string(isa_name(active_isa())));
-              std::vector<float> y(static_cast<size_t>(r * n), -7.0f);
-              linear(*pw, x.data(), r, b, y.data(), scratch, &pool);
-              for (int64_t i = 0; i < r; ++i)
-                ASSERT_EQ(0, std::memcmp(y.data() + i * n, alone.data() + i * n, static_cast<size_t>(n) * sizeof(float)))
-                    << "row " << i;
+      for (bool transposed : {false, true}) {
+        if (transposed && (f != DType::kF32 || k > kShortTransposeK)) continue;
+        Weight wt = make_weight(f, n, k, 11);
+        auto pw = pack_weight(f, wt.bytes.data(), n, k, wt.scale.empty() ? nullptr : wt.scale.data());
+        ASSERT_TRUE(pw.ok()) << pw.error().to_string();
+        if (transposed) {
+          ASSERT_TRUE(add_short_transpose(*pw).ok());
+        }
+        constexpr int64_t kRows = 16;
+        std::mt19937 rng(3);
+        std::normal_distribution<float> d(0.0f, 1.0f);
+        std::vector<float> x(static_cast<size_t>(kRows * k)), bias(static_cast<size_t>(n));
+        for (auto& v : x) v = d(rng);
+        for (auto& v : bias) v = d(rng);
+        LinearScratch scratch(pw->k_padded, kRows);
+        for (int variant : variants) {
+          pw->gemv_variant = variant;
+          for (ThreadPool& pool : pools) {
+            for (const float* b : std::initializer_list<const float*>{bias.data(), nullptr}) {
+              std::vector<float> alone(static_cast<size_t>(kRows * n));
+              for (int64_t i = 0; i < kRows; ++i) linear(*pw, x.data() + i * k, 1, b, alone.data() + i * n, scratch, &pool);
+              for (int64_t r = 2; r <= kRows; ++r) {
+                SCOPED_TRACE(std::string(dtype_name(f)) + " [" + std::to_string(n) + ", " + std::to_string(k) +
+                             "] R=" + std::to_string(r) + " variant=" +
+                             (variant < 0 ? std::string("isa") : std::string(half_gemv_variants()[static_cast<size_t>(variant)].name)) +
+                             " threads=" + std::to_string(pool.size()) + " bias=" + (b ? "yes" : "no") +
+                             " transposed=" + (transposed ? "yes" : "no") + " isa=" + std::string(isa_name(active_isa())));
+                std::vector<float> y(static_cast<size_t>(r * n), -7.0f);
+                linear(*pw, x.data(), r, b, y.data(), scratch, &pool);
+                for (int64_t i = 0; i < r; ++i)
+                  ASSERT_EQ(0, std::memcmp(y.data() + i * n, alone.data() + i * n, static_cast<size_t>(n) * sizeof(float)))
+                      << "row " << i;
+              }
             }
           }
         }
       }
     }
+  }
+}
+
+// An f32 weight of short rows with its transposed copy, on AVX-512: every output of every row, decode's
+// included, is exactly one FMA chain along K from zero, then the bias added — computed here with std::fma in
+// the same order, so the comparison is exact. Shapes: N = 37 and 172 (partial blocks of 16 outputs), K = 9,
+// 64, 172 and 512 (the longest row transposed); R = 1..16 (the kernel's 8-, 4-, 2- and 1-row passes); 1 and
+// 2 threads (ranges that start inside a block of 16 outputs).
+TEST_P(CpuFastLinearRows, ShortF32RowsSumEachOutputInOneChainAlongK) {
+  if (active_isa() < Isa::kAvx512 || detected_isa() < Isa::kAvx512) GTEST_SKIP() << "AVX-512 only";
+  ThreadPool pools[2] = {ThreadPool(1), ThreadPool(2)};
+  for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{37, 9}, {172, 64}, {37, 172}, {172, 512}}) {
+    Weight wt = make_weight(DType::kF32, n, k, 13);
+    auto pw = pack_weight(DType::kF32, wt.bytes.data(), n, k, nullptr);
+    ASSERT_TRUE(pw.ok()) << pw.error().to_string();
+    ASSERT_TRUE(add_short_transpose(*pw).ok());
+    ASSERT_EQ(pw->short_t.size(), static_cast<size_t>(k * ((n + 15) / 16 * 16)));
+    const auto* w = reinterpret_cast<const float*>(wt.bytes.data());
+    constexpr int64_t kRows = 16;
+    std::mt19937 rng(17);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(kRows * k)), bias(static_cast<size_t>(n));
+    for (auto& v : x) v = d(rng);
+    for (auto& v : bias) v = d(rng);
+    LinearScratch scratch(pw->k_padded, kRows);
+    for (ThreadPool& pool : pools)
+      for (const float* b : std::initializer_list<const float*>{bias.data(), nullptr})
+        for (int64_t r = 1; r <= kRows; ++r) {
+          SCOPED_TRACE("[" + std::to_string(n) + ", " + std::to_string(k) + "] R=" + std::to_string(r) +
+                       " threads=" + std::to_string(pool.size()) + " bias=" + (b ? "yes" : "no"));
+          std::vector<float> y(static_cast<size_t>(r * n), -7.0f);
+          linear(*pw, x.data(), r, b, y.data(), scratch, &pool);
+          for (int64_t i = 0; i < r; ++i)
+            for (int64_t o = 0; o < n; ++o) {
+              float acc = 0.0f;
+              for (int64_t j = 0; j < k; ++j) acc = std::fma(x[static_cast<size_t>(i * k + j)], w[o * k + j], acc);
+              ASSERT_EQ(y[static_cast<size_t>(i * n + o)], acc + (b ? b[o] : 0.0f)) << "row " << i << " output " << o;
+            }
+        }
   }
 }
 
