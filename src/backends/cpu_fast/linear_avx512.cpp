@@ -199,28 +199,28 @@ void short_t_pass(const float* t, int64_t np, int64_t k, const float* x, const f
                   int64_t g, int64_t n1) {
   __m512 acc[R][NB];
   __mmask16 mk[NB];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int b = 0; b < NB; ++b) {
     mk[b] = tail_mask(std::max<int64_t>(0, n1 - (g + 16 * b)));
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) acc[r][b] = _mm512_setzero_ps();
   }
   const float* tp = t + g;
   for (int64_t kk = 0; kk < k; ++kk, tp += np) {
     __m512 wv[NB];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int b = 0; b < NB; ++b) wv[b] = _mm512_maskz_loadu_ps(mk[b], tp + 16 * b);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 xb = _mm512_set1_ps(x[r * k + kk]);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int b = 0; b < NB; ++b) acc[r][b] = _mm512_fmadd_ps(xb, wv[b], acc[r][b]);
     }
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int b = 0; b < NB; ++b) {
     const __m512 bv = bias != nullptr ? _mm512_maskz_loadu_ps(mk[b], bias + g + 16 * b) : _mm512_setzero_ps();
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + r * n + g + 16 * b, mk[b], _mm512_add_ps(acc[r][b], bv));
   }
 }
