@@ -28,6 +28,19 @@ bool is_float(DType f) { return f == DType::kF32 || f == DType::kF16 || f == DTy
 
 class CpuFastLinearRows : public IsaTest {};
 
+// `rows` activation rows [rows, k] and a bias [n], normal(0, 1) from `seed`.
+struct RowsInput {
+  std::vector<float> x, bias;
+};
+RowsInput random_rows(int64_t rows, int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  RowsInput in{std::vector<float>(static_cast<size_t>(rows * k)), std::vector<float>(static_cast<size_t>(n))};
+  for (auto& v : in.x) v = d(rng);
+  for (auto& v : in.bias) v = d(rng);
+  return in;
+}
+
 // Every format × R × bias or none × 1 and 2 threads, against the double-precision loop. N = 37 ends on a
 // weight group of 1 after groups of 4 (integer: a 16-row tile that is mostly padding); float K = 203 has
 // whole 4-vector steps, leftover whole vectors on AVX2 and a 3- or 11-element tail, K = 1000 f16/bf16 rows
@@ -61,11 +74,7 @@ TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
     Weight w = make_weight(f, n, k, 5);
     auto pw = pack_weight(f, w.bytes.data(), n, k, w.scale.empty() ? nullptr : w.scale.data());
     ASSERT_TRUE(pw.ok()) << pw.error().to_string();
-    std::mt19937 rng(9);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> x(static_cast<size_t>(kRows * k)), bias(static_cast<size_t>(n));
-    for (auto& v : x) v = d(rng);
-    for (auto& v : bias) v = d(rng);
+    const auto [x, bias] = random_rows(kRows, n, k, 9);
     LinearScratch scratch(pw->k_padded, kRows);
     // Row counts [lo, hi] and the call over hi rows they are compared with.
     const int64_t rows_max = detail::kFloatRowsMax;
@@ -117,11 +126,7 @@ TEST_P(CpuFastLinearRows, EveryRowIsWhatDecodeGivesIt) {
           ASSERT_TRUE(add_short_transpose(*pw).ok());
         }
         constexpr int64_t kRows = 16;
-        std::mt19937 rng(3);
-        std::normal_distribution<float> d(0.0f, 1.0f);
-        std::vector<float> x(static_cast<size_t>(kRows * k)), bias(static_cast<size_t>(n));
-        for (auto& v : x) v = d(rng);
-        for (auto& v : bias) v = d(rng);
+        const auto [x, bias] = random_rows(kRows, n, k, 3);
         LinearScratch scratch(pw->k_padded, kRows);
         for (int variant : variants) {
           pw->gemv_variant = variant;
@@ -165,11 +170,7 @@ TEST_P(CpuFastLinearRows, ShortF32RowsSumEachOutputInOneChainAlongK) {
     ASSERT_EQ(pw->short_t.size(), static_cast<size_t>(k * ((n + 15) / 16 * 16)));
     const auto* w = reinterpret_cast<const float*>(wt.bytes.data());
     constexpr int64_t kRows = 16;
-    std::mt19937 rng(17);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    std::vector<float> x(static_cast<size_t>(kRows * k)), bias(static_cast<size_t>(n));
-    for (auto& v : x) v = d(rng);
-    for (auto& v : bias) v = d(rng);
+    const auto [x, bias] = random_rows(kRows, n, k, 17);
     LinearScratch scratch(pw->k_padded, kRows);
     for (ThreadPool& pool : pools)
       for (const float* b : std::initializer_list<const float*>{bias.data(), nullptr})
