@@ -109,9 +109,9 @@ class DraftPolicy {
     int32_t lo = k - 1, hi = k + 1;
     while (lo > 0 && cost_[static_cast<size_t>(lo)] == 0) --lo;
     while (hi <= max_k_ && cost_[static_cast<size_t>(hi)] == 0) ++hi;
-    const double x = held(k), x_lo = lo > 0 ? held(lo) : 0;
+    const double x = static_cast<double>(held(k)), x_lo = lo > 0 ? static_cast<double>(held(lo)) : 0.0;
     const double c_lo = lo > 0 ? cost_[static_cast<size_t>(lo)] : 1.0;  // 0 drafts: a decode step
-    if (hi <= max_k_) return c_lo + (cost_[static_cast<size_t>(hi)] - c_lo) * (x - x_lo) / (held(hi) - x_lo);
+    if (hi <= max_k_) return c_lo + (cost_[static_cast<size_t>(hi)] - c_lo) * (x - x_lo) / (static_cast<double>(held(hi)) - x_lo);
     if (lo == 0) return 1.0 + x / kPriorRows;  // nothing measured yet
     return 1.0 + (c_lo - 1.0) * x / x_lo;
   }
@@ -148,9 +148,9 @@ class DraftPolicy {
     return k + 1;
   }
   // The drafts the step method running k drafts holds (its rows but one), max_k or not.
-  double held(int32_t k) const { return static_cast<double>(step_of(k) - 1); }
+  int64_t held(int32_t k) const { return step_of(k) - 1; }
   // The most drafts (up to max_k) the step method running k drafts holds.
-  int32_t fill(int32_t k) const { return static_cast<int32_t>(std::clamp<int64_t>(step_of(k) - 1, k, max_k_)); }
+  int32_t fill(int32_t k) const { return static_cast<int32_t>(std::clamp<int64_t>(held(k), k, max_k_)); }
 
   // The count with the best expected gain up to the cap, or a pause when none beats decode.
   void choose() {

@@ -230,7 +230,7 @@ void short_t_pass(const float* t, int64_t np, int64_t k, const float* x, const f
 // column of t (K × 64 bytes) in L1 while the rows pass.
 template <int R, int NB>
 void short_t_rows(const PackedWeight& w, const float* x, const float* bias, float* y, int64_t n0, int64_t n1) {
-  const int64_t np = (w.n + 15) / 16 * 16;
+  const int64_t np = static_cast<int64_t>(w.short_t.size()) / w.k;  // t's row stride: n rounded up to 16
   for (int64_t g = n0; g < n1; g += 16 * NB) short_t_pass<R, NB>(w.short_t.data(), np, w.k, x, bias, y, w.n, g, n1);
 }
 void float_short_t(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
