@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "hfstatic/sampler.h"
@@ -47,6 +48,39 @@ TEST(SamplerPenalties, LogitBiasBansAndForces) {
   EXPECT_EQ(Sampler(c, 3).sample(logits, {}), 1);
   c.logit_bias = {{2, 0.6f}, {7, 50.0f} /* outside the vocabulary: ignored */};
   EXPECT_EQ(Sampler(c, 3).sample(logits, {}), 2);
+}
+
+// Greedy with only a logit_bias takes the argmax without a biased copy of the logits: the same token as the
+// definition (copy, add each bias in the list's order, first index of the largest), which this computes by
+// hand. Random logits with repeated values (ties), −inf entries, biased ids at the ends, next to each other,
+// repeated in the list, past the vocabulary, and biases that make a biased id tie an unbiased maximum.
+TEST(SamplerPenalties, GreedyWithLogitBiasIsTheArgmaxOfTheBiasedLogits) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int64_t V = 1 + static_cast<int64_t>(rng() % 700);
+    std::vector<float> logits(static_cast<size_t>(V));
+    for (float& l : logits) {
+      const uint32_t r = rng() % 20;
+      l = r == 0 ? -std::numeric_limits<float>::infinity() : static_cast<float>(static_cast<int>(rng() % 9)) * 0.5f;
+    }
+    SamplingConfig c;  // greedy
+    const int n_bias = 1 + static_cast<int>(rng() % 6);
+    for (int i = 0; i < n_bias; ++i) {
+      const uint32_t kind = rng() % 6;
+      const int32_t id = kind == 0 ? 0 : kind == 1 ? static_cast<int32_t>(V - 1) : kind == 2 ? static_cast<int32_t>(V + 3)
+                         : kind == 3 && !c.logit_bias.empty() ? c.logit_bias.back().first  // repeated
+                                                               : static_cast<int32_t>(rng() % static_cast<uint32_t>(V));
+      const float bias = static_cast<float>(static_cast<int>(rng() % 9) - 4) * 0.5f + (rng() % 4 == 0 ? 100.0f : 0.0f);
+      c.logit_bias.push_back({id, rng() % 5 == 0 ? -100.0f : bias});
+    }
+    std::vector<float> biased = logits;
+    for (const auto& [id, b] : c.logit_bias)
+      if (id < V) biased[static_cast<size_t>(id)] += b;
+    int32_t want = 0;
+    for (int64_t i = 1; i < V; ++i)
+      if (biased[static_cast<size_t>(i)] > biased[static_cast<size_t>(want)]) want = static_cast<int32_t>(i);
+    ASSERT_EQ(Sampler(c, V).sample(logits, {}), want) << "trial " << trial << ", V " << V;
+  }
 }
 
 TEST(SamplerPenalties, OutOfRangeValuesAreRejectedByName) {
