@@ -1,5 +1,7 @@
 #include "server/scheduler.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 
 namespace hfs::server {
@@ -187,6 +189,9 @@ void Scheduler::on_event(const StepEvent& ev, Clock::time_point now) {
 }
 
 void Scheduler::loop() {
+  // The thread that runs the engine's steps (with the backend's pool workers, "hfs-pool"): bench/serve
+  // counts the server's other threads — HTTP, JSON, SSE — by their CPU time.
+  pthread_setname_np(pthread_self(), "hfs-step");
   for (;;) {
     std::vector<std::shared_ptr<Job>> admit_now, expired, shut;
     bool shutting;

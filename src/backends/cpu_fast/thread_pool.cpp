@@ -1,6 +1,7 @@
 #include "backends/cpu_fast/thread_pool.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -196,6 +197,9 @@ void ThreadPool::work(uint32_t gen, int thread) {
 }
 
 void ThreadPool::worker_main(int thread) {
+  // Named so that per-thread CPU time (top -H, /proc/PID/task) tells the kernels' workers from a host's
+  // own threads: bench/serve counts what a server spends outside them.
+  pthread_setname_np(pthread_self(), "hfs-pool");
   Contention& c = contention_[static_cast<size_t>(thread - 1)];
   c.schedstat_fd.store(open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC), std::memory_order_release);
   uint32_t seen = 0;
