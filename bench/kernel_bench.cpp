@@ -13,6 +13,8 @@
 //   build/kernel_bench attention-decode [B] [L] [hot]  # a decode step's attention, B rows of B sequences
 //                                 # of L tokens (Qwen2.5-0.5B heads, 24 layers of caches from DRAM, or with
 //                                 # `hot` one layer's cache 24 times), 1 / 2 threads
+//   build/kernel_bench attention-verify [R] [L]  # a verification step's attention: R rows of one
+//                                 # sequence after L slots (Qwen2.5-0.5B heads, 24 layers), 1 / 2 threads
 //   build/kernel_bench gemm       # integer prefill GEMMs: AVX-512 VNNI vs AMX tiles, AMX block costs
 //   build/kernel_bench pack       # load-time weight packing: portable loop vs AVX-512
 //   build/kernel_bench quant      # prefill activation quantization on the caller vs on the pool
@@ -234,6 +236,45 @@ void attention_decode(int64_t rows, int64_t len, bool hot) {
     });
     std::printf("  %d thread(s): %.3f ms per step (%.3f ms per row), %.1f GB/s of K/V\n", threads, t * 1e3,
                 t * 1e3 / static_cast<double>(rows), bytes / t / 1e9);
+  }
+}
+
+// A verification step's attention: `rows` rows of one sequence (Qwen2.5-0.5B heads, f16 caches, 24 layers of
+// distinct caches), row r seeing the first len + r + 1 slots, as the rows of K drafts after a len-token
+// context; best-of-100 step time on 1 and 2 threads.
+void attention_verify(int64_t rows, int64_t len) {
+  const int64_t hq = 14, hkv = 2, d = 64, layers = 24, S = len + rows + 63;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> q(rows * hq * d), out(rows * hq * d), mask(rows * S, -1e30f);
+  for (auto& v : q) v = nd(rng);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j <= len + r; ++j) mask[r * S + j] = 0.0f;
+  std::vector<std::vector<uint16_t>> kc(layers), vc(layers);
+  for (int64_t l = 0; l < layers; ++l) {
+    kc[l].resize(hkv * S * d);
+    vc[l].resize(hkv * S * d);
+    for (auto& v : kc[l]) v = f32_to_f16(nd(rng));
+    for (auto& v : vc[l]) v = f32_to_f16(nd(rng));
+  }
+  LiveSlots live(rows, S);
+  scan_live_slots(mask.data(), live);
+  std::printf("attention verify: %lld rows of one sequence after %lld slots, %lld layers\n", static_cast<long long>(rows),
+              static_cast<long long>(len), static_cast<long long>(layers));
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    AttentionScratch sc(threads, hq / hkv, S, d, 0, rows);
+    AttentionArgs a;
+    a.q = q.data(); a.kv_dtype = DType::kF16; a.mask = mask.data(); a.out = out.data();
+    a.t = rows; a.hq = hq; a.hkv = hkv; a.s = S; a.d = d; a.scale = 0.125f;
+    const double t = seconds_best(100, [&] {
+      for (int64_t l = 0; l < layers; ++l) {
+        a.k = kc[l].data();
+        a.v = vc[l].data();
+        attention(a, live, sc, threads > 1 ? &pool : nullptr, RowPath::kOwn);
+      }
+    });
+    std::printf("  %d thread(s): %.3f ms per step\n", threads, t * 1e3);
   }
 }
 
@@ -889,6 +930,10 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "attention-rows") == 0) {
     ThreadPool pool(2);
     attention_rows(pool);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "attention-verify") == 0) {
+    attention_verify(argc > 2 ? std::atoll(argv[2]) : 9, argc > 3 ? std::atoll(argv[3]) : 512);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "attention-decode") == 0) {
