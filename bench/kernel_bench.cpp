@@ -628,10 +628,13 @@ void scaling() {
          rewrite_y(pool);
          linear(fcold[next_fcold++ % fcold.size()], fx.data(), fm, nullptr, fy.data(), fs, &pool);
        }}};
-  for (const auto& [name, work] : kinds) {
+  for (const auto& kind : kinds) {
+    // Named members, not a structured binding: clang 14 cannot capture a binding in a lambda.
+    const auto& name = kind.first;
+    const auto& run = kind.second;
     std::vector<double> t[2];
     for (int r = 0; r < 200; ++r)
-      for (int p = 0; p < 2; ++p) t[p].push_back(seconds_best(1, [&] { work(p == 0 ? one : two); }));
+      for (int p = 0; p < 2; ++p) t[p].push_back(seconds_best(1, [&] { run(p == 0 ? one : two); }));
     for (auto& v : t) std::sort(v.begin(), v.end());
     std::printf("%-36s 1 thread %8.1f us  2 threads %8.1f us  2t/1t %.2f (medians)\n", name, t[0][100] * 1e6,
                 t[1][100] * 1e6, t[0][100] / t[1][100]);
