@@ -31,6 +31,7 @@
 //   build/kernel_bench half-decode qwen|smollm [T]  # a decode token's linears (every layer's weights, distinct,
 //                                 # on huge pages), the ISA's kernel against the tuning's pick, tokens alternating
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -197,18 +198,18 @@ std::pair<double, double> attention_rows_case(ThreadPool& pool, const std::vecto
   return {own1, own2};
 }
 
-// A decode step's attention as the model runs it: Qwen2.5-0.5B heads (14/2, D = 64), f16 caches, 24 layers
-// of distinct caches (so every layer streams its K/V from DRAM, as between two steps the weights evict
-// them), `rows` rows of `rows` sequences of `len` tokens in a pool of `rows` × `per_seq` slots, each row
-// over its own slots. Best-of-100 step time on 1 and 2 threads and the K/V bytes the rows read per second.
-void attention_decode(int64_t rows, int64_t len, bool hot) {
-  const int64_t hq = 14, hkv = 2, d = 64, layers = 24, per_seq = 640, S = rows * per_seq;
+// One step's attention over Qwen2.5-0.5B heads (14/2, D = 64), f16 caches of S slots for 24 layers,
+// `rows` rows whose mask `visible(r, mask_row)` opens: distinct caches per layer (so every layer streams
+// its K/V from DRAM, as between two steps the weights evict them), or with `hot` one layer's 24 times.
+// Best-of-100 step time in seconds on 1 and 2 threads.
+template <typename Visible>
+std::array<double, 2> qwen_attention_step(int64_t rows, int64_t S, bool hot, const Visible& visible) {
+  const int64_t hq = 14, hkv = 2, d = 64, layers = 24;
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> q(rows * hq * d), out(rows * hq * d), mask(rows * S, -1e30f);
   for (auto& v : q) v = nd(rng);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < len; ++j) mask[r * S + r * per_seq + j] = 0.0f;
+  for (int64_t r = 0; r < rows; ++r) visible(r, mask.data() + r * S);
   std::vector<std::vector<uint16_t>> kc(layers), vc(layers);  // [layers][hkv, S, d]
   for (int64_t l = 0; l < layers; ++l) {
     kc[l].resize(hkv * S * d);
@@ -218,64 +219,48 @@ void attention_decode(int64_t rows, int64_t len, bool hot) {
   }
   LiveSlots live(rows, S);
   scan_live_slots(mask.data(), live);
-  const double bytes = static_cast<double>(layers * rows * len * hkv * d * 2 * 2);
-  std::printf("attention decode: %lld rows x %lld slots, %lld layers, %.1f MB of K/V per step\n",
-              static_cast<long long>(rows), static_cast<long long>(len), static_cast<long long>(layers), bytes / 1e6);
+  std::array<double, 2> best{};
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);
     AttentionScratch sc(threads, hq / hkv, S, d, 0, rows);
     AttentionArgs a;
     a.q = q.data(); a.kv_dtype = DType::kF16; a.mask = mask.data(); a.out = out.data();
     a.t = rows; a.hq = hq; a.hkv = hkv; a.s = S; a.d = d; a.scale = 0.125f;
-    const double t = seconds_best(100, [&] {
+    best[threads - 1] = seconds_best(100, [&] {
       for (int64_t l = 0; l < layers; ++l) {
         a.k = kc[hot ? 0 : l].data();
         a.v = vc[hot ? 0 : l].data();
         attention(a, live, sc, threads > 1 ? &pool : nullptr, RowPath::kOwn);
       }
     });
-    std::printf("  %d thread(s): %.3f ms per step (%.3f ms per row), %.1f GB/s of K/V\n", threads, t * 1e3,
-                t * 1e3 / static_cast<double>(rows), bytes / t / 1e9);
   }
+  return best;
 }
 
-// A verification step's attention: `rows` rows of one sequence (Qwen2.5-0.5B heads, f16 caches, 24 layers of
-// distinct caches), row r seeing the first len + r + 1 slots, as the rows of K drafts after a len-token
-// context; best-of-100 step time on 1 and 2 threads.
+// A decode step's attention as the model runs it: `rows` rows of `rows` sequences of `len` tokens in a pool
+// of `rows` × 640 slots, each row over its own slots; the K/V bytes the rows read per second.
+void attention_decode(int64_t rows, int64_t len, bool hot) {
+  constexpr int64_t per_seq = 640;
+  const double bytes = static_cast<double>(24 * rows * len * 2 * 64 * 2 * 2);
+  std::printf("attention decode: %lld rows x %lld slots, 24 layers, %.1f MB of K/V per step\n",
+              static_cast<long long>(rows), static_cast<long long>(len), bytes / 1e6);
+  const auto t = qwen_attention_step(rows, rows * per_seq, hot, [&](int64_t r, float* m) {
+    std::fill_n(m + r * per_seq, len, 0.0f);
+  });
+  for (int threads : {1, 2})
+    std::printf("  %d thread(s): %.3f ms per step (%.3f ms per row), %.1f GB/s of K/V\n", threads,
+                t[threads - 1] * 1e3, t[threads - 1] * 1e3 / static_cast<double>(rows), bytes / t[threads - 1] / 1e9);
+}
+
+// A verification step's attention: `rows` rows of one sequence, row r seeing the first len + r + 1 slots,
+// as the rows of rows - 1 drafts after a len-token context (the rows-together path).
 void attention_verify(int64_t rows, int64_t len) {
-  const int64_t hq = 14, hkv = 2, d = 64, layers = 24, S = len + rows + 63;
-  std::mt19937 rng(5);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> q(rows * hq * d), out(rows * hq * d), mask(rows * S, -1e30f);
-  for (auto& v : q) v = nd(rng);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j <= len + r; ++j) mask[r * S + j] = 0.0f;
-  std::vector<std::vector<uint16_t>> kc(layers), vc(layers);
-  for (int64_t l = 0; l < layers; ++l) {
-    kc[l].resize(hkv * S * d);
-    vc[l].resize(hkv * S * d);
-    for (auto& v : kc[l]) v = f32_to_f16(nd(rng));
-    for (auto& v : vc[l]) v = f32_to_f16(nd(rng));
-  }
-  LiveSlots live(rows, S);
-  scan_live_slots(mask.data(), live);
-  std::printf("attention verify: %lld rows of one sequence after %lld slots, %lld layers\n", static_cast<long long>(rows),
-              static_cast<long long>(len), static_cast<long long>(layers));
-  for (int threads : {1, 2}) {
-    ThreadPool pool(threads);
-    AttentionScratch sc(threads, hq / hkv, S, d, 0, rows);
-    AttentionArgs a;
-    a.q = q.data(); a.kv_dtype = DType::kF16; a.mask = mask.data(); a.out = out.data();
-    a.t = rows; a.hq = hq; a.hkv = hkv; a.s = S; a.d = d; a.scale = 0.125f;
-    const double t = seconds_best(100, [&] {
-      for (int64_t l = 0; l < layers; ++l) {
-        a.k = kc[l].data();
-        a.v = vc[l].data();
-        attention(a, live, sc, threads > 1 ? &pool : nullptr, RowPath::kOwn);
-      }
-    });
-    std::printf("  %d thread(s): %.3f ms per step\n", threads, t * 1e3);
-  }
+  std::printf("attention verify: %lld rows of one sequence after %lld slots, 24 layers\n", static_cast<long long>(rows),
+              static_cast<long long>(len));
+  const auto t = qwen_attention_step(rows, len + rows + 63, false, [&](int64_t r, float* m) {
+    std::fill_n(m, len + r + 1, 0.0f);
+  });
+  for (int threads : {1, 2}) std::printf("  %d thread(s): %.3f ms per step\n", threads, t[threads - 1] * 1e3);
 }
 
 void attention_rows(ThreadPool& pool) {
