@@ -153,6 +153,9 @@ def test_replica_killed_under_load(program, tmp_path):
     assert all(status == 200 and tried[-1] == survivor_addr for status, tried in access[-60:]), access[-60:]
     # ... and one of them (in the load, or the two requests after it) was the probe sent on to the survivor.
     assert (200, [doomed_addr, survivor_addr]) in access[-60:], access[-60:]
-    # Streams are passed on as they come (proxy_buffering off): the first text long before the last.
+    # Streams are passed on as they come (proxy_buffering off): the first text long before the last. A stream
+    # (48 tokens, at least 10 ms a step) buffered whole would bring its first text with its last; passed on,
+    # they are at least 47 steps apart. (Not "in the first half of the request": a request that queued on a
+    # loaded machine spends most of its time before its first token.)
     streams = [r for r in after if r["stream"]]
-    assert sum(1 for r in streams if r["first"] - r["start"] < 0.5 * (r["end"] - r["start"])) > 0.8 * len(streams)
+    assert sum(1 for r in streams if r["end"] - r["first"] > 100) > 0.8 * len(streams), streams  # ms
