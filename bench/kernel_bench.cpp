@@ -202,9 +202,10 @@ std::pair<double, double> attention_rows_case(ThreadPool& pool, const std::vecto
 // `rows` rows whose mask `visible(r, mask_row)` opens: distinct caches per layer (so every layer streams
 // its K/V from DRAM, as between two steps the weights evict them), or with `hot` one layer's 24 times.
 // Best-of-100 step time in seconds on 1 and 2 threads.
+constexpr int64_t kQwenHq = 14, kQwenHkv = 2, kQwenD = 64, kQwenLayers = 24;
 template <typename Visible>
 std::array<double, 2> qwen_attention_step(int64_t rows, int64_t S, bool hot, const Visible& visible) {
-  const int64_t hq = 14, hkv = 2, d = 64, layers = 24;
+  const int64_t hq = kQwenHq, hkv = kQwenHkv, d = kQwenD, layers = kQwenLayers;
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> q(rows * hq * d), out(rows * hq * d), mask(rows * S, -1e30f);
@@ -241,9 +242,9 @@ std::array<double, 2> qwen_attention_step(int64_t rows, int64_t S, bool hot, con
 // of `rows` × 640 slots, each row over its own slots; the K/V bytes the rows read per second.
 void attention_decode(int64_t rows, int64_t len, bool hot) {
   constexpr int64_t per_seq = 640;
-  const double bytes = static_cast<double>(24 * rows * len * 2 * 64 * 2 * 2);
-  std::printf("attention decode: %lld rows x %lld slots, 24 layers, %.1f MB of K/V per step\n",
-              static_cast<long long>(rows), static_cast<long long>(len), bytes / 1e6);
+  const double bytes = static_cast<double>(kQwenLayers * rows * len * kQwenHkv * kQwenD * 2 * 2);  // f16 K and V
+  std::printf("attention decode: %lld rows x %lld slots, %lld layers, %.1f MB of K/V per step\n",
+              static_cast<long long>(rows), static_cast<long long>(len), static_cast<long long>(kQwenLayers), bytes / 1e6);
   const auto t = qwen_attention_step(rows, rows * per_seq, hot, [&](int64_t r, float* m) {
     std::fill_n(m + r * per_seq, len, 0.0f);
   });
@@ -255,8 +256,8 @@ void attention_decode(int64_t rows, int64_t len, bool hot) {
 // A verification step's attention: `rows` rows of one sequence, row r seeing the first len + r + 1 slots,
 // as the rows of rows - 1 drafts after a len-token context (the rows-together path).
 void attention_verify(int64_t rows, int64_t len) {
-  std::printf("attention verify: %lld rows of one sequence after %lld slots, 24 layers\n", static_cast<long long>(rows),
-              static_cast<long long>(len));
+  std::printf("attention verify: %lld rows of one sequence after %lld slots, %lld layers\n", static_cast<long long>(rows),
+              static_cast<long long>(len), static_cast<long long>(kQwenLayers));
   const auto t = qwen_attention_step(rows, len + rows + 63, false, [&](int64_t r, float* m) {
     std::fill_n(m, len + r + 1, 0.0f);
   });

@@ -129,15 +129,10 @@ int32_t greedy_with_bias(std::span<const float> logits, std::span<const std::pai
 
 size_t Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history) {
   const size_t V = std::min(logits.size(), work_.size());
-  const bool adjusted = cfg_.repetition_penalty != 1.0f || !cfg_.logit_bias.empty() || !counts_.empty();
-  if (cfg_.temperature <= 0.0f && !adjusted) {
-    // Plain greedy needs no adjusted copy of the logits: draw() is never called for it.
-    order_[0] = argmax(logits.first(V));
-    return 1;
-  }
   if (cfg_.temperature <= 0.0f && cfg_.repetition_penalty == 1.0f && counts_.empty()) {
+    // Greedy, plain or with a logit_bias, needs no adjusted copy of the logits: draw() is never called for it
+    // (with no bias greedy_with_bias is one argmax over them all).
     order_[0] = greedy_with_bias(logits.first(V), cfg_.logit_bias);
-    work_[static_cast<size_t>(order_[0])] = 1.0f;  // the distribution: all of it on the one token
     return 1;
   }
   std::copy_n(logits.begin(), V, work_.begin());
