@@ -80,6 +80,45 @@ double median_of(std::vector<double> v) {
 
 }  // namespace
 
+Result<nlohmann::json> measure_sequences(Engine& e, const SequencesBench& b) {
+  const ModelInfo& info = e.info();
+  for (int count : b.counts)
+    if (count < 1 || count > info.max_sequences)
+      return Error(ErrorCode::kInvalidArgument, "sequences " + std::to_string(count) + ": expected 1 to the program's " +
+                                                    std::to_string(info.max_sequences) + " (export --sequences N)");
+  if (b.prompt < 1 || b.gen < 1 || int64_t{b.prompt} + b.gen > info.context_length)
+    return Error(ErrorCode::kInvalidArgument, "prompt " + std::to_string(b.prompt) + " + gen " + std::to_string(b.gen) +
+                                                  " tokens: each at least 1, together within the program's context of " +
+                                                  std::to_string(info.context_length) + " tokens");
+  nlohmann::json rows = nlohmann::json::array();
+  double base = 0;
+  for (int count : b.counts) {
+    std::vector<double> prefill, decode, steps, pads, ttft, gap;
+    for (int rep = 0; rep < b.reps; ++rep) {
+      HFS_ASSIGN_OR_RETURN(Run r, run_once(e, count, b, static_cast<uint64_t>(rep * 1000 + count)));
+      prefill.push_back(r.prefill_s > 0 ? count * b.prompt / r.prefill_s : 0);
+      decode.push_back(r.decode_s > 0 ? static_cast<double>(r.decode_tokens) / r.decode_s : 0);
+      steps.push_back(r.steps > 0 ? static_cast<double>(r.rows) / static_cast<double>(r.steps) : 0);
+      pads.push_back(static_cast<double>(r.pad_rows));
+      ttft.push_back(r.ttft_max_ms);
+      gap.push_back(r.gap_max_ms);
+    }
+    const double agg = median_of(decode);
+    if (base == 0) base = agg;
+    rows.push_back({{"sequences", count},
+                    {"prefill_tok_s", median_of(prefill)},
+                    {"decode_tok_s", agg},
+                    {"decode_tok_s_per_sequence", agg / count},
+                    {"decode_vs_first", base > 0 ? agg / base : 0},
+                    {"rows_per_step", median_of(steps)},
+                    {"pad_rows", median_of(pads)},
+                    {"ttft_max_ms", median_of(ttft)},
+                    {"token_gap_max_ms", median_of(gap)}});
+  }
+  return nlohmann::json({{"prompt_tokens", b.prompt}, {"gen_tokens", b.gen}, {"reps", b.reps},
+                         {"max_sequences", info.max_sequences}, {"step_sizes", info.step_sizes}, {"sequences", rows}});
+}
+
 int bench_sequences(std::shared_ptr<const Program> program, const BackendOptions& backends, const SequencesBench& b) {
   EngineOptions eo;
   eo.io.method.backends = backends;
@@ -94,38 +133,11 @@ int bench_sequences(std::shared_ptr<const Program> program, const BackendOptions
   if (int64_t{b.prompt} + b.gen > info.context_length)
     return usage_error("bench", "--prompt " + std::to_string(b.prompt) + " + --gen " + std::to_string(b.gen) +
                                     " exceed the program's context of " + std::to_string(info.context_length) + " tokens");
-  nlohmann::json rows = nlohmann::json::array();
-  double base = 0;
-  for (int count : b.counts) {
-    std::vector<double> prefill, decode, steps, pads, ttft, gap;
-    for (int rep = 0; rep < b.reps; ++rep) {
-      auto r = run_once(e, count, b, static_cast<uint64_t>(rep * 1000 + count));
-      if (!r) return fail(r.error());
-      prefill.push_back(r->prefill_s > 0 ? count * b.prompt / r->prefill_s : 0);
-      decode.push_back(r->decode_s > 0 ? static_cast<double>(r->decode_tokens) / r->decode_s : 0);
-      steps.push_back(r->steps > 0 ? static_cast<double>(r->rows) / static_cast<double>(r->steps) : 0);
-      pads.push_back(static_cast<double>(r->pad_rows));
-      ttft.push_back(r->ttft_max_ms);
-      gap.push_back(r->gap_max_ms);
-    }
-    const double agg = median_of(decode);
-    if (base == 0) base = agg;
-    rows.push_back({{"sequences", count},
-                    {"prefill_tok_s", median_of(prefill)},
-                    {"decode_tok_s", agg},
-                    {"decode_tok_s_per_sequence", agg / count},
-                    {"decode_vs_first", base > 0 ? agg / base : 0},
-                    {"rows_per_step", median_of(steps)},
-                    {"pad_rows", median_of(pads)},
-                    {"ttft_max_ms", median_of(ttft)},
-                    {"token_gap_max_ms", median_of(gap)}});
-  }
+  auto measured = measure_sequences(e, b);
+  if (!measured) return fail(measured.error());
+  const nlohmann::json& rows = (*measured)["sequences"];
   if (b.json) {
-    outf("%s\n", nlohmann::json({{"prompt_tokens", b.prompt}, {"gen_tokens", b.gen}, {"reps", b.reps},
-                                 {"max_sequences", info.max_sequences}, {"step_sizes", info.step_sizes},
-                                 {"sequences", rows}})
-                     .dump()
-                     .c_str());
+    outf("%s\n", measured->dump().c_str());
     return 0;
   }
   outf("sequences | prefill tok/s | decode tok/s (all) | per sequence | vs B=%d | rows/step | pad rows | worst TTFT ms | worst gap ms\n",

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "hfstatic/backend.h"
+#include "hfstatic/engine.h"
 #include "hfstatic/program.h"
 
 namespace hfs::cli {
@@ -23,6 +25,12 @@ struct SequencesBench {
 // per-sequence decode tok/s, the aggregate's
 // ratio to B = the first count, rows per step, pad rows, and the packing policy's latency: the worst time to
 // first token and the worst wait between two tokens of one sequence. Exit status as the other commands.
+// The same measurement on an engine the caller owns (every sequence it adds is removed again), as one JSON
+// object: {"prompt_tokens", "gen_tokens", "reps", "max_sequences", "step_sizes", "sequences": [per-B rows]}.
+// `hfstatic serve --self-bench` runs it on the server's own engine before serving. Counts outside
+// [1, max_sequences] or a prompt + gen beyond the context: kInvalidArgument, nothing run.
+[[nodiscard]] Result<nlohmann::json> measure_sequences(Engine& e, const SequencesBench& b);
+
 int bench_sequences(std::shared_ptr<const Program> program, const BackendOptions& backends, const SequencesBench& b);
 
 }  // namespace hfs::cli

@@ -1,7 +1,12 @@
 // `hfstatic serve`: an OpenAI-compatible HTTP server with continuous batching, prompt caching and a web
 // chat page (src/server/, docs/server.md).
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
 
+#include "bench_sequences.h"
 #include "cli.h"
 #include "common.h"
 #include "hfstatic/export.h"
@@ -12,7 +17,40 @@
 namespace hfs::cli {
 namespace {
 
-int serve(const server::ServerOptions& o) {
+// --self-bench: the engine's in-process figures, measured on the server's own engine before it serves.
+struct SelfBench {
+  std::string counts;  // "B1,B2,..." (empty: none)
+  int prompt = 64, gen = 64, reps = 1;
+};
+
+// The before_serving hook that runs `bench --sequences` on the server's engine and prints its JSON object as
+// one line {"self_bench": {...}} on stdout; a count over the program's sequences or a prompt + gen over its
+// context stops the server before it listens, naming them.
+std::function<Status(Engine&)> self_bench_hook(const SelfBench& sb) {
+  SequencesBench b;
+  auto list = parse_token_list(sb.counts);
+  if (list) b.counts.assign(list->begin(), list->end());
+  b.prompt = sb.prompt;
+  b.gen = sb.gen;
+  b.reps = sb.reps;
+  return [b](Engine& e) -> Status {
+    std::fprintf(stderr, "hfstatic serve: --self-bench: timing the engine in-process before serving\n");
+    auto measured = measure_sequences(e, b);
+    if (!measured) return measured.error().with_context("--self-bench");
+    std::printf("%s\n", nlohmann::json({{"self_bench", *measured}}).dump().c_str());
+    std::fflush(stdout);
+    return Ok{};
+  };
+}
+
+int serve(server::ServerOptions o, const SelfBench& sb) {
+  if (!sb.counts.empty()) {
+    auto list = parse_token_list(sb.counts);
+    if (!list || list->empty() || sb.counts.back() == ',' || std::find(list->begin(), list->end(), 0) != list->end())
+      return usage_error("serve", "--self-bench: expected positive integers separated by commas (e.g. 1,4,8), got '" +
+                                      sb.counts + "'");
+    o.before_serving = self_bench_hook(sb);
+  }
   namespace fs = std::filesystem;
   std::error_code ec;
   // A checkpoint directory is exported (once, cached) with one sequence per --parallel slot.
@@ -87,7 +125,25 @@ RunFn setup(CLI::App& sub) {
       "(Prometheus), and the chat page at /. SIGTERM or SIGINT: stop accepting, let in-flight requests finish "
       "(--drain), exit 0. docs/server.md has the details.\n" +
       std::string(kExitStatusHelp));
-  return [o] { return serve(*o); };
+  auto sb = std::make_shared<SelfBench>();
+  CLI::Option* self = sub.add_option(
+      "--self-bench", sb->counts,
+      "Before serving, time the engine in-process on this server's own engine, as `hfstatic bench --sequences` "
+      "does: counts B separated by commas, each at most --parallel's program sequences; prints one JSON line "
+      "{\"self_bench\": ...} on stdout, then serves (bench/serve compares the server with it in one process)");
+  sub.add_option("--self-bench-prompt", sb->prompt, "--self-bench: prompt tokens per sequence, an integer >= 1")
+      ->capture_default_str()
+      ->needs(self)
+      ->transform(integer_in(1, INT32_MAX, "an integer >= 1"));
+  sub.add_option("--self-bench-gen", sb->gen, "--self-bench: tokens each sequence generates, an integer >= 1")
+      ->capture_default_str()
+      ->needs(self)
+      ->transform(integer_in(1, INT32_MAX, "an integer >= 1"));
+  sub.add_option("--self-bench-reps", sb->reps, "--self-bench: runs per B (the median is printed), an integer in [1, 100]")
+      ->capture_default_str()
+      ->needs(self)
+      ->transform(integer_in(1, 100, "an integer in [1, 100]"));
+  return [o, sb] { return serve(*o, *sb); };
 }
 
 [[maybe_unused]] const bool kReg = register_command(

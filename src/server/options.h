@@ -3,9 +3,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "hfstatic/engine.h"
 #include "hfstatic/llm_runner.h"
 
 namespace hfs::server {
@@ -26,6 +28,10 @@ struct ServerOptions {
   DraftConfig draft;
   std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;                   // threads of each selected backend (0: the backend's default)
+  // Run on the server's engine after it is created and before the first request can reach it (null: none).
+  // `serve --self-bench` times the engine in-process here, so that bench/serve compares the server with
+  // the engine in one process. An error stops the server before it listens.
+  std::function<Status(Engine&)> before_serving;
 };
 
 }  // namespace hfs::server

@@ -40,6 +40,7 @@ Status load(State& s, const std::string& path) {
                  path.c_str(), static_cast<long long>(engine->info().max_sequences),
                  static_cast<long long>(engine->info().max_sequences), s.options.parallel,
                  static_cast<long long>(engine->info().max_sequences));
+  if (s.options.before_serving) HFS_TRY(s.options.before_serving(*engine));
   Scheduler::Options so;
   so.parallel = s.options.parallel;
   so.max_queue = s.options.max_queue;

@@ -510,3 +510,37 @@ def test_response_format_json_schema_and_json_object(server, tmp_path):
         assert text.lstrip().startswith("{")
         if why == "stop":
             assert isinstance(json.loads(text), dict), text
+
+
+def test_self_bench_times_the_engine_then_serves(program, tmp_path):
+    """--self-bench: the server's own engine timed in-process before it serves (what bench/serve compares
+    the server with), then the same engine serves as if nothing had run: every sequence it added was
+    removed, and a greedy answer is still `hfstatic run`'s."""
+    s = Server(program, tmp_path, "--parallel", "4", "--self-bench", "1,4", "--self-bench-prompt", "8",
+               "--self-bench-gen", "6")
+    try:
+        line = next(l for l in s.log_path.read_text().splitlines() if l.startswith('{"self_bench"'))
+        bench = json.loads(line)["self_bench"]
+        assert (bench["prompt_tokens"], bench["gen_tokens"], bench["max_sequences"]) == (8, 6, 4)
+        assert [r["sequences"] for r in bench["sequences"]] == [1, 4]
+        for r in bench["sequences"]:
+            assert r["prefill_tok_s"] > 0 and r["decode_tok_s"] > 0 and r["ttft_max_ms"] > 0
+        # Four requests at once: all of the program's sequences are free again.
+        ref = json.loads(cli("run", "-m", program, "-p", PROMPT, "-n", 12, "--temp", 0, "--json", check=True).stdout)
+        body = {"model": "stories4", "prompt": PROMPT, "max_tokens": 12, "temperature": 0}
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda _: post(s.url, "/v1/completions", body, key=None), range(4)))
+        for status, answer, _ in answers:
+            assert status == 200 and answer["choices"][0]["text"] == ref["text"], answer
+    finally:
+        assert s.stop() == 0, s.log_path.read_text()[-3000:]
+    # Counts over the program's sequences, or a prompt + gen past its context: named, nothing served.
+    r = cli("serve", "-m", program, "--port", "0", "--self-bench", "1,9", timeout=60)
+    assert r.returncode == 1 and "--self-bench" in r.stderr and "sequences 9" in r.stderr, r.stderr
+    r = cli("serve", "-m", program, "--port", "0", "--self-bench", "1", "--self-bench-prompt", "250",
+            "--self-bench-gen", "10", timeout=60)
+    assert r.returncode == 1 and "context of 256" in r.stderr, r.stderr
+    r = cli("serve", "-m", program, "--self-bench", "1,,2")
+    assert r.returncode == 2 and "--self-bench" in r.stderr, r.stderr
+    r = cli("serve", "-m", program, "--self-bench-gen", "3")
+    assert r.returncode == 2 and "--self-bench" in r.stderr, r.stderr
