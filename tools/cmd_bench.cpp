@@ -129,8 +129,8 @@ double median_of(std::vector<double> v) {
 // --sequences: the counts, each ≥ 1, then the engine's benchmark with the same prompt/gen defaults.
 int bench_engine(const BenchArgs& a, std::shared_ptr<const Program> prog) {
   SequencesBench b;
-  auto list = parse_token_list(a.sequences);
-  if (!list || list->empty() || a.sequences.back() == ',' || std::find(list->begin(), list->end(), 0) != list->end())
+  auto list = parse_count_list(a.sequences);
+  if (!list)
     return usage_error("bench", "--sequences: expected positive integers separated by commas (e.g. 1,2,4,8), got '" +
                                     a.sequences + "'");
   b.counts.assign(list->begin(), list->end());
@@ -160,8 +160,8 @@ BackendOptions backend_options(const BenchArgs& a) {
 // --verify: the K values, each ≥ 1, and the prompt default lowered to leave room for the largest step.
 int bench_verify_steps(const BenchArgs& a, std::shared_ptr<const Program> prog) {
   VerifyBench b;
-  auto list = parse_token_list(a.verify);
-  if (!list || list->empty() || a.verify.back() == ',' || std::find(list->begin(), list->end(), 0) != list->end())
+  auto list = parse_count_list(a.verify);
+  if (!list)
     return usage_error("bench", "--verify: expected draft counts K >= 1 separated by commas (e.g. 2,4,8,16), got '" +
                                     a.verify + "'");
   b.drafts.assign(list->begin(), list->end());

@@ -1,5 +1,4 @@
 // `hfstatic export MODEL_DIR -o OUT.hfs`: HuggingFace checkpoint (a directory or a Hub name) → hf_static program.
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -31,9 +30,8 @@ bool parse_size_list(const char* flag, const std::string& text, std::optional<st
     out->emplace();
     return true;
   }
-  auto list = hfs::cli::parse_token_list(text);  // comma-separated non-negative integers
-  const bool ok = list && !text.empty() && text.back() != ',' && std::find(list->begin(), list->end(), 0) == list->end();
-  if (!ok) {
+  auto list = hfs::cli::parse_count_list(text);
+  if (!list) {
     std::fprintf(stderr, "hfstatic export: %s: expected positive integers separated by commas, 'none' or 'default', got '%s'\n",
                  flag, text.c_str());
     return false;

@@ -1,6 +1,5 @@
 // `hfstatic serve`: an OpenAI-compatible HTTP server with continuous batching, prompt caching and a web
 // chat page (src/server/, docs/server.md).
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -26,10 +25,9 @@ struct SelfBench {
 // The before_serving hook that runs `bench --sequences` on the server's engine and prints its JSON object as
 // one line {"self_bench": {...}} on stdout; a count over the program's sequences or a prompt + gen over its
 // context stops the server before it listens, naming them.
-std::function<Status(Engine&)> self_bench_hook(const SelfBench& sb) {
+std::function<Status(Engine&)> self_bench_hook(const SelfBench& sb, const std::vector<int32_t>& counts) {
   SequencesBench b;
-  auto list = parse_token_list(sb.counts);
-  if (list) b.counts.assign(list->begin(), list->end());
+  b.counts.assign(counts.begin(), counts.end());
   b.prompt = sb.prompt;
   b.gen = sb.gen;
   b.reps = sb.reps;
@@ -45,11 +43,11 @@ std::function<Status(Engine&)> self_bench_hook(const SelfBench& sb) {
 
 int serve(server::ServerOptions o, const SelfBench& sb) {
   if (!sb.counts.empty()) {
-    auto list = parse_token_list(sb.counts);
-    if (!list || list->empty() || sb.counts.back() == ',' || std::find(list->begin(), list->end(), 0) != list->end())
+    auto counts = parse_count_list(sb.counts);
+    if (!counts)
       return usage_error("serve", "--self-bench: expected positive integers separated by commas (e.g. 1,4,8), got '" +
                                       sb.counts + "'");
-    o.before_serving = self_bench_hook(sb);
+    o.before_serving = self_bench_hook(sb, *counts);
   }
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -1,5 +1,6 @@
 #include "common.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,13 @@ Result<std::vector<int32_t>> parse_token_list(const std::string& s) {
     i = j + 1;
   }
   return out;
+}
+
+std::optional<std::vector<int32_t>> parse_count_list(const std::string& s) {
+  auto list = parse_token_list(s);  // non-negative integers; a trailing comma and "" parse as lists
+  if (!list || list->empty() || s.back() == ',' || std::find(list->begin(), list->end(), 0) != list->end())
+    return std::nullopt;
+  return std::move(*list);
 }
 
 Result<TailPolicy> parse_tail_policy(const std::string& s) {

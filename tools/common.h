@@ -4,6 +4,7 @@
 #include <atomic>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ namespace hfs::cli {
 // Prints "hfstatic: <error>" to stderr and returns the exit code 1.
 int fail(const Error& e);
 Result<std::vector<int32_t>> parse_token_list(const std::string& s);
+// One or more positive integers separated by commas ("1,4,8": counts and sizes on the command line); nullopt
+// for anything else (empty, a 0, a sign, an empty part, a trailing comma). Callers name their flag in the error.
+std::optional<std::vector<int32_t>> parse_count_list(const std::string& s);
 Result<TailPolicy> parse_tail_policy(const std::string& s);
 const char* stop_reason_name(GenerationResult::Stop s);
 nlohmann::json stats_json(const RunnerStats& s);
