@@ -11,25 +11,9 @@ namespace hfs {
 namespace detail {
 // Whether every logit is sampleable-looking (no NaN, no +inf) and whether every one is −inf, in one read
 // with per-lane flags the compiler keeps in vector registers: this runs for every row of every step, over
-// vocabularies of 150k, so a branch per element would cost more than the sampling it guards.
-inline void scan_logits(std::span<const float> logits, bool& any_bad, bool& all_masked) {
-  constexpr size_t kLanes = 16;
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  unsigned bad[kLanes] = {}, masked[kLanes];
-  for (unsigned& m : masked) m = 1;
-  const float* x = logits.data();
-  const size_t n = logits.size(), full = n - n % kLanes;
-  for (size_t i = 0; i < full; i += kLanes)
-    for (size_t j = 0; j < kLanes; ++j) {
-      bad[j] |= !(x[i + j] < kInf);  // NaN or +inf: both fail x < inf
-      masked[j] &= x[i + j] == -kInf;
-    }
-  unsigned any = 0, all = 1;
-  for (size_t j = 0; j < kLanes; ++j) any |= bad[j], all &= masked[j];
-  for (size_t i = full; i < n; ++i) any |= !(x[i] < kInf), all &= x[i] == -kInf;
-  any_bad = any != 0;
-  all_masked = all != 0;
-}
+// vocabularies of 150k, so a branch per element would cost more than the sampling it guards
+// (logits_check.cpp).
+void scan_logits(std::span<const float> logits, bool& any_bad, bool& all_masked);
 }  // namespace detail
 
 // "" when the logits can be sampled from; else why not: a NaN or +inf (−inf is a masked token, as HF's

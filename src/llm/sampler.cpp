@@ -4,8 +4,11 @@
 #include <charconv>
 #include <limits>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
+
+#include "core/vector_clones.h"
 
 namespace hfs {
 
@@ -52,15 +55,26 @@ namespace {
 constexpr size_t kArgmaxBlock = 256;
 constexpr size_t kArgmaxLanes = 16;
 
-float block_max(const float* x) {
-  // −inf start: a NaN never enters a lane, so the lane keeps comparing its later elements.
-  float lane[kArgmaxLanes];
-  std::fill_n(lane, kArgmaxLanes, -std::numeric_limits<float>::infinity());
-  for (size_t i = 0; i < kArgmaxBlock; i += kArgmaxLanes)
-    for (size_t j = 0; j < kArgmaxLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
-  float m = lane[0];
-  for (size_t j = 1; j < kArgmaxLanes; ++j) m = lane[j] > m ? lane[j] : m;
-  return m;
+// Pass 1 of argmax over the whole blocks of x[0, n): the first block holding the largest value (strictly
+// greater keeps the earliest block on ties) against *best, which starts at x[0]. Compares only, so every
+// clone (core/vector_clones.h) finds the same block.
+HFS_VECTOR_CLONES void first_max_block(const float* x, size_t n, float* best, size_t* best_at, size_t* best_len) {
+  // One GCC vector of the 16 lanes: the compiler does not vectorize the lanes written as an array, and the
+  // vector type is one register in the AVX-512 clone, two in the AVX2 one.
+  using Lanes = float __attribute__((vector_size(kArgmaxLanes * sizeof(float))));
+  for (size_t i = 0; i + kArgmaxBlock <= n; i += kArgmaxBlock) {
+    // −inf start: a NaN never enters a lane (it never compares greater), so the lane keeps comparing.
+    Lanes lane;
+    for (size_t j = 0; j < kArgmaxLanes; ++j) lane[j] = -std::numeric_limits<float>::infinity();
+    for (size_t k = 0; k < kArgmaxBlock; k += kArgmaxLanes) {
+      Lanes v;
+      std::memcpy(&v, x + i + k, sizeof v);
+      lane = v > lane ? v : lane;
+    }
+    float m = lane[0];
+    for (size_t j = 1; j < kArgmaxLanes; ++j) m = lane[j] > m ? lane[j] : m;
+    if (m > *best) *best = m, *best_at = i, *best_len = kArgmaxBlock;
+  }
 }
 }  // namespace
 
@@ -72,12 +86,8 @@ int32_t argmax(std::span<const float> logits) {
   // then the tail; pass 2: its first index within that block. NaN never compares greater, as before.
   size_t best_at = 0, best_len = std::min(n, kArgmaxBlock);
   float best = x[0];
-  size_t i = 0;
-  for (; i + kArgmaxBlock <= n; i += kArgmaxBlock) {
-    const float m = block_max(x + i);
-    if (m > best) best = m, best_at = i, best_len = kArgmaxBlock;
-  }
-  for (size_t t = i; t < n; ++t)
+  first_max_block(x, n, &best, &best_at, &best_len);
+  for (size_t t = n - n % kArgmaxBlock; t < n; ++t)
     if (x[t] > best) best = x[t], best_at = t, best_len = 1;
   for (size_t t = best_at; t < best_at + best_len; ++t)
     if (x[t] == best) return static_cast<int32_t>(t);
