@@ -90,30 +90,40 @@ Result<nlohmann::json> measure_sequences(Engine& e, const SequencesBench& b) {
     return Error(ErrorCode::kInvalidArgument, "prompt " + std::to_string(b.prompt) + " + gen " + std::to_string(b.gen) +
                                                   " tokens: each at least 1, together within the program's context of " +
                                                   std::to_string(info.context_length) + " tokens");
+  // The counts take turns within each repetition, so a guest whose speed drifts over minutes weighs on
+  // every count alike and the ratios to the first count compare runs seconds apart.
+  struct Samples {
+    std::vector<double> prefill, decode, steps, pads, ttft, gap;
+  };
+  std::vector<Samples> by_count(b.counts.size());
+  for (int rep = 0; rep < b.reps; ++rep)
+    for (size_t c = 0; c < b.counts.size(); ++c) {
+      const int count = b.counts[c];
+      HFS_ASSIGN_OR_RETURN(Run r, run_once(e, count, b, static_cast<uint64_t>(rep * 1000 + count)));
+      Samples& s = by_count[c];
+      s.prefill.push_back(r.prefill_s > 0 ? count * b.prompt / r.prefill_s : 0);
+      s.decode.push_back(r.decode_s > 0 ? static_cast<double>(r.decode_tokens) / r.decode_s : 0);
+      s.steps.push_back(r.steps > 0 ? static_cast<double>(r.rows) / static_cast<double>(r.steps) : 0);
+      s.pads.push_back(static_cast<double>(r.pad_rows));
+      s.ttft.push_back(r.ttft_max_ms);
+      s.gap.push_back(r.gap_max_ms);
+    }
   nlohmann::json rows = nlohmann::json::array();
   double base = 0;
-  for (int count : b.counts) {
-    std::vector<double> prefill, decode, steps, pads, ttft, gap;
-    for (int rep = 0; rep < b.reps; ++rep) {
-      HFS_ASSIGN_OR_RETURN(Run r, run_once(e, count, b, static_cast<uint64_t>(rep * 1000 + count)));
-      prefill.push_back(r.prefill_s > 0 ? count * b.prompt / r.prefill_s : 0);
-      decode.push_back(r.decode_s > 0 ? static_cast<double>(r.decode_tokens) / r.decode_s : 0);
-      steps.push_back(r.steps > 0 ? static_cast<double>(r.rows) / static_cast<double>(r.steps) : 0);
-      pads.push_back(static_cast<double>(r.pad_rows));
-      ttft.push_back(r.ttft_max_ms);
-      gap.push_back(r.gap_max_ms);
-    }
-    const double agg = median_of(decode);
+  for (size_t c = 0; c < b.counts.size(); ++c) {
+    const int count = b.counts[c];
+    const Samples& s = by_count[c];
+    const double agg = median_of(s.decode);
     if (base == 0) base = agg;
     rows.push_back({{"sequences", count},
-                    {"prefill_tok_s", median_of(prefill)},
+                    {"prefill_tok_s", median_of(s.prefill)},
                     {"decode_tok_s", agg},
                     {"decode_tok_s_per_sequence", agg / count},
                     {"decode_vs_first", base > 0 ? agg / base : 0},
-                    {"rows_per_step", median_of(steps)},
-                    {"pad_rows", median_of(pads)},
-                    {"ttft_max_ms", median_of(ttft)},
-                    {"token_gap_max_ms", median_of(gap)}});
+                    {"rows_per_step", median_of(s.steps)},
+                    {"pad_rows", median_of(s.pads)},
+                    {"ttft_max_ms", median_of(s.ttft)},
+                    {"token_gap_max_ms", median_of(s.gap)}});
   }
   return nlohmann::json({{"prompt_tokens", b.prompt}, {"gen_tokens", b.gen}, {"reps", b.reps},
                          {"max_sequences", info.max_sequences}, {"step_sizes", info.step_sizes}, {"sequences", rows}});

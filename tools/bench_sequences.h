@@ -16,7 +16,7 @@ struct SequencesBench {
   std::vector<int> counts;  // B values, each ≤ the program's max_sequences
   int prompt = 0;           // tokens per sequence's prompt
   int gen = 0;              // tokens each sequence generates
-  int reps = 1;             // runs per B (fresh sequences each); the median is reported
+  int reps = 1;             // runs per B (fresh sequences each, the Bs in turn); the median is reported
   bool json = false;
 };
 

@@ -399,7 +399,7 @@ RunFn setup(CLI::App& sub) {
                  "Several sequences at once through the engine: counts B separated by commas (e.g. 1,2,4,8), each at "
                  "most the program's export --sequences; per B, B random prompts of --prompt tokens arrive together "
                  "and each generates --gen tokens; reports aggregate decode tok/s (all sequences) and its ratio to "
-                 "the first B (--reps runs each, median)");
+                 "the first B (--reps runs each, the counts taking turns within each rep; median)");
   seqs->excludes(vs);
   CLI::Option* verify = sub.add_option(
       "--verify", a->verify,
