@@ -20,6 +20,7 @@ namespace {
 struct SelfBench {
   std::string counts;  // "B1,B2,..." (empty: none)
   int prompt = 64, gen = 64, reps = 1;
+  bool endpoint = false;  // --bench-endpoint: POST /bench/engine
 };
 
 // The before_serving hook that runs `bench --sequences` on the server's engine and prints its JSON object as
@@ -41,7 +42,38 @@ std::function<Status(Engine&)> self_bench_hook(const SelfBench& sb, const std::v
   };
 }
 
+// POST /bench/engine's body {"sequences": [B1, ...], "prompt": N, "gen": M, "reps": R} (prompt and gen
+// default to 64, reps to 1) → `bench --sequences`' JSON object, measured on the server's engine.
+Result<std::string> bench_engine(Engine& e, const std::string& body) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return Error(ErrorCode::kInvalidArgument, "/bench/engine: the body must be a JSON object");
+  auto count = [&](const char* key, int fallback, int most) -> Result<int> {
+    if (!j.contains(key)) return fallback;
+    const nlohmann::json& v = j[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > most)
+      return Error(ErrorCode::kInvalidArgument, std::string("/bench/engine: '") + key + "' must be an integer in [1, " +
+                                                    std::to_string(most) + "], got " + v.dump());
+    return static_cast<int>(v.get<int64_t>());
+  };
+  SequencesBench b;
+  const auto it = j.find("sequences");
+  if (it == j.end() || !it->is_array() || it->empty())
+    return Error(ErrorCode::kInvalidArgument, "/bench/engine: 'sequences' must be a non-empty array of counts");
+  for (const nlohmann::json& c : *it) {
+    if (!c.is_number_integer() || c.get<int64_t>() < 1 || c.get<int64_t>() > INT32_MAX)
+      return Error(ErrorCode::kInvalidArgument, "/bench/engine: 'sequences' must hold positive integers, got " + c.dump());
+    b.counts.push_back(static_cast<int>(c.get<int64_t>()));
+  }
+  HFS_ASSIGN_OR_RETURN(b.prompt, count("prompt", 64, INT32_MAX));
+  HFS_ASSIGN_OR_RETURN(b.gen, count("gen", 64, INT32_MAX));
+  HFS_ASSIGN_OR_RETURN(b.reps, count("reps", 1, 100));
+  HFS_ASSIGN_OR_RETURN(nlohmann::json measured, measure_sequences(e, b));
+  return measured.dump();
+}
+
 int serve(server::ServerOptions o, const SelfBench& sb) {
+  if (sb.endpoint) o.bench_engine = bench_engine;
   if (!sb.counts.empty()) {
     auto counts = parse_count_list(sb.counts);
     if (!counts)
@@ -119,7 +151,8 @@ RunFn setup(CLI::App& sub) {
       ->transform(integer_in(0, 1024, "an integer in [0, 1024]"));
   sub.footer(
       "Endpoints: POST /v1/chat/completions, /v1/completions (OpenAI's, streaming with \"stream\": true), "
-      "/tokenize, /detokenize; GET /v1/models, /health (200 ready, 503 loading or draining), /metrics "
+      "/tokenize, /detokenize (and /bench/engine with --bench-endpoint); GET /v1/models, /health (200 ready, 503 "
+      "loading or draining), /metrics "
       "(Prometheus), and the chat page at /. SIGTERM or SIGINT: stop accepting, let in-flight requests finish "
       "(--drain), exit 0. docs/server.md has the details.\n" +
       std::string(kExitStatusHelp));
@@ -128,7 +161,7 @@ RunFn setup(CLI::App& sub) {
       "--self-bench", sb->counts,
       "Before serving, time the engine in-process on this server's own engine, as `hfstatic bench --sequences` "
       "does: counts B separated by commas, each at most --parallel's program sequences; prints one JSON line "
-      "{\"self_bench\": ...} on stdout, then serves (bench/serve compares the server with it in one process)");
+      "{\"self_bench\": ...} on stdout, then serves");
   sub.add_option("--self-bench-prompt", sb->prompt, "--self-bench: prompt tokens per sequence, an integer >= 1")
       ->capture_default_str()
       ->needs(self)
@@ -141,6 +174,12 @@ RunFn setup(CLI::App& sub) {
       ->capture_default_str()
       ->needs(self)
       ->transform(integer_in(1, 100, "an integer in [1, 100]"));
+  sub.add_flag("--bench-endpoint", sb->endpoint,
+               "Add POST /bench/engine: body {\"sequences\": [B, ...], \"prompt\": N, \"gen\": M, \"reps\": R} "
+               "times this server's engine in-process as --self-bench does, between requests (running ones finish "
+               "first, new ones wait, the prompt cache is emptied), and answers that JSON; bench/serve times the "
+               "engine right before and after each round of requests this way. Off by default: a request holds "
+               "the engine for seconds");
   return [o, sb] { return serve(*o, *sb); };
 }
 

@@ -29,9 +29,14 @@ struct ServerOptions {
   std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;                   // threads of each selected backend (0: the backend's default)
   // Run on the server's engine after it is created and before the first request can reach it (null: none).
-  // `serve --self-bench` times the engine in-process here, so that bench/serve compares the server with
-  // the engine in one process. An error stops the server before it listens.
+  // `serve --self-bench` times the engine in-process here, before any request could share it. An error
+  // stops the server before it listens.
   std::function<Status(Engine&)> before_serving;
+  // Set (`serve --bench-endpoint`): POST /bench/engine calls it with the request body on the scheduler's
+  // thread, the engine to itself between requests (Scheduler::run_alone), and answers its JSON text; an
+  // error answers 400 with its message. bench/serve times the engine in-process this way right before and
+  // after each round of requests. Null (the default): no such endpoint.
+  std::function<Result<std::string>(Engine&, const std::string& body)> bench_engine;
 };
 
 }  // namespace hfs::server

@@ -128,6 +128,17 @@ void handle_generate(State& s, const httplib::Request& req, httplib::Response& r
       });
 }
 
+// POST /bench/engine (serve --bench-endpoint): the engine timed in-process between requests.
+void handle_bench_engine(State& s, const httplib::Request& req, httplib::Response& res) {
+  if (!ready(s, res)) return;
+  Result<std::string> out = s.scheduler->run_alone([&](Engine& e) { return s.options.bench_engine(e, req.body); });
+  if (!out) {
+    t_log.detail = "error: " + out.error().to_string();
+    return reply_error(res, ApiError{400, out.error().to_string(), "invalid_request_error", "", ""});
+  }
+  res.set_content(*out, "application/json");
+}
+
 }  // namespace
 
 void install_routes(httplib::Server& http, State& s) {
@@ -187,6 +198,8 @@ void install_routes(httplib::Server& http, State& s) {
             [&s](const httplib::Request& req, httplib::Response& res) { handle_generate(s, req, res, true); });
   http.Post("/v1/completions",
             [&s](const httplib::Request& req, httplib::Response& res) { handle_generate(s, req, res, false); });
+  if (s.options.bench_engine)
+    http.Post("/bench/engine", [&s](const httplib::Request& req, httplib::Response& res) { handle_bench_engine(s, req, res); });
   http.Post("/tokenize", [&s](const httplib::Request& req, httplib::Response& res) { handle_tokenize(s, req, res); });
   http.Post("/detokenize", [&s](const httplib::Request& req, httplib::Response& res) { handle_detokenize(s, req, res); });
 }

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <cstdio>
+#include <optional>
 
 namespace hfs::server {
 
@@ -44,6 +45,36 @@ Scheduler::Admission Scheduler::submit(std::shared_ptr<Job> job) {
   }
   cv_.notify_all();
   return Admission::kQueued;
+}
+
+struct Scheduler::AloneTask {
+  std::function<Result<std::string>(Engine&)> f;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<Result<std::string>> result;
+};
+
+Result<std::string> Scheduler::run_alone(const std::function<Result<std::string>(Engine&)>& f) {
+  std::lock_guard<std::mutex> one(alone_callers_);
+  auto task = std::make_shared<AloneTask>();
+  task->f = f;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (draining_ || stop_) return make_error(ErrorCode::kCancelled, "the server is shutting down");
+    alone_ = task;
+  }
+  cv_.notify_all();
+  std::unique_lock<std::mutex> l(task->mu);
+  task->cv.wait(l, [&] { return task->result.has_value(); });
+  return std::move(*task->result);
+}
+
+void Scheduler::finish_alone(AloneTask& task, Result<std::string> result) {
+  {
+    std::lock_guard<std::mutex> l(task.mu);
+    task.result = std::move(result);
+  }
+  task.cv.notify_all();
 }
 
 void Scheduler::drain(double seconds) {
@@ -194,14 +225,18 @@ void Scheduler::loop() {
   pthread_setname_np(pthread_self(), "hfs-step");
   for (;;) {
     std::vector<std::shared_ptr<Job>> admit_now, expired, shut;
+    std::shared_ptr<AloneTask> alone;
     bool shutting;
     {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [&] { return stop_ || !queue_.empty() || !running_.empty(); });
+      cv_.wait(l, [&] { return stop_ || alone_ || !queue_.empty() || !running_.empty(); });
       shutting = shutdown_;
       if (shutting) {
         shut.assign(queue_.begin(), queue_.end());
         queue_.clear();
+        alone = std::move(alone_);
+      } else {
+        alone = alone_;
       }
       const Clock::time_point now = Clock::now();
       for (auto it = queue_.begin(); it != queue_.end();) {
@@ -212,12 +247,15 @@ void Scheduler::loop() {
           ++it;
         }
       }
-      while (!queue_.empty() && static_cast<int>(running_.size() + admit_now.size()) < options_.parallel) {
+      // A run_alone call waits for the running requests; nothing new starts meanwhile.
+      while (!alone && !queue_.empty() && static_cast<int>(running_.size() + admit_now.size()) < options_.parallel) {
         admit_now.push_back(queue_.front());
         queue_.pop_front();
       }
-      if (stop_ && queue_.empty() && running_.empty() && admit_now.empty() && expired.empty() && shut.empty()) break;
+      if (stop_ && !alone && queue_.empty() && running_.empty() && admit_now.empty() && expired.empty() && shut.empty())
+        break;
     }
+    if (alone && shutting) finish_alone(*alone, make_error(ErrorCode::kCancelled, "the server is shutting down"));
     for (auto& j : shut) end_job(*j, Job::End::kShutdown);
     for (auto& j : expired) end_job(*j, j->cancel.load() ? Job::End::kCancelled : Job::End::kTimeout);
     if (shutting) {
@@ -234,6 +272,17 @@ void Scheduler::loop() {
     drop_cancelled();
     free_pool_for_running();
     publish_gauges();
+    if (alone && running_.empty()) {
+      while (std::optional<SequenceId> kept = cache_.evict()) (void)engine_->remove(*kept);
+      Result<std::string> result = alone->f(*engine_);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        alone_.reset();
+      }
+      finish_alone(*alone, std::move(result));
+      publish_gauges();
+      continue;
+    }
     if (running_.empty()) continue;
     if (engine_->idle()) {  // cannot happen (every running sequence has work); never spin on it
       for (auto& [id, r] : running_) (void)engine_->remove(id), end_job(*r.job, Job::End::kError, "the engine had no work for it");

@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -75,6 +76,13 @@ class Scheduler {
   // cancels the rest (End::kShutdown) and stops the thread.
   void drain(double seconds);
 
+  // Runs f on the scheduler's thread with the engine to itself, and returns what f returns: admission
+  // pauses (queued requests wait, and are admitted after f), running requests finish first, and the prompt
+  // cache's kept sequences are dropped so that f finds every sequence index free. bench/serve times the
+  // engine in-process this way between rounds of requests to the same server. One call at a time (others
+  // wait); during drain() or after it, an error.
+  Result<std::string> run_alone(const std::function<Result<std::string>(Engine&)>& f);
+
   const ModelInfo& info() const { return engine_->info(); }
   int parallel() const { return options_.parallel; }
 
@@ -86,14 +94,18 @@ class Scheduler {
   void on_event(const StepEvent& ev, Clock::time_point now);
   void publish_gauges();
   void free_pool_for_running();
+  struct AloneTask;
+  void finish_alone(AloneTask& task, Result<std::string> result);
 
   std::unique_ptr<Engine> engine_;
   Options options_;
   Metrics& metrics_;
 
-  std::mutex mu_;  // guards queue_, draining_, shutdown_, stop_
+  std::mutex mu_;  // guards queue_, alone_, draining_, shutdown_, stop_
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
+  std::shared_ptr<AloneTask> alone_;  // run_alone's pending call (null: none)
+  std::mutex alone_callers_;          // one run_alone call at a time
   bool draining_ = false, shutdown_ = false, stop_ = false;
 
   // The scheduler thread's own state.

@@ -544,3 +544,38 @@ def test_self_bench_times_the_engine_then_serves(program, tmp_path):
     assert r.returncode == 2 and "--self-bench" in r.stderr, r.stderr
     r = cli("serve", "-m", program, "--self-bench-gen", "3")
     assert r.returncode == 2 and "--self-bench" in r.stderr, r.stderr
+
+
+def test_bench_endpoint_times_the_engine_between_requests(program, server, tmp_path):
+    """--bench-endpoint: POST /bench/engine times the engine in-process while requests come and go (what
+    bench/serve pairs each round of requests with). It asks for all 4 of the program's sequences while 4
+    requests run, so it succeeds only if it waits for them and drops the sequences the prompt cache keeps
+    after them; the requests sent meanwhile wait and then answer `hfstatic run`'s greedy text."""
+    s = Server(program, tmp_path, "--parallel", "4", "--bench-endpoint", "--step-delay-ms", "20")
+    try:
+        ref = json.loads(cli("run", "-m", program, "-p", PROMPT, "-n", 12, "--temp", 0, "--json", check=True).stdout)
+        body = {"model": "stories4", "prompt": PROMPT, "max_tokens": 12, "temperature": 0}
+        with concurrent.futures.ThreadPoolExecutor(9) as pool:
+            first = [pool.submit(post, s.url, "/v1/completions", body, None) for _ in range(4)]
+            time.sleep(0.1)
+            bench = pool.submit(post, s.url, "/bench/engine", {"sequences": [1, 4], "prompt": 8, "gen": 6}, None)
+            time.sleep(0.05)
+            later = [pool.submit(post, s.url, "/v1/completions", body, None) for _ in range(4)]
+            status, out, _ = bench.result()
+            assert status == 200, out
+            assert (out["prompt_tokens"], out["gen_tokens"], out["max_sequences"]) == (8, 6, 4)
+            assert [r["sequences"] for r in out["sequences"]] == [1, 4]
+            assert all(r["prefill_tok_s"] > 0 and r["decode_tok_s"] > 0 for r in out["sequences"])
+            for f in first + later:
+                status, answer, _ = f.result()
+                assert status == 200 and answer["choices"][0]["text"] == ref["text"], answer
+        for bad, words in [({"sequences": []}, "'sequences'"), ({"sequences": [1], "gen": 0}, "'gen'"),
+                           ({"sequences": [9]}, "sequences 9"), ({"sequences": [1], "prompt": 250, "gen": 10},
+                                                                 "context of 256")]:
+            status, out, _ = post(s.url, "/bench/engine", bad, None)
+            assert status == 400 and words in out["error"]["message"], (bad, out)
+    finally:
+        assert s.stop() == 0, s.log_path.read_text()[-3000:]
+    # Without the flag the endpoint does not exist.
+    status, out, _ = post(server.url, "/bench/engine", {"sequences": [1]})
+    assert status == 404 and out["error"]["code"] == "not_found", out
