@@ -124,17 +124,18 @@ void run_tasks(ThreadPool* pool, int64_t tasks, const Fn& body) {
     for (int64_t t = 0; t < tasks; ++t) body(t);
 }
 
-// Task units of the integer kernels: one tile for decode and the 2..15-row steps (which stream tile by tile
-// too), a pair of tiles for prefill (16 rows and more). A prefill kernel
-// runs tiles in pairs (int_range), so a task edge inside a pair leaves both sides a lone tile that loads
-// each activation row for half the work.
+// Task units of the integer kernels: one tile for decode and steps of 2 or 3 rows (which stream tile by
+// tile), a pair of tiles from kIntRowsPairMinRows rows on. The rows kernel from there and a prefill kernel
+// run tiles in pairs (rows_tile_pair, int_range), so a task edge inside a pair leaves both sides a lone
+// tile that loads each activation row for half the work: with tile units, 16 tasks over a [4864, 896]
+// weight's 304 tiles ran every 19th tile of an 8-row step alone.
 // SmolLM2-135M's [576, 576] i8 weight (36 tiles) as 16 tasks run serially at m = 64: 65.1 µs as one range,
 // 67.7 with tile units, 65.3 with pair units; whole 512-token prefills on 2 threads gain 2.6 % (SmolLM2
 // int8) to 4.0 % (Qwen2.5 int8). Decode streams tile by tile: any edge is fine there.
 // IntUnits: a packed weight's tiles grouped into those units — how many units, and the tiles
 // [first(u0), end(u1)) that units [u0, u1) cover (the last unit may hold fewer tiles).
 struct IntUnits {
-  IntUnits(const PackedWeight& w, int64_t m) : tiles(w.n_padded / detail::kTileRows), per(m >= detail::kAmxMinRows ? 2 : 1) {}
+  IntUnits(const PackedWeight& w, int64_t m) : tiles(w.n_padded / detail::kTileRows), per(m >= detail::kIntRowsPairMinRows ? 2 : 1) {}
   int64_t count() const { return (tiles + per - 1) / per; }
   int64_t first(int64_t u0) const { return u0 * per; }
   int64_t end(int64_t u1) const { return std::min(tiles, u1 * per); }

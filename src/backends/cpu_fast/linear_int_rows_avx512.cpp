@@ -99,7 +99,7 @@ inline void rows_tile(const PackedWeight& w, const QuantizedActs& a, int64_t t, 
 // From this many rows a task's tiles go through in pairs (rows_tile_pair): below, the broadcasts do not
 // bound a block and the pair's second weight stream gains nothing (a 3-row step takes the same time either
 // way, a 5-row one less in pairs; bench/results/HISTORY.md).
-constexpr int kPairMinRows = 4;
+constexpr int kPairMinRows = static_cast<int>(kIntRowsPairMinRows);
 // A pair reads two streams, a tile apart; each is prefetched this far ahead, so the bytes in flight are the
 // one-tile kernel's kRowsPrefetchAhead.
 constexpr int64_t kPairPrefetchAhead = kRowsPrefetchAhead / 2;

@@ -27,6 +27,8 @@ void linear_int_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const
 // (linear_int_rows_avx512.cpp); bit-identical to linear_int_avx512, decode included.
 void linear_int_rows_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 inline constexpr int64_t kIntRowsMax = 16;
+// From this many rows it takes two adjacent tiles per pass: a task's range should hold whole pairs.
+inline constexpr int64_t kIntRowsPairMinRows = 4;
 // AMX tiles, for m ≥ 16 (prefill); bit-identical to linear_int_avx512 (linear_amx.cpp).
 void linear_int_amx(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 inline constexpr int64_t kAmxMinRows = 16;
