@@ -513,9 +513,9 @@ def test_response_format_json_schema_and_json_object(server, tmp_path):
 
 
 def test_self_bench_times_the_engine_then_serves(program, tmp_path):
-    """--self-bench: the server's own engine timed in-process before it serves (what bench/serve compares
-    the server with), then the same engine serves as if nothing had run: every sequence it added was
-    removed, and a greedy answer is still `hfstatic run`'s."""
+    """--self-bench: the server's own engine timed in-process before it serves, then the same engine serves
+    as if nothing had run: every sequence it added was removed, and a greedy answer is still `hfstatic
+    run`'s."""
     s = Server(program, tmp_path, "--parallel", "4", "--self-bench", "1,4", "--self-bench-prompt", "8",
                "--self-bench-gen", "6")
     try:
