@@ -1,0 +1,62 @@
+#include "backends/vulkan/backend.h"
+
+#include <cstdio>
+#include <mutex>
+#include <set>
+
+#include "backends/vulkan/delegate.h"
+#include "backends/vulkan/io_allocator.h"
+#include "backends/vulkan/lowering.h"
+
+namespace hfs::vulkan {
+namespace {
+
+// One line per distinct (op, reason) per process: what the partitioner leaves to the next backend.
+void notice_unclaimed(const NodeDef& node, const std::string& why) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  const std::string key = node.op + ": " + why;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!said.insert(key).second) return;
+  std::fprintf(stderr, "vulkan: op '%s' runs on the next backend (cpu_ref unless another is listed): %s\n",
+               node.op.c_str(), why.c_str());
+}
+
+}  // namespace
+
+VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)), allocator_(make_io_allocator(ctx_)) {}
+
+bool VulkanBackend::supports(const NodeDef& node, std::span<const TensorType* const> types) const {
+  std::string why;
+  if (vulkan_supports(node, types, &why)) return true;
+  notice_unclaimed(node, why);
+  return false;
+}
+
+Result<std::unique_ptr<Delegate>> VulkanBackend::compile(const Subgraph& sg) { return build_delegate(ctx_, sg); }
+
+std::vector<Pass> VulkanBackend::passes() const { return {}; }
+
+Result<std::unique_ptr<Backend>> make_vulkan_backend(const Value& settings) {
+  int device = -1;
+  if (settings.is_object()) {
+    for (const auto& [key, v] : settings.as_object()) {
+      if (key != "device")
+        return make_error(ErrorCode::kInvalidArgument, "vulkan: unknown setting '" + key + "' (known: device)");
+      if (!v.is_int() || v.as_int() < 0 || v.as_int() > 1024)
+        return make_error(ErrorCode::kInvalidArgument,
+                          "vulkan: setting 'device' must be a device index in [0, 1024], got " + v.to_json());
+      device = static_cast<int>(v.as_int());
+    }
+  } else if (!settings.is_null()) {
+    return make_error(ErrorCode::kInvalidArgument, "vulkan: settings must be an object, got " + settings.to_json());
+  }
+  HFS_ASSIGN_OR_RETURN(std::shared_ptr<Context> ctx, Context::get(device));
+  return std::unique_ptr<Backend>(std::make_unique<VulkanBackend>(std::move(ctx)));
+}
+
+namespace {
+const bool kRegistered = register_backend("vulkan", [](const Value& s) { return make_vulkan_backend(s); });
+}  // namespace
+
+}  // namespace hfs::vulkan
