@@ -14,6 +14,7 @@
 #include <thread>
 #include <utility>
 
+#include "backend_settings.h"
 #include "bench_sequences.h"
 #include "bench_speculative.h"
 #include "core/regular_file.h"
@@ -37,6 +38,7 @@ struct BenchArgs {
   bool json = false;
   std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;
+  int device = -1;
   int reps = 1;
   int vs_threads = 0;
   int vs_pairs = 0;  // 0: --reps
@@ -46,6 +48,12 @@ struct BenchArgs {
   DraftConfig draft;      // kind != none: plain vs drafted generation instead
   std::string text_file;  // the prompt for --draft, as text
 };
+
+// --threads and --device as settings (bench() checked the combination first).
+BackendOptions bench_backends(const BenchArgs& a) {
+  auto o = cli::backend_options(a.backends, a.threads, a.device);
+  return o ? std::move(*o) : BackendOptions{};
+}
 
 // A float array on transparent huge pages, as cpu_fast's packed weights are (src/backends/cpu_fast/
 // huge_slab.h): measured on 4 KiB pages the triad read 10-60 % less than on huge pages in the same minute,
@@ -142,20 +150,9 @@ int bench_engine(const BenchArgs& a, std::shared_ptr<const Program> prog) {
   b.gen = a.gen_given ? a.gen : static_cast<int>(std::min<int64_t>(a.gen, ctx - b.prompt));
   b.reps = a.reps;
   b.json = a.json;
-  BackendOptions backends;
-  backends.backends = a.backends;
-  for (const std::string& name : a.backends)
-    if (a.threads > 0) backends.settings[name].set("threads", Value(a.threads));
-  return bench_sequences(std::move(prog), backends, b);
+  return bench_sequences(std::move(prog), bench_backends(a), b);
 }
 
-BackendOptions backend_options(const BenchArgs& a) {
-  BackendOptions backends;
-  backends.backends = a.backends;
-  for (const std::string& name : a.backends)
-    if (a.threads > 0) backends.settings[name].set("threads", Value(a.threads));
-  return backends;
-}
 
 // --verify: the K values, each ≥ 1, and the prompt default lowered to leave room for the largest step.
 int bench_verify_steps(const BenchArgs& a, std::shared_ptr<const Program> prog) {
@@ -171,7 +168,7 @@ int bench_verify_steps(const BenchArgs& a, std::shared_ptr<const Program> prog) 
   b.prompt = a.prompt_given ? a.prompt : static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(a.prompt, ctx - max_k - 1)));
   b.pairs = a.verify_pairs;
   b.json = a.json;
-  return bench_verify(std::move(prog), backend_options(a), b);
+  return bench_verify(std::move(prog), bench_backends(a), b);
 }
 
 // --draft: the prompt (text from --text-file, else --prompt random ids) and the tokens to generate.
@@ -205,11 +202,13 @@ int bench_drafts(const BenchArgs& a, std::shared_ptr<const Program> prog) {
                                     std::to_string(a.gen) + " exceed the program's context of " + std::to_string(ctx));
   b.gen = a.gen_given ? a.gen : static_cast<int>(std::min<int64_t>(a.gen, room));
   RunnerOptions ro;
-  ro.io.method.backends = backend_options(a);
+  ro.io.method.backends = bench_backends(a);
   return bench_draft(std::move(prog), ro, b);
 }
 
 int bench(const BenchArgs& a) {
+  if (auto checked = cli::backend_options(a.backends, a.threads, a.device); !checked)
+    return usage_error("bench", checked.error().message());
   // A checkpoint directory or Hub name is exported with the defaults; --sequences B1,...: for the largest B.
   ExportOptions eo;
   if (auto list = parse_token_list(a.sequences); list && !list->empty())
@@ -222,9 +221,7 @@ int bench(const BenchArgs& a) {
   if (!a.verify.empty()) return bench_verify_steps(a, *prog);
   if (a.draft.kind != DraftKind::kNone) return bench_drafts(a, *prog);
   RunnerOptions ro;
-  ro.io.method.backends.backends = a.backends;
-  for (const std::string& b : a.backends)
-    if (a.threads > 0) ro.io.method.backends.settings[b].set("threads", Value(a.threads));
+  ro.io.method.backends = bench_backends(a);
   auto runner = Runner::create(*prog, ro);
   if (!runner) return fail(runner.error());
   Runner& r = **runner;
@@ -286,7 +283,8 @@ int bench(const BenchArgs& a) {
   std::vector<double> vs_ms, own_ms;
   if (a.vs_threads > 0) {
     RunnerOptions vo = ro;
-    for (const std::string& b : a.backends) vo.io.method.backends.settings[b].set("threads", Value(a.vs_threads));
+    for (const std::string& b : a.backends)
+      if (b != "vulkan") vo.io.method.backends.settings[b].set("threads", Value(a.vs_threads));
     auto other = Runner::create(*prog, vo);
     if (!other) return fail(other.error());
     GenerationConfig first_token = g;
@@ -380,6 +378,7 @@ RunFn setup(CLI::App& sub) {
   sub.add_option("--threads", a->threads,
                  "Threads for the selected backends, an integer in [0, 1024] (0 = their default)")
       ->transform(integer_in(0, 1024, "an integer in [0, 1024]"));
+  add_device_option(sub, a->device);
   sub.add_option("--reps", a->reps,
                  "Runs in this process, each from an empty cache, an integer in [1, 100]; prefill/decode tok/s and "
                  "TTFT are their medians")

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "backend_settings.h"
 #include "cli.h"
 #include "common.h"
 #include "io_util.h"
@@ -32,6 +33,7 @@ struct ChatArgs {
   DraftConfig draft;
   ConstraintArgs constraint;
   std::vector<std::string> backends = {"cpu_fast"};
+  int device = -1;
 };
 
 constexpr const char* kCommands = "/reset, /stats, /quit, /exit";
@@ -46,7 +48,9 @@ int chat(const ChatArgs& a) {
   auto tmpl = ChatTemplate::from_tokenizer_config((*program)->embedded_file("tokenizer_config.json"));
   if (!tmpl) return fail(tmpl.error().with_context(*model + ": chat template"));
   RunnerOptions ro;
-  ro.io.method.backends.backends = a.backends;
+  auto backends = backend_options(a.backends, 0, a.device);
+  if (!backends) return usage_error("chat", backends.error().message());
+  ro.io.method.backends = std::move(*backends);
   ro.on_prefill_progress = prefill_progress_bar();
   auto runner = Runner::create(*program, ro);
   if (!runner) return fail(runner.error());
@@ -167,6 +171,7 @@ RunFn setup(CLI::App& sub) {
   add_draft_options(sub, a->draft);
   add_constraint_options(sub, a->constraint);
   sub.add_option("--backend", a->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
+  add_device_option(sub, a->device);
   sub.footer(std::string("In the chat: ") + kCommands +
              " (a line starting with // is sent with one leading /). A line the template cannot render, the "
              "tokenizer cannot encode or the context cannot hold is reported and dropped; the chat goes on.\n" +

@@ -4,6 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "backend_settings.h"
 #include "cli.h"
 #include "common.h"
 #include "io_util.h"
@@ -19,6 +20,7 @@ struct InspectArgs {
   std::string path;
   bool json = false;
   std::vector<std::string> backends = {"cpu_fast"};
+  int device = -1;
 };
 
 nlohmann::json io_json(const IOSpec& s) {
@@ -43,7 +45,9 @@ int inspect(const InspectArgs& a) {
   j["metadata"] = nlohmann::json::parse(Value(p.metadata()).to_json());
   j["constants"] = {{"count", p.constants().size()}, {"bytes", p.constant_bytes()}};
   MethodOptions mo;
-  mo.backends.backends = a.backends;
+  auto backends = backend_options(a.backends, 0, a.device);
+  if (!backends) return usage_error("inspect", backends.error().message());
+  mo.backends = std::move(*backends);
   for (const MethodDef& m : p.methods()) {
     nlohmann::json mj;
     mj["name"] = m.name;
@@ -60,6 +64,13 @@ int inspect(const InspectArgs& a) {
                   {"unshared_bytes", plan.unshared_bytes},
                   {"delegate_scratch_bytes", plan.delegate_scratch},
                   {"partitions", plan.partition_backends}};
+    // Which nodes each backend runs (a backend that does not claim a node leaves it to the next).
+    for (size_t q = 0; q < plan.partition_nodes.size(); ++q) {
+      std::map<std::string, int> part_ops;
+      for (size_t i : plan.partition_nodes[q]) part_ops[(*loaded)->def().nodes[i].op]++;
+      mj["plan"]["placement"].push_back(
+          {{"backend", plan.partition_backends[q]}, {"nodes", plan.partition_nodes[q]}, {"ops", part_ops}});
+    }
     j["methods"].push_back(mj);
   }
   if (a.json) {
@@ -94,6 +105,12 @@ int inspect(const InspectArgs& a) {
     outf("  ops:");
     for (auto& [op, n] : mj["ops"].items()) outf(" %s×%d", op.c_str(), n.get<int>());
     outf("\n");
+    size_t q = 0;
+    for (const auto& part : mj["plan"]["placement"]) {
+      outf("  partition %zu on %s: %zu nodes,", q++, part["backend"].get<std::string>().c_str(), part["nodes"].size());
+      for (auto& [op, n] : part["ops"].items()) outf(" %s×%d", op.c_str(), n.get<int>());
+      outf("\n");
+    }
   }
   return 0;
 }
@@ -106,6 +123,7 @@ RunFn setup(CLI::App& sub) {
                  "Backends to plan with (priority order); cpu_ref alone = the portable reference")
       ->capture_default_str()
       ->check(backend_name());
+  add_device_option(sub, a->device);
   return [a] { return inspect(*a); };
 }
 

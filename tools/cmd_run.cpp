@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "backend_settings.h"
 #include "constraint_options.h"
 #include "core/regular_file.h"
 #include "io_util.h"
@@ -31,6 +32,7 @@ struct RunArgs {
   bool ignore_eos = false;
   std::string tail = "auto";
   std::vector<std::string> backends = {"cpu_fast"};
+  int device = -1;
   std::string dump_logits;
   ConstraintArgs constraint;
 };
@@ -53,7 +55,9 @@ int run(const RunArgs& a) {
   auto model = resolve_model(a.model);
   if (!model) return fail(model.error());
   RunnerOptions ro;
-  ro.io.method.backends.backends = a.backends;
+  auto backends = backend_options(a.backends, 0, a.device);
+  if (!backends) return usage_error("run", backends.error().message());
+  ro.io.method.backends = std::move(*backends);
   ro.on_prefill_progress = prefill_progress_bar();
   auto tail = parse_tail_policy(a.tail);
   if (!tail) return fail(tail.error());
@@ -186,6 +190,7 @@ RunFn setup(CLI::App& sub) {
                  "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")
       ->capture_default_str()
       ->check(backend_name());
+  add_device_option(sub, a->device);
   sub.add_flag("--json", a->json, "Print one JSON object: {\"tokens\": [...], \"stop\": ..., \"stats\": {...}}");
   add_constraint_options(sub, a->constraint);
   sub.add_option("--dump-logits", a->dump_logits,

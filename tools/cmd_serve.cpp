@@ -5,6 +5,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "backend_settings.h"
 #include "bench_sequences.h"
 #include "cli.h"
 #include "common.h"
@@ -73,6 +74,8 @@ Result<std::string> bench_engine(Engine& e, const std::string& body) {
 }
 
 int serve(server::ServerOptions o, const SelfBench& sb) {
+  if (auto checked = backend_options(o.backends, o.threads, o.device); !checked)
+    return usage_error("serve", checked.error().message());
   if (sb.endpoint) o.bench_engine = bench_engine;
   if (!sb.counts.empty()) {
     auto counts = parse_count_list(sb.counts);
@@ -149,6 +152,7 @@ RunFn setup(CLI::App& sub) {
   sub.add_option("--threads", o->threads,
                  "Threads for the selected backends, an integer in [0, 1024] (0 = their default)")
       ->transform(integer_in(0, 1024, "an integer in [0, 1024]"));
+  add_device_option(sub, o->device);
   sub.footer(
       "Endpoints: POST /v1/chat/completions, /v1/completions (OpenAI's, streaming with \"stream\": true), "
       "/tokenize, /detokenize (and /bench/engine with --bench-endpoint); GET /v1/models, /health (200 ready, 503 "

@@ -35,6 +35,7 @@ struct MethodPlan {
   size_t unshared_bytes = 0;    // what the same values would take without sharing
   size_t delegate_scratch = 0;  // sum of Delegate::scratch_bytes()
   std::vector<std::string> partition_backends;  // backend name per partition, execution order
+  std::vector<std::vector<size_t>> partition_nodes;  // per partition, its nodes' indices in def().nodes
 };
 
 class Method {

@@ -11,10 +11,10 @@ Errors are raised as hfstatic.Error (a RuntimeError) whose `.code` is the error 
 docs/python.md and the type stub (__init__.pyi) for the full API.
 """
 
-from ._hfstatic import (Engine, Error, Program, Runner, Stream, Tokenizer, __version__, export, hub_download,
-                        json_object_gbnf, json_schema_gbnf)
+from ._hfstatic import (Engine, Error, Program, Runner, Stream, Tokenizer, __version__, backends, export,
+                        hub_download, json_object_gbnf, json_schema_gbnf)
 
-__all__ = ["Engine", "Error", "Program", "Runner", "Stream", "Tokenizer", "export", "hub_download", "json_object_gbnf",
+__all__ = ["Engine", "Error", "Program", "Runner", "Stream", "Tokenizer", "backends", "export", "hub_download", "json_object_gbnf",
            "json_schema_gbnf", "open", "register_runner", "registered_runners", "__version__"]
 
 # The io.contract metadata key (hfs::keys::kContract).

@@ -94,6 +94,7 @@ class Runner:
         # where every I/O buffer lives: None/"backend", "heap", "shared_memory", or an object whose
         # allocate(nbytes) returns a writable C-contiguous buffer (≥ nbytes, 64-byte aligned)
         io_allocator: Literal["backend", "heap", "shared_memory"] | _IoAllocator | None = None,
+        device: int | None = None,  # the vulkan backend's device (backends must list "vulkan")
     ) -> None: ...
     def prefill(self, tokens: Sequence[int]) -> None:
         """Feeds tokens (any count that fits). Over capacity → Error("capacity_exceeded"), state unchanged."""
@@ -228,6 +229,8 @@ class Engine:
 
 def json_schema_gbnf(schema: dict[str, Any] | str) -> str:
     """A JSON Schema as the GBNF grammar generate(json_schema=...) compiles (llama.cpp's syntax)."""
+def backends() -> list[str]:
+    """The backends built into this library, by name (e.g. ["cpu_fast", "cpu_ref", "vulkan"])."""
 def json_object_gbnf() -> str:
     """The GBNF grammar generate(json_object=True) compiles."""
 

@@ -1,5 +1,6 @@
 // The `hfstatic._hfstatic` extension module; python/hfstatic/__init__.py re-exports it.
 #include "common.h"
+#include "hfstatic/backend.h"
 
 PYBIND11_MODULE(_hfstatic, m) {
   m.doc() = "hfstatic: run HuggingFace decoder LLMs as fixed-shape programs";
@@ -12,4 +13,6 @@ PYBIND11_MODULE(_hfstatic, m) {
   hfs::py_bind::bind_engine(m);
   hfs::py_bind::bind_constraint(m);
   hfs::py_bind::bind_hub(m);
+  m.def("backends", &hfs::registered_backends,
+        "The backends built into this library, by name (e.g. ['cpu_fast', 'cpu_ref', 'vulkan']).");
 }

@@ -342,7 +342,8 @@ py::dict info_dict(const ModelInfo& i) {
 }
 
 std::shared_ptr<PyRunner> make_runner(const py::object& program, const std::optional<std::vector<std::string>>& backends,
-                                      const std::string& tail, bool shared_memory_io, const py::object& io_allocator) {
+                                      const std::string& tail, bool shared_memory_io, const py::object& io_allocator,
+                                      std::optional<int> device) {
   auto r = std::make_shared<PyRunner>();
   if (py::isinstance<PyProgram>(program)) {
     r->program = program.cast<PyProgram&>().program;
@@ -359,6 +360,13 @@ std::shared_ptr<PyRunner> make_runner(const py::object& program, const std::opti
   ro.io.shared_memory_io = shared_memory_io;
   ro.io.io_allocator = io_allocator_from(io_allocator);
   if (backends) ro.io.method.backends.backends = *backends;
+  if (device) {
+    if (std::find(ro.io.method.backends.backends.begin(), ro.io.method.backends.backends.end(), "vulkan") ==
+        ro.io.method.backends.backends.end())
+      throw py::value_error("device selects the vulkan backend's device: pass backends=[\"vulkan\"]");
+    if (*device < 0) throw py::value_error("device must be >= 0, got " + std::to_string(*device));
+    ro.io.method.backends.settings["vulkan"].set("device", Value(*device));
+  }
   Result<std::unique_ptr<Runner>> made = [&] {
     py::gil_scoped_release nogil;
     return Runner::create(r->program, ro);
@@ -429,9 +437,10 @@ other state-changing call on the runner ends the stream (its next step raises hf
 
   py::class_<PyRunner, std::shared_ptr<PyRunner>>(m, "Runner", R"(Runs an exported program (the hf_static contract).
 
-Runner(program, backends=None, tail="auto", shared_memory_io=False, io_allocator=None): `program` is a path
-or an hfstatic.Program. `backends` lists backends in priority order (e.g. ["cpu_fast"]; "cpu_ref" always
-takes the rest); `tail` routes a prompt's last partial chunk: "auto" | "pad" | "decode". `io_allocator` is
+Runner(program, backends=None, tail="auto", shared_memory_io=False, io_allocator=None, device=None): `program`
+is a path or an hfstatic.Program. `backends` lists backends in priority order (e.g. ["cpu_fast"], or
+["vulkan"] for a Vulkan GPU; "cpu_ref" always takes the rest; hfstatic.backends() lists those built in);
+`device` picks the vulkan backend's device (default: the first discrete GPU, else device 0); `tail` routes a prompt's last partial chunk: "auto" | "pad" | "decode". `io_allocator` is
 where every I/O buffer (K/V caches, inputs, logits) is allocated, once, here: None or "backend" (the
 backend's choice), "heap", "shared_memory" (= shared_memory_io=True), or an object whose allocate(nbytes)
 returns a writable C-contiguous buffer of at least nbytes, 64-byte aligned (zero-filled and kept alive by
@@ -440,7 +449,7 @@ the runner).
 The runner's sequence is everything prefilled plus everything generated: the last generated token is
 committed at the start of the next call, so consecutive generate() calls continue the text.)")
       .def(py::init(&make_runner), py::arg("program"), py::arg("backends") = py::none(), py::arg("tail") = "auto",
-           py::arg("shared_memory_io") = false, py::arg("io_allocator") = py::none())
+           py::arg("shared_memory_io") = false, py::arg("io_allocator") = py::none(), py::arg("device") = py::none())
       .def(
           "prefill",
           [](PyRunner& r, const py::object& tokens) {

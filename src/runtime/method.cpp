@@ -371,6 +371,7 @@ Result<std::unique_ptr<Method>> Method::create(MethodDef def, std::shared_ptr<Co
     run.out_views.resize(run.outputs.size());
     impl->plan.delegate_scratch += run.delegate->scratch_bytes();
     impl->plan.partition_backends.push_back(run.backend);
+    impl->plan.partition_nodes.push_back(parts[p].nodes);
     impl->runs.push_back(std::move(run));
   }
 

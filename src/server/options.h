@@ -28,6 +28,7 @@ struct ServerOptions {
   DraftConfig draft;
   std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;                   // threads of each selected backend (0: the backend's default)
+  int device = -1;                   // the vulkan backend's device (-1: its default)
   // Run on the server's engine after it is created and before the first request can reach it (null: none).
   // `serve --self-bench` times the engine in-process here, before any request could share it. An error
   // stops the server before it listens.

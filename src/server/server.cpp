@@ -30,8 +30,13 @@ Status load(State& s, const std::string& path) {
   s.eos_token = s.tokenizer->eos_token();
   EngineOptions eo;
   eo.io.method.backends.backends = s.options.backends;
-  if (s.options.threads > 0)
-    for (const std::string& b : s.options.backends) eo.io.method.backends.settings[b].set("threads", Value(s.options.threads));
+  for (const std::string& b : s.options.backends) {
+    if (b == "vulkan") {  // a device index rather than threads
+      if (s.options.device >= 0) eo.io.method.backends.settings[b].set("device", Value(s.options.device));
+    } else if (s.options.threads > 0) {
+      eo.io.method.backends.settings[b].set("threads", Value(s.options.threads));
+    }
+  }
   HFS_ASSIGN_OR_RETURN(auto engine, Engine::create(program, eo));
   if (engine->info().max_sequences < s.options.parallel)
     std::fprintf(stderr,

@@ -63,6 +63,18 @@ def test_fast_backend_agrees(program_path, greedy_ref):
     np.testing.assert_allclose(r.logits, ref_logits[0], atol=1e-4, rtol=0)
 
 
+@pytest.mark.skipif("vulkan" not in hfstatic.backends(), reason="built without the vulkan backend (HFS_VULKAN)")
+def test_vulkan_backend_agrees(program_path, greedy_ref):
+    prompt, generated, ref_logits, _ = greedy_ref
+    r = hfstatic.Runner(program_path, backends=["vulkan"], device=0)
+    assert r.generate(prompt, max_new_tokens=N) == generated
+    r.reset()
+    r.prefill(prompt)
+    np.testing.assert_allclose(r.logits, ref_logits[0], atol=1e-4, rtol=0)
+    with pytest.raises(ValueError, match="vulkan backend's device"):
+        hfstatic.Runner(program_path, backends=["cpu_ref"], device=0)
+
+
 def test_decode_step_returns_zero_copy_view_of_logits(runner, greedy_ref):
     prompt, generated, ref_logits, _ = greedy_ref
     runner.prefill(prompt)

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -20,11 +21,13 @@ struct Loaded {
 Loaded load_once() {
   Loaded l;
   // Never dlclose'd: the loader stays for the process, as every function pointer points into it.
-  void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+  const char* env = std::getenv(kLoaderEnv);
+  const std::string name = env && *env ? env : "libvulkan.so.1";
+  void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* why = dlerror();
-    l.error = std::string("vulkan backend: cannot load the Vulkan loader libvulkan.so.1 (") + (why ? why : "not found") +
-              "): " + kInstallHint;
+    l.error = "vulkan backend: cannot load the Vulkan loader " + name + " (" + (why ? why : "not found") + "): " +
+              kInstallHint;
     return l;
   }
   l.api.vkGetInstanceProcAddr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr"));

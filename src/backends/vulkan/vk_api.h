@@ -33,6 +33,10 @@ namespace hfs::vulkan {
   X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCreateFence) X(vkDestroyFence)          \
   X(vkResetFences) X(vkWaitForFences) X(vkQueueSubmit) X(vkDeviceWaitIdle)
 
+// Environment variable naming the loader to dlopen instead of "libvulkan.so.1" (a loader outside the
+// library path, or a test of the missing-loader error).
+inline constexpr const char* kLoaderEnv = "HFS_VULKAN_LOADER";
+
 struct VkApi {
   PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;
 #define HFS_VK_MEMBER(name) PFN_##name name = nullptr;

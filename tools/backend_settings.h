@@ -1,0 +1,25 @@
+// tools/backend_settings.h — the CLI's backend options (--backend, --threads, --device) as BackendOptions.
+//
+// --threads goes to every listed backend that runs on CPU threads (not to vulkan, which has no thread
+// count); --device N picks the vulkan backend's device and is a usage error without --backend vulkan.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "hfstatic/backend.h"
+
+namespace hfs::cli {
+
+inline constexpr const char* kDeviceHelp =
+    "Device index for the vulkan backend (default: the first discrete GPU, else device 0; `vulkaninfo "
+    "--summary` lists them)";
+
+// Adds --device to `sub`, storing into `device` (-1 when not given).
+void add_device_option(CLI::App& sub, int& device);
+// The settings for `backends`: threads (> 0) for the CPU backends, device (>= 0) for vulkan. Fails with
+// kInvalidArgument when --device is given without the vulkan backend.
+[[nodiscard]] Result<BackendOptions> backend_options(const std::vector<std::string>& backends, int threads, int device);
+
+}  // namespace hfs::cli
