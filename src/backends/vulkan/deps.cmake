@@ -28,6 +28,7 @@ endif()
 
 # Shaders: glslc → SPIR-V → one generated .cpp holding every module as a uint32_t array.
 file(GLOB HFS_VULKAN_SHADERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backends/vulkan/shaders/*.comp)
+file(GLOB HFS_VULKAN_SHADER_INCLUDES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backends/vulkan/shaders/*.glsl)
 set(hfs_spv_dir ${CMAKE_BINARY_DIR}/vulkan_shaders)
 file(MAKE_DIRECTORY ${hfs_spv_dir})
 set(hfs_spv_files)
@@ -36,7 +37,7 @@ foreach(shader ${HFS_VULKAN_SHADERS})
   set(spv ${hfs_spv_dir}/${stem}.spv)
   add_custom_command(OUTPUT ${spv}
     COMMAND ${HFS_GLSLC} -fshader-stage=compute --target-env=vulkan1.1 -O -Werror ${shader} -o ${spv}
-    DEPENDS ${shader} COMMENT "glslc ${stem}.comp" VERBATIM)
+    DEPENDS ${shader} ${HFS_VULKAN_SHADER_INCLUDES} COMMENT "glslc ${stem}.comp" VERBATIM)
   list(APPEND hfs_spv_files ${spv})
 endforeach()
 set(hfs_spv_cpp ${hfs_spv_dir}/shaders_embedded.cpp)

@@ -10,7 +10,10 @@ Result<std::unique_ptr<DeviceBuffer>> DeviceBuffer::create(std::shared_ptr<Conte
   const VkApi& vk = ctx->vk();
   std::unique_ptr<DeviceBuffer> b(new DeviceBuffer());
   b->ctx_ = ctx;
-  b->size_ = std::max<size_t>(bytes, 16);  // a zero-sized VkBuffer is invalid
+  // Whole 16-byte units: shaders read storage as 4-byte words, so a tensor of 2-byte or 1-byte elements
+  // whose size is not a multiple of 4 still has its last word inside the buffer (a zero-sized VkBuffer
+  // is invalid besides).
+  b->size_ = std::max<size_t>((bytes + 15) / 16 * 16, 16);
   const std::string step = "allocating " + what + " (" + std::to_string(bytes) + " bytes) on " + ctx->device_name();
   auto bi = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
   bi.size = b->size_;

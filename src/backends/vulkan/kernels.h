@@ -19,9 +19,9 @@ namespace hfs::vulkan {
 enum class Kernel : uint8_t {
   kEltwise,       // a, b -> y: add, mul, silu, scale, softcap, gelu_tanh, copy
   kRmsNorm,       // x, w -> y
-  kLinearGemv,    // x, w, bias -> y: a workgroup per output column, rows in registers (few rows)
-  kLinearTiled,   // x, w, bias -> y: 32 × 32 output tiles through shared memory (many rows)
-  kEmbedding,     // table, ids -> y
+  kLinearGemv,    // x, w, bias, scale -> y: a workgroup per output column, rows in registers (few rows)
+  kLinearTiled,   // x, w, bias, scale -> y: 32 × 32 output tiles through shared memory (many rows)
+  kEmbedding,     // table, ids, scale -> y
   kGather,        // x, index -> y
   kSlice,         // x -> y
   kTranspose,     // x -> y (rank <= 4)

@@ -19,6 +19,19 @@ constexpr int64_t kGemvMaxRows = 4;         // more rows take the tiled kernel
 constexpr int64_t kMaxWords = int64_t{1} << 31;  // element counts and offsets travel as 32-bit words
 
 bool f32(const TensorType* t) { return t && t->dtype == DType::kF32; }
+
+// The storage codes of shaders/weight_decode.glsl, or -1 for a format it does not read.
+int weight_code(const TensorType* t) {
+  if (!t) return -1;
+  switch (t->dtype) {
+    case DType::kF32: return 0;
+    case DType::kF16: return 1;
+    case DType::kBF16: return 2;
+    case DType::kI8: return 3;
+    case DType::kQ4_0: return 4;
+    default: return -1;
+  }
+}
 bool i32(const TensorType* t) { return t && t->dtype == DType::kI32; }
 bool word_sized(const TensorType* t) {
   return t && (t->dtype == DType::kF32 || t->dtype == DType::kI32);
@@ -54,15 +67,15 @@ bool vulkan_supports(const NodeDef& node, std::span<const TensorType* const> t, 
   if (op == "reshape") return true;
   if (op == "linear") {
     if (!f32(in(0))) return reject(why, "non-f32 input");
-    if (!f32(in(1))) return reject(why, "weights stored as " + std::string(in(1) ? dtype_name(in(1)->dtype) : "?") +
-                                            " (this backend runs f32 weights)");
+    if (weight_code(in(1)) < 0)
+      return reject(why, "weights stored as " + std::string(in(1) ? dtype_name(in(1)->dtype) : "?"));
     if (in(2) && !f32(in(2))) return reject(why, "non-f32 bias");
-    if (in(3)) return reject(why, "a per-channel scale");
-    return true;
+    return true;  // the op's rule requires the i8 scale (and only for i8)
   }
   if (op == "embedding") {
-    if (!f32(in(0))) return reject(why, "a table stored as " + std::string(in(0) ? dtype_name(in(0)->dtype) : "?"));
-    return i32(in(1)) && !in(2) ? true : reject(why, "a scaled table");
+    if (weight_code(in(0)) < 0 || in(0)->dtype == DType::kQ4_0)
+      return reject(why, "a table stored as " + std::string(in(0) ? dtype_name(in(0)->dtype) : "?"));
+    return i32(in(1)) ? true : reject(why, "non-i32 ids");
   }
   if (op == "gather") return word_sized(in(0)) && i32(in(1)) ? true : reject(why, "elements that are not 4 bytes");
   if (op == "slice") return word_sized(in(0)) ? true : reject(why, "elements that are not 4 bytes");
@@ -125,8 +138,10 @@ Result<Lowered> lower_node(size_t index, const NodeDef& node, std::span<const Op
     const int64_t n = it[1]->shape[0], k = it[1]->shape[1];
     const int64_t m = it[0]->shape.numel() / std::max<int64_t>(k, 1);
     const bool bias = in.size() > 2 && in[2].kind != Operand::Kind::kNone;
-    bind({in[0], in[1], bias ? in[2] : in[1], out[0]});
-    params(4, {u32(m), u32(n), u32(k), bias ? 1u : 0u});
+    const bool scale = in.size() > 3 && in[3].kind != Operand::Kind::kNone;
+    // Absent operands bind the weight buffer (never read: has_bias = 0, no scale outside i8).
+    bind({in[0], in[1], bias ? in[2] : in[1], scale ? in[3] : in[1], out[0]});
+    params(5, {u32(m), u32(n), u32(k), bias ? 1u : 0u, static_cast<uint32_t>(weight_code(it[1]))});
     if (m <= kGemvMaxRows) {
       d.kernel = Kernel::kLinearGemv;  // a workgroup per output column, grid folded into 2-D past the cap
       d.groups = {u32(std::min<int64_t>(n, kMaxGroups)), u32((n + kMaxGroups - 1) / kMaxGroups), 1};
@@ -139,9 +154,10 @@ Result<Lowered> lower_node(size_t index, const NodeDef& node, std::span<const Op
     }
   } else if (op == "embedding") {
     const int64_t v = it[0]->shape[0], h = it[0]->shape[1], t = it[1]->shape.numel();
+    const bool scale = in.size() > 2 && in[2].kind != Operand::Kind::kNone;
     d.kernel = Kernel::kEmbedding;
-    bind({in[0], in[1], out[0]});
-    params(3, {u32(t), u32(h), u32(v)});
+    bind({in[0], in[1], scale ? in[2] : in[0], out[0]});
+    params(4, {u32(t), u32(h), u32(v), static_cast<uint32_t>(weight_code(it[0]))});
     d.groups = elementwise_grid(t * h);
     input_check(1, t, 0, v, "ids");
   } else if (op == "gather") {

@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "backends/vulkan/backend.h"
+#include "core/half.h"
+#include "core/quant.h"
 #include "backends/vulkan/context.h"
 #include "op_harness.h"
 
@@ -72,6 +74,68 @@ TEST_F(VulkanOps, LinearGemvAndTiledShapes) {
     SCOPED_TRACE("M=" + std::to_string(m) + " K=" + std::to_string(k) + " N=" + std::to_string(n));
     expect_match({"linear", {"x", "w"}, {"y"}, {}}, {x, w}, 1e-5, 1e-5);
     expect_match({"linear", {"x", "w", "b"}, {"y"}, {}}, {x, w, b}, 1e-5, 1e-5);
+  }
+}
+
+// w [n, k] stored as `dtype` (the exporter's encoders, core/quant.h), plus its per-row scale for i8.
+std::vector<OpOperand> stored_weight(DType dtype, int64_t n, int64_t k, uint32_t seed) {
+  const std::vector<float> w = random_floats(static_cast<size_t>(n * k), seed);
+  OpOperand op{"w", {dtype, {n, k}}, {}, true};
+  std::vector<OpOperand> out;
+  switch (dtype) {
+    case DType::kF16:
+    case DType::kBF16:
+      op.bytes.resize(w.size() * 2);
+      for (size_t i = 0; i < w.size(); ++i) {
+        const uint16_t h = dtype == DType::kF16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
+        std::memcpy(op.bytes.data() + 2 * i, &h, 2);
+      }
+      break;
+    case DType::kI8: {
+      op.bytes.resize(w.size());
+      std::vector<float> scale(static_cast<size_t>(n));
+      quant::quantize_i8_per_channel(w.data(), n, k, reinterpret_cast<int8_t*>(op.bytes.data()), scale.data());
+      out.push_back(op);
+      out.push_back(f32_operand("w.scale", {n}, scale, true));
+      return out;
+    }
+    case DType::kQ4_0:
+      op.bytes.resize(static_cast<size_t>(quant::q4_0_bytes(n, k)));
+      EXPECT_TRUE(quant::quantize_q4_0(w.data(), n, k, op.bytes.data()).ok());
+      break;
+    default: return {f32_operand("w", {n, k}, w, true)};
+  }
+  out.push_back(op);
+  return out;
+}
+
+TEST_F(VulkanOps, LinearWeightFormats) {
+  // f16/bf16/i8 rows of odd length start mid-word; q4_0 needs K % 32 == 0. 3 rows (GEMV) and 37 (tiled).
+  for (DType dt : {DType::kF16, DType::kBF16, DType::kI8, DType::kQ4_0}) {
+    for (int64_t m : {int64_t{3}, int64_t{37}}) {
+      const int64_t k = dt == DType::kQ4_0 ? 64 : 37, n = 23;
+      std::vector<OpOperand> ops = {f32_operand("x", {1, m, k}, random_floats(static_cast<size_t>(m * k), 90))};
+      for (OpOperand& o : stored_weight(dt, n, k, 91)) ops.push_back(std::move(o));
+      NodeDef node{"linear", {"x", "w"}, {"y"}, {}};
+      if (dt == DType::kI8) {
+        node.inputs = {"x", "w", "b", "w.scale"};
+        ops.insert(ops.begin() + 2, f32_operand("b", {n}, random_floats(static_cast<size_t>(n), 92), true));
+      }
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " M=" + std::to_string(m));
+      expect_match(node, ops, 1e-5, 1e-5);
+    }
+  }
+}
+
+TEST_F(VulkanOps, EmbeddingTableFormats) {
+  for (DType dt : {DType::kF16, DType::kBF16, DType::kI8}) {
+    std::vector<OpOperand> ops = stored_weight(dt, 20, 13, 93);
+    ops[0].name = "table";
+    ops.insert(ops.begin() + 1, i32_operand("ids", {1, 4}, {19, 0, 5, 5}));
+    NodeDef node{"embedding", {"table", "ids"}, {"y"}, {}};
+    if (dt == DType::kI8) node.inputs.push_back("w.scale");
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    expect_match(node, ops, 0, 0);
   }
 }
 
@@ -167,14 +231,18 @@ TEST_F(VulkanOps, OutOfRangeIdsAndSlotsAreErrorsBeforeAnythingRuns) {
 }
 
 TEST(VulkanBackend, ClaimsWhatItHasKernelsForAndNamesTheRest) {
-  TensorType f32m{DType::kF32, {4, 8}}, f16w{DType::kF16, {4, 8}}, x{DType::kF32, {1, 2, 8}};
+  TensorType f32m{DType::kF32, {4, 8}}, f16w{DType::kF16, {4, 8}}, x{DType::kF32, {1, 2, 8}}, i64w{DType::kI64, {4, 8}};
   auto b = vulkan_backend();
   ASSERT_NE(b, nullptr);
   const TensorType* f32_types[] = {&x, &f32m};
   const TensorType* f16_types[] = {&x, &f16w};
+  const TensorType* i64_types[] = {&x, &i64w};
   NodeDef lin{"linear", {"x", "w"}, {"y"}, {}};
   EXPECT_TRUE(b->supports(lin, f32_types));
-  EXPECT_FALSE(b->supports(lin, f16_types));
+  EXPECT_TRUE(b->supports(lin, f16_types));
+  EXPECT_FALSE(b->supports(lin, i64_types));
+  NodeDef unknown{"no_such_op", {"x"}, {"y"}, {}};
+  EXPECT_FALSE(b->supports(unknown, f32_types));
 }
 
 TEST(VulkanBackend, SettingsAreChecked) {

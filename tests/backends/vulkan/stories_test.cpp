@@ -122,6 +122,55 @@ TEST_F(StoriesOnVulkan, ChunkedPrefillAndDecodeLogitsMatchCpuRef) {
   }
 }
 
+// The exporter's other weight formats (f16, int8 per row, int4 = q4_0 with i8 where K % 32 != 0): still
+// every node on Vulkan, and the same greedy tokens and logits (1e-4) as cpu_ref on the same program.
+class StoriesWeightFormats : public ::testing::TestWithParam<WeightsMode> {};
+
+TEST_P(StoriesWeightFormats, WholeModelOnVulkanMatchesCpuRef) {
+  ASSERT_TRUE(hfs::test::fixture_exists(hfs::test::stories_dir() + "/config.json"))
+      << hfs::test::missing(hfs::test::stories_dir());
+  ExportOptions opt;
+  opt.context = 32;
+  opt.prefill_chunk = 8;
+  opt.weights = GetParam();
+  opt.progress = false;
+  const std::string path = hfs::test::temp_dir() + "/stories260K_w" + std::to_string(static_cast<int>(GetParam())) + ".hfs";
+  ASSERT_TRUE(export_checkpoint(hfs::test::stories_dir(), path, opt).ok());
+  auto load = [&](const std::string& backend) {
+    RunnerOptions o;
+    o.io.method.backends.backends = {backend};
+    auto r = Runner::load(path, o);
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    return r.ok() ? std::move(*r) : nullptr;
+  };
+  auto vk = load("vulkan"), ref = load("cpu_ref");
+  ASSERT_TRUE(vk && ref);
+  auto program = Program::load(path);
+  ASSERT_TRUE(program.ok());
+  MethodOptions mo;
+  mo.backends.backends = {"vulkan"};
+  auto decode = Method::load(*program, "decode", mo);
+  ASSERT_TRUE(decode.ok());
+  EXPECT_EQ((*decode)->plan().partition_backends, std::vector<std::string>{"vulkan"});
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 497};
+  ASSERT_TRUE(vk->prefill(prompt).ok());
+  ASSERT_TRUE(ref->prefill(prompt).ok());
+  for (int step = 0; step < 8; ++step) {
+    auto a = vk->logits();
+    auto b = ref->logits();
+    float worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+    EXPECT_LT(worst, 1e-4f) << "step " << step;
+    EXPECT_EQ(argmax(a), argmax(b)) << "step " << step;
+    const int32_t next = argmax(b);
+    ASSERT_TRUE(vk->decode_step(next).ok());
+    ASSERT_TRUE(ref->decode_step(next).ok());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, StoriesWeightFormats,
+                         ::testing::Values(WeightsMode::kF16, WeightsMode::kBF16, WeightsMode::kInt8, WeightsMode::kInt4));
+
 TEST_F(StoriesOnVulkan, ValidationLayerStayedQuiet) {
   // Runs last in this file; the global check in ops_test covers the whole binary as well.
   EXPECT_EQ(validation_message_count(), 0u);

@@ -1,15 +1,19 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // y[m, n] = sum_k x[m, k] * w[n, k] (+ bias[n]) for many rows: each 16 × 16 workgroup computes a 32 × 32
 // tile of y (2 × 2 per thread) from 32 × 16 slices of x and w staged in shared memory
-// (src/ops/linear.cpp, f32 weights).
+// (src/ops/linear.cpp; weights f32, f16, bf16, i8 with per-row scale or q4_0, weight_decode.glsl).
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer W { float w[]; };
+layout(std430, binding = 1) readonly buffer W { uint w[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 3) readonly buffer S { float scale[]; };
+layout(std430, binding = 4) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P {
-  uint x_off, w_off, b_off, y_off, m, n, k, has_bias;
+  uint x_off, w_off, b_off, s_off, y_off, m, n, k, has_bias, w_dtype;
 } p;
+
+#include "weight_decode.glsl"
 
 const uint TILE = 32u;
 const uint TK = 16u;
@@ -28,7 +32,7 @@ void main() {
       uint gk = k0 + c;
       uint gm = row0 + r, gn = col0 + r;
       xs[r][c] = (gm < p.m && gk < p.k) ? x[p.x_off + gm * p.k + gk] : 0.0;
-      ws[r][c] = (gn < p.n && gk < p.k) ? w[p.w_off + gn * p.k + gk] : 0.0;
+      ws[r][c] = (gn < p.n && gk < p.k) ? weight_at(gn, gk) : 0.0;
     }
     barrier();
     for (uint c = 0u; c < TK; ++c) {
