@@ -28,6 +28,14 @@ VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)
 
 bool VulkanBackend::supports(const NodeDef& node, std::span<const TensorType* const> types) const {
   std::string why;
+  // Kernels bind whole buffers: a tensor past the device's largest storage binding stays on the CPU.
+  const uint64_t range = ctx_->limits().maxStorageBufferRange;
+  for (const TensorType* t : types)
+    if (t && t->nbytes() > range) {
+      notice_unclaimed(node, "a tensor of " + std::to_string(t->nbytes()) + " bytes, over this device's " +
+                                 "maxStorageBufferRange of " + std::to_string(range));
+      return false;
+    }
   if (vulkan_supports(node, types, &why)) return true;
   notice_unclaimed(node, why);
   return false;

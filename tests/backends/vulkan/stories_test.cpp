@@ -62,6 +62,8 @@ TEST_F(StoriesOnVulkan, EveryNodeRunsOnVulkan) {
     auto m = Method::load(*program, name, mo);
     ASSERT_TRUE(m.ok()) << m.error().to_string();
     EXPECT_EQ((*m)->plan().partition_backends, std::vector<std::string>{"vulkan"}) << name;
+    ASSERT_EQ((*m)->plan().partition_nodes.size(), 1u);
+    EXPECT_EQ((*m)->plan().partition_nodes[0].size(), (*m)->def().nodes.size()) << name;
     EXPECT_EQ((*m)->io_allocator()->name(), "vulkan");
   }
 }
