@@ -82,9 +82,14 @@ bool vulkan_supports(const NodeDef& node, std::span<const TensorType* const> t, 
   if (op == "transpose")
     return word_sized(in(0)) && in(0)->shape.rank() <= 4 ? true : reject(why, "rank > 4 or elements that are not 4 bytes");
   if (op == "rope") return f32(in(0)) && i32(in(1)) && f32(in(2)) ? true : reject(why, "operand types");
-  if (op == "kv_cache_write") return f32(in(0)) && f32(in(1)) ? true : reject(why, "an f16 cache");
+  if (op == "kv_cache_write") {
+    if (!in(0) || !f32(in(1))) return reject(why, "operand types");
+    if (f32(in(0))) return true;
+    // f16 caches are written a 4-byte word (two values) at a time.
+    return in(0)->dtype == DType::kF16 && in(0)->shape[3] % 2 == 0 ? true : reject(why, "an f16 cache of odd head dim");
+  }
   if (op == "attention") {
-    if (!f32(in(1))) return reject(why, "an f16 cache");
+    if (!in(1) || (in(1)->dtype != DType::kF32 && in(1)->dtype != DType::kF16)) return reject(why, "the cache type");
     if (!in(0) || in(0)->shape.rank() != 4 || in(0)->shape[3] > kMaxAttentionHeadDim)
       return reject(why, "head dim > " + std::to_string(kMaxAttentionHeadDim));
     return true;
@@ -212,7 +217,7 @@ Result<Lowered> lower_node(size_t index, const NodeDef& node, std::span<const Op
     const int64_t t = it[1]->shape[1];
     d.kernel = Kernel::kKvCacheWrite;
     bind({out[0], in[1], in[2]});  // the output is the cache's own buffer
-    params(3, {u32(t), u32(c[1]), u32(c[2]), u32(c[3])});
+    params(3, {u32(t), u32(c[1]), u32(c[2]), u32(c[3]), it[0]->dtype == DType::kF16 ? 1u : 0u});
     d.groups = elementwise_grid(c[1] * c[3]);
     input_check(2, t, INT32_MIN, c[2], "slots");
   } else if (op == "attention") {
@@ -221,7 +226,7 @@ Result<Lowered> lower_node(size_t index, const NodeDef& node, std::span<const Op
     d.kernel = Kernel::kAttention;
     bind({in[0], in[1], in[2], in[3], out[0]});
     params(5, {u32(q[1]), u32(q[2]), u32(k[1]), u32(k[2]), u32(q[3]), bits(attr_float(node.attrs, "scale")),
-               bits(attr_float(node.attrs, "softcap", 0.0))});
+               bits(attr_float(node.attrs, "softcap", 0.0)), it[1]->dtype == DType::kF16 ? 1u : 0u});
     if (q[2] > kMaxGroups || q[1] > kMaxGroups)
       return make_error(ErrorCode::kUnsupported, "vulkan: " + label + ": too many heads or rows for one dispatch");
     d.groups = {u32(q[2]), u32(q[1]), 1};

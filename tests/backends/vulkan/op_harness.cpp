@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backends/vulkan/backend.h"
+#include "core/half.h"
 #include "hfstatic/allocator.h"
 
 namespace hfs::vulkan::test {
@@ -57,6 +58,8 @@ std::vector<float> as_floats(const void* p, const TensorType& t) {
   std::vector<float> out(n);
   if (t.dtype == DType::kI32) {
     for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<const int32_t*>(p)[i]);
+  } else if (t.dtype == DType::kF16) {
+    for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(static_cast<const uint16_t*>(p)[i]);
   } else {
     std::memcpy(out.data(), p, n * 4);
   }

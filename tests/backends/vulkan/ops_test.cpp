@@ -180,6 +180,37 @@ TEST_F(VulkanOps, KvCacheWriteSkipsNegativeSlotsAndLaterRowWins) {
   expect_match({"kv_cache_write", {"cache", "rows", "slots"}, {"cache_out"}, {}}, {cache, rows, slots}, 0, 0);
 }
 
+// An f16 operand of `shape` holding `values` rounded to f16 (the reference reads and writes it too).
+OpOperand f16_operand(const std::string& name, Shape shape, const std::vector<float>& values) {
+  OpOperand o{name, {DType::kF16, shape}, std::vector<uint8_t>(values.size() * 2), false};
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t h = f32_to_f16(values[i]);
+    std::memcpy(o.bytes.data() + 2 * i, &h, 2);
+  }
+  return o;
+}
+
+TEST_F(VulkanOps, F16CachesWriteRoundToNearestEvenAndAttentionReadsThem) {
+  const int64_t hkv = 2, s = 67, d = 6, t = 3, hq = 4;
+  // Rows with values at f16 ties and in the subnormal range, so the rounding itself is compared.
+  std::vector<float> rows = random_floats(static_cast<size_t>(t * hkv * d), 100, -3, 3);
+  rows[0] = 1.0f + 1.0f / 2048.0f;  // a tie: rounds to even (1.0)
+  rows[1] = 3e-6f;                  // an f16 subnormal
+  rows[2] = 70000.0f;               // overflows to inf
+  auto cache = f16_operand("cache", {1, hkv, s, d}, random_floats(static_cast<size_t>(hkv * s * d), 101));
+  auto r = f32_operand("rows", {1, t, hkv, d}, rows);
+  auto slots = i32_operand("slots", {t}, {66, -1, 5});
+  expect_match({"kv_cache_write", {"cache", "rows", "slots"}, {"c"}, {}}, {cache, r, slots}, 0, 0);
+
+  auto q = f32_operand("q", {1, t, hq, d}, random_floats(static_cast<size_t>(t * hq * d), 102, -2, 2));
+  auto k = f16_operand("k", {1, hkv, s, d}, random_floats(static_cast<size_t>(hkv * s * d), 103, -2, 2));
+  auto v = f16_operand("v", {1, hkv, s, d}, random_floats(static_cast<size_t>(hkv * s * d), 104, -2, 2));
+  std::vector<float> mask(static_cast<size_t>(t * s), 0.0f);
+  for (int64_t j = 50; j < s; ++j) mask[static_cast<size_t>(j)] = -1e30f;
+  auto m = f32_operand("mask", {1, 1, t, s}, mask);
+  expect_match({"attention", {"q", "k", "v", "mask"}, {"y"}, attrs({{"scale", Value(0.4)}})}, {q, k, v, m}, 2e-6, 2e-5);
+}
+
 TEST_F(VulkanOps, AttentionDecodeAndChunkWithMasks) {
   const int64_t hq = 4, hkv = 2, s = 70, d = 24;  // S crosses the 64-slot tile; GQA group of 2
   for (int64_t t : {int64_t{1}, int64_t{5}}) {

@@ -124,19 +124,20 @@ TEST_F(StoriesOnVulkan, ChunkedPrefillAndDecodeLogitsMatchCpuRef) {
   }
 }
 
-// The exporter's other weight formats (f16, int8 per row, int4 = q4_0 with i8 where K % 32 != 0): still
-// every node on Vulkan, and the same greedy tokens and logits (1e-4) as cpu_ref on the same program.
-class StoriesWeightFormats : public ::testing::TestWithParam<WeightsMode> {};
-
-TEST_P(StoriesWeightFormats, WholeModelOnVulkanMatchesCpuRef) {
+// The exporter's other weight formats (f16, bf16, int8 per row, int4 = q4_0 with i8 where K % 32 != 0)
+// and the f16 cache: still every node on Vulkan, and the same greedy tokens and logits (1e-4) as cpu_ref
+// on the same program.
+void expect_whole_model_matches_cpu_ref(WeightsMode weights, DType cache) {
   ASSERT_TRUE(hfs::test::fixture_exists(hfs::test::stories_dir() + "/config.json"))
       << hfs::test::missing(hfs::test::stories_dir());
   ExportOptions opt;
   opt.context = 32;
   opt.prefill_chunk = 8;
-  opt.weights = GetParam();
+  opt.weights = weights;
+  opt.cache_dtype = cache;
   opt.progress = false;
-  const std::string path = hfs::test::temp_dir() + "/stories260K_w" + std::to_string(static_cast<int>(GetParam())) + ".hfs";
+  const std::string path = hfs::test::temp_dir() + "/stories260K_w" + std::to_string(static_cast<int>(weights)) + "_c" +
+                           std::string(dtype_name(cache)) + ".hfs";
   ASSERT_TRUE(export_checkpoint(hfs::test::stories_dir(), path, opt).ok());
   auto load = [&](const std::string& backend) {
     RunnerOptions o;
@@ -169,6 +170,12 @@ TEST_P(StoriesWeightFormats, WholeModelOnVulkanMatchesCpuRef) {
     ASSERT_TRUE(ref->decode_step(next).ok());
   }
 }
+
+class StoriesWeightFormats : public ::testing::TestWithParam<WeightsMode> {};
+
+TEST_P(StoriesWeightFormats, WholeModelOnVulkanMatchesCpuRef) { expect_whole_model_matches_cpu_ref(GetParam(), DType::kF32); }
+
+TEST(StoriesF16Cache, WholeModelOnVulkanMatchesCpuRef) { expect_whole_model_matches_cpu_ref(WeightsMode::kF32, DType::kF16); }
 
 INSTANTIATE_TEST_SUITE_P(Formats, StoriesWeightFormats,
                          ::testing::Values(WeightsMode::kF16, WeightsMode::kBF16, WeightsMode::kInt8, WeightsMode::kInt4));

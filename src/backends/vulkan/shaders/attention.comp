@@ -1,19 +1,31 @@
 #version 450
-// HF eager attention over a static cache with the contract's additive mask (src/ops/attention.cpp), one
+#extension GL_GOOGLE_include_directive : require
+// HF eager attention over a static cache (f32 or f16) with the contract's additive mask (src/ops/attention.cpp), one
 // workgroup per (query head h, row t), flash-style: slots in tiles of 64 (a score per thread), a running
 // max and sum rescale the accumulators (each thread owns dims tid, tid + 64, ...; head dim <= 256).
 //   s_j = dot(q, k_j) * scale; softcap > 0: s_j = tanh(s_j / softcap) * softcap; s_j += mask[t, j]
 //   out = sum_j softmax(s)_j v_j; query head h reads kv head h / (Hq / Hkv).
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
-layout(std430, binding = 1) readonly buffer K { float kc[]; };
-layout(std430, binding = 2) readonly buffer V { float vc[]; };
+layout(std430, binding = 1) readonly buffer K { uint kc[]; };
+layout(std430, binding = 2) readonly buffer V { uint vc[]; };
 layout(std430, binding = 3) readonly buffer M { float mask[]; };
 layout(std430, binding = 4) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P {
   uint q_off, k_off, v_off, m_off, y_off, t, hq, hkv, s, d;
   float scale, softcap;
+  uint cache_f16;
 } p;
+
+// Element i of the K or V cache, from word offset `off`: f32, or f16 two to a word (exact).
+float k_at(uint i) {
+  if (p.cache_f16 == 0u) return uintBitsToFloat(kc[p.k_off + i]);
+  return unpackHalf2x16(kc[p.k_off + (i >> 1)] >> ((i & 1u) * 16u)).x;
+}
+float v_at(uint i) {
+  if (p.cache_f16 == 0u) return uintBitsToFloat(vc[p.v_off + i]);
+  return unpackHalf2x16(vc[p.v_off + (i >> 1)] >> ((i & 1u) * 16u)).x;
+}
 
 shared float qs[256];
 shared float ps[64];
@@ -40,8 +52,8 @@ void main() {
     float sj = NEG_INF;
     if (j < p.s) {
       float dot = 0.0;
-      uint kb = p.k_off + kvbase + j * p.d;
-      for (uint i = 0u; i < p.d; ++i) dot += qs[i] * kc[kb + i];
+      uint kb = kvbase + j * p.d;
+      for (uint i = 0u; i < p.d; ++i) dot += qs[i] * k_at(kb + i);
       sj = dot * p.scale;
       if (p.softcap > 0.0) sj = safe_tanh(sj / p.softcap) * p.softcap;
       sj += mask[p.m_off + t * p.s + j];
@@ -61,10 +73,10 @@ void main() {
     for (uint u = 0u; u < n; ++u) {
       float pu = ps[u];
       tile_sum += pu;
-      uint vb = p.v_off + kvbase + (base + u) * p.d;
+      uint vb = kvbase + (base + u) * p.d;
       for (uint r = 0u; r < 4u; ++r) {
         uint i = tid + r * 64u;
-        if (i < p.d) acc[r] += pu * vc[vb + i];
+        if (i < p.d) acc[r] += pu * v_at(vb + i);
       }
     }
     run_sum = run_sum * corr + tile_sum;
