@@ -100,30 +100,6 @@ Result<std::vector<VkPhysicalDevice>> physical_devices(const VkApi& vk, VkInstan
 
 uint64_t validation_message_count() { return g_validation_messages.load(); }
 
-Result<std::vector<DeviceInfo>> list_devices() {
-  HFS_ASSIGN_OR_RETURN(const VkApi* global, load_vk_api());
-  VkApi vk = *global;
-  VkInstance instance = VK_NULL_HANDLE;
-  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
-  Status st = create_instance(vk, &instance, &messenger);
-  std::vector<DeviceInfo> out;
-  if (st) {
-    auto devs = physical_devices(vk, instance);
-    if (!devs) st = devs.error();
-    else {
-      for (size_t i = 0; i < devs->size(); ++i) {
-        VkPhysicalDeviceProperties p{};
-        vk.vkGetPhysicalDeviceProperties((*devs)[i], &p);
-        out.push_back(DeviceInfo{static_cast<int>(i), p.deviceName, device_type_name(p.deviceType)});
-      }
-    }
-  }
-  if (messenger) vk.vkDestroyDebugUtilsMessengerEXT(instance, messenger, nullptr);
-  if (instance) vk.vkDestroyInstance(instance, nullptr);
-  if (!st) return st.error();
-  return out;
-}
-
 Result<std::shared_ptr<Context>> Context::get(int device) {
   static std::mutex mu;
   static std::map<int, std::weak_ptr<Context>> open;

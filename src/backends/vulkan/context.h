@@ -29,15 +29,6 @@ class DeviceBuffer;
 // Environment variable that enables VK_LAYER_KHRONOS_validation and counts its messages (tests set it).
 inline constexpr const char* kValidationEnv = "HFS_VULKAN_VALIDATION";
 
-struct DeviceInfo {
-  int index = 0;
-  std::string name;
-  std::string type;  // "discrete", "integrated", "virtual", "cpu", "other"
-};
-
-// Every device the loader reports (empty with an error when there is no loader or instance).
-[[nodiscard]] Result<std::vector<DeviceInfo>> list_devices();
-
 // Validation messages (warnings and errors) reported since the process started, when kValidationEnv is set.
 uint64_t validation_message_count();
 
