@@ -57,6 +57,17 @@ std::optional<ApiError> prompt_tokens(State& s, const CompletionRequest& r, std:
   return std::nullopt;
 }
 
+// The vocabulary every constrained job masks, built once on the first request's thread.
+Result<std::shared_ptr<const TokenVocabulary>> constraint_vocabulary(State& s) {
+  std::lock_guard<std::mutex> l(s.constraint_vocab_mu);
+  if (!s.constraint_vocab) {
+    std::vector<int32_t> eos;
+    for (int64_t id : s.scheduler->info().eos_token_ids) eos.push_back(static_cast<int32_t>(id));
+    HFS_ASSIGN_OR_RETURN(s.constraint_vocab, TokenVocabulary::from_tokenizer(*s.tokenizer, eos));
+  }
+  return s.constraint_vocab;
+}
+
 json usage(const Generation& g) {
   const int64_t p = static_cast<int64_t>(g.job->prompt.size());
   return {{"prompt_tokens", p},
@@ -164,6 +175,11 @@ std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool
     if (!got) return invalid_param("response_format", got.error().message());
     s.metrics.count_grammar(got->hit);
     job.config.constraint = got->grammar;
+  }
+  if (job.config.constraint) {
+    auto vocab = constraint_vocabulary(s);
+    if (!vocab) return server_error(500, "server_error", "constraint_vocabulary", vocab.error().message());
+    job.config.constraint_vocab = std::move(*vocab);
   }
   if (Status st = validate(job.config.sampling); !st) return invalid_param("", st.error().message());
   for (const auto& [id, bias] : r.sampling.logit_bias)
