@@ -200,8 +200,13 @@ std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool
   return std::nullopt;
 }
 
-std::optional<ApiError> run_to_end(State& s, Generation& g, json& out) {
-  while (advance(s, g, g.text, std::chrono::milliseconds(1000))) {
+std::optional<ApiError> run_to_end(State& s, Generation& g, json& out, const std::function<bool()>& client_gone) {
+  while (advance(s, g, g.text, std::chrono::milliseconds(client_gone ? 250 : 1000))) {
+    if (client_gone && client_gone()) {
+      g.client_gone = true;
+      g.job->cancel = true;  // the scheduler frees the sequence (or drops the queued job) at once
+      return server_error(499, "server_error", "client_gone", "the client closed the connection");
+    }
   }
   if (g.error) return g.error;
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", g.finish_reason}};

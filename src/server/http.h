@@ -23,6 +23,9 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased, values trimmed
   std::string body;     // Content-Length or chunked bodies, decoded
   std::string remote_addr;
+  // True once the client has closed its side of the connection (a handler waiting long polls it, to stop
+  // work nobody will read); null outside a live connection.
+  std::function<bool()> client_gone;
 
   // The first value of the header `lower_name`, "" when absent.
   std::string header(std::string_view lower_name) const;

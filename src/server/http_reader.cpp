@@ -274,6 +274,7 @@ std::string_view status_reason(int status) {
     case 417: return "Expectation Failed";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
+    case 499: return "Client Closed Request";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
     case 503: return "Service Unavailable";

@@ -298,6 +298,11 @@ void HttpServer::serve_connection(int fd, const std::string& remote) {
       linger_close(fd);
       return;
     }
+    req.client_gone = [fd] {
+      // Peer hung up or reset; its next pipelined request waiting in the buffer (POLLIN) is not a hangup.
+      pollfd p{fd, POLLRDHUP, 0};
+      return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+    };
     HttpResponse res;
     handler_(req, res);
     const bool keep = keep_alive(req) && !stopping_.load();

@@ -110,7 +110,7 @@ void handle_generate(State& s, const HttpRequest& req, HttpResponse& res, bool c
   }
   if (!g.request.stream) {
     json out;
-    std::optional<ApiError> e = run_to_end(s, g, out);
+    std::optional<ApiError> e = run_to_end(s, g, out, req.client_gone);
     t_log.detail = g.summary();
     if (e) return reply_error(res, *e);
     return reply_json(res, 200, out);

@@ -181,25 +181,42 @@ def test_chunked_bodies_are_decoded_and_bounded(srv):
 
 @pytest.mark.parametrize("ctype", ["application/json", "text/plain", "application/x-www-form-urlencoded",
                                    "multipart/form-data; boundary=x", "application/octet-stream"])
-def test_one_body_limit_for_every_content_type(srv, ctype):
+def test_one_body_limit_for_every_content_type_and_coding(srv, ctype):
     body = b"a" * ((1 << 20) + 1)
+    head = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\nContent-Type: " +
+            ctype.encode() + b"\r\n")
     s = connect(srv.url)
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\nContent-Type: " +
-              ctype.encode() + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+    s.sendall(head + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
     status, _, out = Reader(s).response()  # answered from the head alone: the body is never read
+    assert status == 413 and json.loads(out)["error"]["code"] == "body_too_large"
+    s.close()
+    s = connect(srv.url)
+    try:
+        s.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n" + chunked(body, 65536))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    status, _, out = Reader(s).response()
     assert status == 413 and json.loads(out)["error"]["code"] == "body_too_large"
     s.close()
 
 
-def test_a_body_that_arrives_late_is_the_same_request(srv):
+@pytest.mark.parametrize("key,want,coding", [("secret", 200, "length"), ("wrong", 401, "length"),
+                                             ("secret", 200, "chunked"), ("wrong", 401, "chunked")])
+def test_a_body_that_arrives_late_is_the_same_request(srv, key, want, coding):
     s = connect(srv.url)
     r = Reader(s)
     body = json.dumps({"content": PROMPT}).encode()
-    s.sendall(request("POST", "/tokenize", body)[:-len(body)])
-    time.sleep(0.8)
-    s.sendall(body)
+    if coding == "chunked":
+        head = request("POST", "/tokenize", key=key, headers=["Transfer-Encoding: chunked"]).replace(b"Content-Length: 0\r\n", b"")
+        s.sendall(head)
+        time.sleep(0.8)
+        s.sendall(chunked(body, 7))
+    else:
+        s.sendall(request("POST", "/tokenize", body, key=key)[:-len(body)])
+        time.sleep(0.8)
+        s.sendall(body)
     status, _, out = r.response()
-    assert status == 200 and "tokens" in json.loads(out)
+    assert status == want and ("tokens" in json.loads(out)) == (want == 200)
     # Exactly one answer: nothing more comes for the body (it was not taken for a second request).
     s.settimeout(0.5)
     with pytest.raises((socket.timeout, TimeoutError)):
@@ -482,3 +499,22 @@ def test_grammar_cache_is_bounded_in_bytes(program, tmp_path):  # noqa: F811
             assert m["hfstatic_grammar_cache_hits_total"] == hits and m["hfstatic_grammar_cache_misses_total"] == 2 - hits, m
         finally:
             assert s.stop() == 0
+
+
+def test_a_client_gone_before_a_whole_answer_frees_its_sequence(program, tmp_path):  # noqa: F811
+    s = Server(program, tmp_path, "--parallel", "2", "--step-delay-ms", "20")
+    try:
+        for _ in range(4):  # not streamed: the server learns of the hangup only by watching the socket
+            c = connect(s.url)
+            c.sendall(request("POST", "/v1/completions", json.dumps({"prompt": PROMPT, "max_tokens": 250}).encode(), key=None))
+            time.sleep(0.2)
+            c.close()
+        # Generating to the end would take 250 steps × 20 ms = 5 s for each pair.
+        deadline = time.time() + 2
+        while (m := s.metrics())["hfstatic_busy_sequences"] or m["hfstatic_queue_length"]:
+            assert time.time() < deadline, m
+            time.sleep(0.05)
+        assert m["hfstatic_cancelled_requests_total"] == 4, m
+        healthy(s.url)
+    finally:
+        assert s.stop() == 0
