@@ -141,7 +141,8 @@ RunFn setup(CLI::App& sub) {
       ->capture_default_str()
       ->transform(integer_in(1, 65536, "an integer in [1, 65536]"));
   sub.add_option("--drain", o->drain_s,
-                 "Seconds in-flight requests get to finish after SIGTERM/SIGINT before they are cancelled, a number >= 0")
+                 "Seconds in-flight requests get to finish after SIGTERM/SIGINT before they are cancelled, a number >= 0; "
+                 "every connection is then closed and the process exits within 2 s more, whatever its clients do")
       ->capture_default_str()
       ->transform(float_where([](float v) { return v >= 0; }, "a number >= 0"));
   sub.add_option("--step-delay-ms", o->step_delay_ms,
