@@ -172,7 +172,12 @@ std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool
   if (r.format == CompletionRequest::Format::kJsonObject) job.config.constraint = Grammar::json_object();
   if (r.format == CompletionRequest::Format::kJsonSchema) {
     auto got = s.grammars.get("json_schema", r.json_schema, [&] { return Grammar::from_json_schema(r.json_schema); });
-    if (!got) return invalid_param("response_format", got.error().message());
+    if (!got) {
+      ApiError e = invalid_param("response_format", got.error().message());
+      // The compiler's own limits (depth, states, time): the schema is too complex, not malformed.
+      if (got.error().code() == ErrorCode::kResourceExhausted) e.code = "constraint_too_complex";
+      return e;
+    }
     s.metrics.count_grammar(got->hit);
     job.config.constraint = got->grammar;
   }
