@@ -133,8 +133,19 @@ RunFn setup(CLI::App& sub) {
   sub.add_option("--max-body", o->max_body_bytes, "The largest request body in bytes; larger → 413")
       ->capture_default_str()
       ->transform(integer_in(1, INT32_MAX, "an integer in [1, 2147483647]"));
+  sub.add_option("--read-timeout", o->read_timeout_s,
+                 "Seconds a request's head and body may take to arrive whole (slower → 408 and the connection "
+                 "closed); also how long an idle keep-alive connection is kept, a number > 0")
+      ->capture_default_str()
+      ->transform(float_where([](float v) { return v > 0 && v <= 86400; }, "a number in (0, 86400]"));
+  sub.add_option("--max-connections", o->max_connections,
+                 "Open connections at once (each one a thread), an integer in [1, 65536]; one more is answered 503 "
+                 "with Retry-After and closed")
+      ->capture_default_str()
+      ->transform(integer_in(1, 65536, "an integer in [1, 65536]"));
   sub.add_option("--drain", o->drain_s,
-                 "Seconds in-flight requests get to finish after SIGTERM/SIGINT before they are cancelled, a number >= 0")
+                 "Seconds in-flight requests get to finish after SIGTERM/SIGINT before they are cancelled, a number >= 0; "
+                 "every connection is then closed and the process exits within 2 s more, whatever its clients do")
       ->capture_default_str()
       ->transform(float_where([](float v) { return v >= 0; }, "a number >= 0"));
   sub.add_option("--step-delay-ms", o->step_delay_ms,
@@ -147,6 +158,11 @@ RunFn setup(CLI::App& sub) {
                  "used dropped first), an integer in [0, 100000]; 0 compiles every request's")
       ->capture_default_str()
       ->transform(integer_in(0, 100000, "an integer in [0, 100000]"));
+  sub.add_option("--grammar-cache-bytes", o->grammar_cache_bytes,
+                 "The bytes the cached grammars may hold together (least recently used dropped first; a grammar "
+                 "larger than this is compiled for its request and not kept), an integer >= 0")
+      ->capture_default_str()
+      ->transform(integer_in(0, INT64_MAX, "an integer >= 0"));
   add_draft_options(sub, o->draft);
   sub.add_option("--backend", o->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
   sub.add_option("--threads", o->threads,

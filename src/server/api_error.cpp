@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/json_depth.h"
+
 namespace hfs::server {
 
 std::string ApiError::body() const {
@@ -17,6 +19,14 @@ ApiError invalid_param(const std::string& param, const std::string& message) {
 
 ApiError server_error(int status, const std::string& type, const std::string& code, const std::string& message) {
   return ApiError{status, message, type, "", code};
+}
+
+std::optional<ApiError> json_depth_error(std::string_view body) {
+  if (json_depth(body) <= kMaxJsonDepth) return std::nullopt;
+  return ApiError{400,
+                  "the request body nests arrays and objects more than " + std::to_string(kMaxJsonDepth) +
+                      " levels deep (the JSON depth limit)",
+                  "invalid_request_error", "", "json_too_deep"};
 }
 
 }  // namespace hfs::server

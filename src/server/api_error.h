@@ -2,7 +2,9 @@
 // Every failed request answers with one, whatever failed (validation, auth, limits, the engine).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace hfs::server {
 
@@ -18,5 +20,8 @@ struct ApiError {
 
 ApiError invalid_param(const std::string& param, const std::string& message);
 ApiError server_error(int status, const std::string& type, const std::string& code, const std::string& message);
+// 400 "json_too_deep" when `body` nests arrays and objects deeper than kMaxJsonDepth (server/json_depth.h);
+// checked before any JSON parser sees the body.
+std::optional<ApiError> json_depth_error(std::string_view body);
 
 }  // namespace hfs::server

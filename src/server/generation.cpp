@@ -57,6 +57,17 @@ std::optional<ApiError> prompt_tokens(State& s, const CompletionRequest& r, std:
   return std::nullopt;
 }
 
+// The vocabulary every constrained job masks, built once on the first request's thread.
+Result<std::shared_ptr<const TokenVocabulary>> constraint_vocabulary(State& s) {
+  std::lock_guard<std::mutex> l(s.constraint_vocab_mu);
+  if (!s.constraint_vocab) {
+    std::vector<int32_t> eos;
+    for (int64_t id : s.scheduler->info().eos_token_ids) eos.push_back(static_cast<int32_t>(id));
+    HFS_ASSIGN_OR_RETURN(s.constraint_vocab, TokenVocabulary::from_tokenizer(*s.tokenizer, eos));
+  }
+  return s.constraint_vocab;
+}
+
 json usage(const Generation& g) {
   const int64_t p = static_cast<int64_t>(g.job->prompt.size());
   return {{"prompt_tokens", p},
@@ -161,9 +172,19 @@ std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool
   if (r.format == CompletionRequest::Format::kJsonObject) job.config.constraint = Grammar::json_object();
   if (r.format == CompletionRequest::Format::kJsonSchema) {
     auto got = s.grammars.get("json_schema", r.json_schema, [&] { return Grammar::from_json_schema(r.json_schema); });
-    if (!got) return invalid_param("response_format", got.error().message());
+    if (!got) {
+      ApiError e = invalid_param("response_format", got.error().message());
+      // The compiler's own limits (depth, states, time): the schema is too complex, not malformed.
+      if (got.error().code() == ErrorCode::kResourceExhausted) e.code = "constraint_too_complex";
+      return e;
+    }
     s.metrics.count_grammar(got->hit);
     job.config.constraint = got->grammar;
+  }
+  if (job.config.constraint) {
+    auto vocab = constraint_vocabulary(s);
+    if (!vocab) return server_error(500, "server_error", "constraint_vocabulary", vocab.error().message());
+    job.config.constraint_vocab = std::move(*vocab);
   }
   if (Status st = validate(job.config.sampling); !st) return invalid_param("", st.error().message());
   for (const auto& [id, bias] : r.sampling.logit_bias)
@@ -184,8 +205,13 @@ std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool
   return std::nullopt;
 }
 
-std::optional<ApiError> run_to_end(State& s, Generation& g, json& out) {
-  while (advance(s, g, g.text, std::chrono::milliseconds(1000))) {
+std::optional<ApiError> run_to_end(State& s, Generation& g, json& out, const std::function<bool()>& client_gone) {
+  while (advance(s, g, g.text, std::chrono::milliseconds(client_gone ? 250 : 1000))) {
+    if (client_gone && client_gone()) {
+      g.client_gone = true;
+      g.job->cancel = true;  // the scheduler frees the sequence (or drops the queued job) at once
+      return server_error(499, "server_error", "client_gone", "the client closed the connection");
+    }
   }
   if (g.error) return g.error;
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", g.finish_reason}};

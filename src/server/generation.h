@@ -42,8 +42,10 @@ struct Generation {
 
 // Parses and checks the body, builds the prompt's tokens and the job (not yet submitted).
 std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool chat, Generation& g);
-// Waits for the whole answer; `out` is the response body.
-std::optional<ApiError> run_to_end(State& s, Generation& g, nlohmann::json& out);
+// Waits for the whole answer; `out` is the response body. `client_gone` (null: never asked) is polled
+// while waiting: once it says true the job is cancelled, freeing its sequence, and the answer is dropped.
+std::optional<ApiError> run_to_end(State& s, Generation& g, nlohmann::json& out,
+                                   const std::function<bool()>& client_gone = nullptr);
 // Streaming: writes what is ready (or a keep-alive comment after a short wait) through `write`; false once
 // the stream is complete ("data: [DONE]" written) or the client is gone (g.client_gone).
 bool stream_some(State& s, Generation& g, const std::function<bool(const std::string&)>& write);

@@ -21,10 +21,13 @@ struct ServerOptions {
   int max_queue = 64;                // requests waiting for a sequence; one more → 429
   int32_t max_tokens_cap = 4096;     // per request; larger max_tokens are clamped to it
   double timeout_s = 600;            // per request, from arrival: queued past it → 503, generating → ends ("length")
-  size_t max_body_bytes = 1 << 20;   // request bodies above it → 413
+  size_t max_body_bytes = 1 << 20;   // request bodies above it (any transfer coding, any type) → 413
+  double read_timeout_s = 10;        // a request's head and body must arrive within it (else 408); keep-alive idle
+  int max_connections = 256;         // open connections; one more → 503 and closed
   double drain_s = 10;               // SIGTERM: in-flight requests get this long to finish, then are cancelled
   int step_delay_ms = 0;             // a pause after every engine step (tests and demos of a slow model)
   int grammar_cache = 64;            // compiled response_format grammars kept (least recently used go); 0: none
+  size_t grammar_cache_bytes = 64 << 20;  // and the bytes they may hold together
   DraftConfig draft;
   std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;                   // threads of each selected backend (0: the backend's default)

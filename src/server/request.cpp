@@ -151,6 +151,71 @@ std::optional<ApiError> parse_stop(const json& j, std::vector<std::string>& out)
   return std::nullopt;
 }
 
+// Other servers' request fields that change the answer (llama.cpp's, vLLM's, newer OpenAI ones): a client
+// written for them would get an answer that silently ignored what it asked for, so each is refused by name
+// unless its value is the one that changes nothing. What this server does take instead is named.
+struct Foreign {
+  const char* name;
+  const char* instead;  // "" when there is no equivalent here
+  const char* neutral;  // JSON text of a value that changes nothing, or nullptr (any value refused)
+};
+constexpr Foreign kForeign[] = {
+    {"grammar", "response_format", nullptr},           // llama.cpp
+    {"json_schema", "response_format", nullptr},       // llama.cpp (top level)
+    {"guided_json", "response_format", nullptr},       // vLLM
+    {"guided_regex", "", nullptr},
+    {"guided_choice", "", nullptr},
+    {"guided_grammar", "", nullptr},
+    {"guided_decoding_backend", "", nullptr},
+    {"guided_whitespace_pattern", "", nullptr},
+    {"structured_outputs", "response_format", nullptr},
+    {"regex", "", nullptr},
+    {"n_predict", "max_tokens", nullptr},               // llama.cpp
+    {"repeat_penalty", "repetition_penalty", "1"},
+    {"repeat_last_n", "", nullptr},
+    {"penalty_last_n", "", nullptr},
+    {"typical_p", "", "1"},
+    {"tfs_z", "", "1"},
+    {"mirostat", "", "0"},
+    {"dynatemp_range", "", "0"},
+    {"n_probs", "", "0"},
+    {"samplers", "", nullptr},
+    {"ignore_eos", "", "false"},                        // vLLM and llama.cpp
+    {"min_tokens", "", "0"},
+    {"stop_token_ids", "stop", "[]"},
+    {"bad_words", "logit_bias", "[]"},
+    {"allowed_token_ids", "logit_bias", nullptr},
+    {"prompt_logprobs", "", nullptr},
+    {"use_beam_search", "", "false"},
+    {"length_penalty", "", "1"},
+    {"include_stop_str_in_output", "", "false"},
+    {"skip_special_tokens", "", "true"},
+    {"truncate_prompt_tokens", "", nullptr},
+    {"add_special_tokens", "", nullptr},
+    {"chat_template", "", nullptr},
+    {"chat_template_kwargs", "", nullptr},
+    {"continue_final_message", "", "false"},
+    {"add_generation_prompt", "", "true"},
+    {"tool_choice", "", "\"none\""},
+    {"function_call", "", "\"none\""},
+    {"prediction", "", nullptr},                        // OpenAI
+    {"modalities", "", "[\"text\"]"},
+    {"reasoning_effort", "", nullptr},
+};
+
+std::optional<ApiError> refuse_foreign(const json& j) {
+  for (const Foreign& f : kForeign) {
+    auto it = j.find(f.name);
+    if (it == j.end() || it->is_null()) continue;
+    if (f.neutral && *it == json::parse(f.neutral)) continue;
+    std::string message = std::string("'") + f.name + "' is not supported by this server";
+    if (*f.instead) message += std::string(" (use '") + f.instead + "')";
+    message += ": it would change the answer, so it is refused rather than ignored";
+    return invalid_param(f.name, message);
+  }
+  return std::nullopt;
+}
+
 // Parameters that change the answer and are not implemented: refused by name.
 std::optional<ApiError> refuse_unsupported(const json& j) {
   if (auto it = j.find("n"); it != j.end() && !it->is_null() && *it != 1)
@@ -168,7 +233,7 @@ std::optional<ApiError> refuse_unsupported(const json& j) {
     return invalid_param("echo", "'echo' is not supported by this server");
   if (auto it = j.find("suffix"); it != j.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
     return invalid_param("suffix", "'suffix' is not supported by this server");
-  return std::nullopt;
+  return refuse_foreign(j);
 }
 
 std::optional<ApiError> parse_logit_bias(const json& j, SamplingConfig& s) {
@@ -219,6 +284,7 @@ std::optional<ApiError> parse_response_format(const json& j, CompletionRequest& 
 }
 
 std::optional<ApiError> parse_completion_request(std::string_view body, bool chat, CompletionRequest& r) {
+  if (auto e = json_depth_error(body)) return e;
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_param("", "the request body is not valid JSON");
   if (!j.is_object()) return invalid_param("", "the request body must be a JSON object, got " + type_name(j));

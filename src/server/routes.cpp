@@ -1,7 +1,5 @@
 #include "server/routes.h"
 
-#include <httplib.h>
-
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -9,6 +7,7 @@
 
 #include "server/api_error.h"
 #include "server/generation.h"
+#include "server/json_depth.h"
 #include "server/sse.h"
 #include "server/state.h"
 #include "server/web_page.h"
@@ -19,26 +18,30 @@ namespace {
 using nlohmann::json;
 
 // One log line per request: what the handler learned (tokens, finish) is kept here for the logger, which
-// httplib calls on the same thread once the response (a stream included) has been written.
+// the HTTP layer calls on the same thread once the response (a stream included) has been written.
 struct RequestLog {
   Clock::time_point start;
   std::string detail;
 };
 thread_local RequestLog t_log;
 
-void reply_json(httplib::Response& res, int status, const json& body) {
+void reply_json(HttpResponse& res, int status, const json& body) {
   res.status = status;
   res.set_content(body.dump(), "application/json");
 }
 
-void reply_error(httplib::Response& res, const ApiError& e) {
+void reply_error(HttpResponse& res, const ApiError& e) {
   res.status = e.status;
   res.set_content(e.body(), "application/json");
   t_log.detail = "error: " + e.message;
 }
 
 // Request bodies that are not JSON objects, or lack the field, give an ApiError naming it.
-std::optional<json> json_body(const httplib::Request& req, httplib::Response& res) {
+std::optional<json> json_body(const HttpRequest& req, HttpResponse& res) {
+  if (std::optional<ApiError> e = json_depth_error(req.body)) {
+    reply_error(res, *e);
+    return std::nullopt;
+  }
   json j = json::parse(req.body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     reply_error(res, invalid_param("", "the request body must be a JSON object"));
@@ -47,7 +50,7 @@ std::optional<json> json_body(const httplib::Request& req, httplib::Response& re
   return j;
 }
 
-bool ready(State& s, httplib::Response& res) {
+bool ready(State& s, HttpResponse& res) {
   const Phase p = s.phase.load();
   if (p == Phase::kReady) return true;
   res.set_header("Retry-After", "1");
@@ -56,7 +59,7 @@ bool ready(State& s, httplib::Response& res) {
   return false;
 }
 
-void handle_tokenize(State& s, const httplib::Request& req, httplib::Response& res) {
+void handle_tokenize(State& s, const HttpRequest& req, HttpResponse& res) {
   if (!ready(s, res)) return;
   auto j = json_body(req, res);
   if (!j) return;
@@ -72,7 +75,7 @@ void handle_tokenize(State& s, const httplib::Request& req, httplib::Response& r
   reply_json(res, 200, {{"tokens", *ids}});
 }
 
-void handle_detokenize(State& s, const httplib::Request& req, httplib::Response& res) {
+void handle_detokenize(State& s, const HttpRequest& req, HttpResponse& res) {
   if (!ready(s, res)) return;
   auto j = json_body(req, res);
   if (!j) return;
@@ -90,7 +93,7 @@ void handle_detokenize(State& s, const httplib::Request& req, httplib::Response&
   reply_json(res, 200, {{"content", *text}});
 }
 
-void handle_generate(State& s, const httplib::Request& req, httplib::Response& res, bool chat) {
+void handle_generate(State& s, const HttpRequest& req, HttpResponse& res, bool chat) {
   if (!ready(s, res)) return;
   Generation g;
   if (std::optional<ApiError> e = prepare_generation(s, req.body, chat, g)) return reply_error(res, *e);
@@ -107,7 +110,7 @@ void handle_generate(State& s, const httplib::Request& req, httplib::Response& r
   }
   if (!g.request.stream) {
     json out;
-    std::optional<ApiError> e = run_to_end(s, g, out);
+    std::optional<ApiError> e = run_to_end(s, g, out, req.client_gone);
     t_log.detail = g.summary();
     if (e) return reply_error(res, *e);
     return reply_json(res, 200, out);
@@ -115,22 +118,22 @@ void handle_generate(State& s, const httplib::Request& req, httplib::Response& r
   auto gen = std::make_shared<Generation>(std::move(g));
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");  // nginx in front: pass events through at once
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [&s, gen](size_t, httplib::DataSink& sink) {
-        const bool more = stream_some(s, *gen, [&](const std::string& data) { return sink.write(data.data(), data.size()); });
-        t_log.detail = gen->summary();
-        if (!more) sink.done();
-        return !gen->client_gone;
-      },
-      [gen](bool success) {
-        if (!success) gen->job->cancel = true;  // the client went away: free its sequence
-      });
+  res.content_type = "text/event-stream";
+  res.stream = [&s, gen](StreamSink& sink) {
+    const bool more = stream_some(s, *gen, [&](const std::string& data) { return sink.write(data); });
+    t_log.detail = gen->summary();
+    if (!more) sink.done = true;
+    return !gen->client_gone;
+  };
+  res.on_end = [gen](bool success) {
+    if (!success) gen->job->cancel = true;  // the client went away: free its sequence
+  };
 }
 
 // POST /bench/engine (serve --bench-endpoint): the engine timed in-process between requests.
-void handle_bench_engine(State& s, const httplib::Request& req, httplib::Response& res) {
+void handle_bench_engine(State& s, const HttpRequest& req, HttpResponse& res) {
   if (!ready(s, res)) return;
+  if (std::optional<ApiError> e = json_depth_error(req.body)) return reply_error(res, *e);
   Result<std::string> out = s.scheduler->run_alone([&](Engine& e) { return s.options.bench_engine(e, req.body); });
   if (!out) {
     t_log.detail = "error: " + out.error().to_string();
@@ -141,67 +144,66 @@ void handle_bench_engine(State& s, const httplib::Request& req, httplib::Respons
 
 }  // namespace
 
-void install_routes(httplib::Server& http, State& s) {
-  http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    t_log = RequestLog{Clock::now(), {}};
-    if (s.options.api_key.empty() || req.path == "/" || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    if (auth == "Bearer " + s.options.api_key) return httplib::Server::HandlerResponse::Unhandled;
-    reply_error(res, ApiError{401,
-                              auth.empty() ? "missing API key: send the header 'Authorization: Bearer <key>'"
-                                           : "invalid API key",
-                              "invalid_request_error", "", "invalid_api_key"});
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  http.set_error_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    ApiError e{res.status, "", "invalid_request_error", "", ""};
-    if (res.status == 404) e.message = "no endpoint " + req.method + " " + req.path, e.code = "not_found";
-    else if (res.status == 413)
-      e.message = "the request body is larger than " + std::to_string(s.options.max_body_bytes) + " bytes", e.code = "body_too_large";
-    else e.message = "HTTP status " + std::to_string(res.status);
-    res.set_content(e.body(), "application/json");
-    t_log.detail = "error: " + e.message;
-  });
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    reply_error(res, server_error(500, "server_error", "internal", "internal error"));
-  });
-  http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
-    s.metrics.count_request(res.status);
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t_log.start).count();
-    std::fprintf(stderr, "hfstatic serve: %s %s %s %d %.1f ms%s%s\n", req.remote_addr.c_str(), req.method.c_str(),
-                 req.path.c_str(), res.status, ms, t_log.detail.empty() ? "" : " ", t_log.detail.c_str());
-  });
-
-  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(std::string(kWebPage), "text/html; charset=utf-8");
-  });
-  http.Get("/health", [&s](const httplib::Request&, httplib::Response& res) {
-    const Phase p = s.phase.load();
-    if (p != Phase::kReady) res.set_header("Retry-After", "1");
-    reply_json(res, p == Phase::kReady ? 200 : 503,
-               {{"status", p == Phase::kReady ? "ok" : p == Phase::kLoading ? "loading" : "draining"}});
-  });
-  http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
-    res.set_content(s.metrics.render(), "text/plain; version=0.0.4");
-  });
-  http.Get("/v1/models", [&s](const httplib::Request&, httplib::Response& res) {
-    json model = {{"id", s.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "hfstatic"}};
-    if (s.phase.load() != Phase::kLoading) {
-      const ModelInfo& info = s.scheduler->info();
-      model["meta"] = {{"context_length", info.context_length}, {"vocab_size", info.vocab_size},
-                       {"parallel", s.scheduler->parallel()}};
+void handle_request(State& s, const HttpRequest& req, HttpResponse& res) {
+  t_log = RequestLog{Clock::now(), {}};
+  const std::string& path = req.path;
+  if (!s.options.api_key.empty() && path != "/" && path != "/health") {
+    const std::string auth = req.header("authorization");
+    if (auth != "Bearer " + s.options.api_key)
+      return reply_error(res, ApiError{401,
+                                       auth.empty() ? "missing API key: send the header 'Authorization: Bearer <key>'"
+                                                    : "invalid API key",
+                                       "invalid_request_error", "", "invalid_api_key"});
+  }
+  const bool get = req.method == "GET" || req.method == "HEAD", post = req.method == "POST";
+  try {
+    if (get && path == "/") return res.set_content(std::string(kWebPage), "text/html; charset=utf-8");
+    if (get && path == "/health") {
+      const Phase p = s.phase.load();
+      if (p != Phase::kReady) res.set_header("Retry-After", "1");
+      return reply_json(res, p == Phase::kReady ? 200 : 503,
+                        {{"status", p == Phase::kReady ? "ok" : p == Phase::kLoading ? "loading" : "draining"}});
     }
-    reply_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
-  });
-  http.Post("/v1/chat/completions",
-            [&s](const httplib::Request& req, httplib::Response& res) { handle_generate(s, req, res, true); });
-  http.Post("/v1/completions",
-            [&s](const httplib::Request& req, httplib::Response& res) { handle_generate(s, req, res, false); });
-  if (s.options.bench_engine)
-    http.Post("/bench/engine", [&s](const httplib::Request& req, httplib::Response& res) { handle_bench_engine(s, req, res); });
-  http.Post("/tokenize", [&s](const httplib::Request& req, httplib::Response& res) { handle_tokenize(s, req, res); });
-  http.Post("/detokenize", [&s](const httplib::Request& req, httplib::Response& res) { handle_detokenize(s, req, res); });
+    if (get && path == "/metrics") return res.set_content(s.metrics.render(), "text/plain; version=0.0.4");
+    if (get && path == "/v1/models") {
+      json model = {{"id", s.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "hfstatic"}};
+      if (s.phase.load() != Phase::kLoading) {
+        const ModelInfo& info = s.scheduler->info();
+        model["meta"] = {{"context_length", info.context_length}, {"vocab_size", info.vocab_size},
+                         {"parallel", s.scheduler->parallel()}};
+      }
+      return reply_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+    }
+    if (post && path == "/v1/chat/completions") return handle_generate(s, req, res, true);
+    if (post && path == "/v1/completions") return handle_generate(s, req, res, false);
+    if (post && path == "/bench/engine" && s.options.bench_engine) return handle_bench_engine(s, req, res);
+    if (post && path == "/tokenize") return handle_tokenize(s, req, res);
+    if (post && path == "/detokenize") return handle_detokenize(s, req, res);
+  } catch (const std::exception&) {
+    res = HttpResponse{};
+    return reply_error(res, server_error(500, "server_error", "internal", "internal error"));
+  }
+  reply_error(res, ApiError{404, "no endpoint " + req.method + " " + path, "invalid_request_error", "", "not_found"});
+}
+
+void error_response(State& s, int status, const std::string& message, HttpResponse& res) {
+  ApiError e{status, message, "invalid_request_error", "", ""};
+  if (status == 413) e.code = "body_too_large";
+  else if (status == 408) e.code = "request_timeout";
+  else if (status == 503) e.type = "server_error", e.code = "too_many_connections";
+  if (status == 503) res.set_header("Retry-After", "1");
+  (void)s;
+  reply_error(res, e);
+}
+
+void log_request(State& s, const HttpRequest& req, const HttpResponse& res) {
+  s.metrics.count_request(res.status);
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t_log.start).count();
+  // Every field a client chose is escaped: no request can write a line of its own into the log.
+  std::fprintf(stderr, "hfstatic serve: %s %s %s %d %.1f ms%s%s\n", log_escape(req.remote_addr).c_str(),
+               req.method.empty() ? "-" : log_escape(req.method).c_str(), req.target.empty() ? "-" : log_escape(req.target).c_str(),
+               res.status, ms, t_log.detail.empty() ? "" : " ", log_escape(t_log.detail).c_str());
+  t_log = RequestLog{Clock::now(), {}};
 }
 
 }  // namespace hfs::server

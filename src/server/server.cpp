@@ -1,7 +1,7 @@
 #include "server/server.h"
 
-#include <httplib.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -11,6 +11,7 @@
 #include "hfstatic/engine.h"
 #include "hfstatic/metadata_keys.h"
 #include "hfstatic/program.h"
+#include "server/http_server.h"
 #include "server/routes.h"
 #include "server/state.h"
 
@@ -54,11 +55,18 @@ Status load(State& s, const std::string& path) {
   return Ok{};
 }
 
-// httplib's stop() does nothing before the listener's loop has started: wait for it first.
-void stop_listener(httplib::Server& http, std::thread& listener) {
-  for (int i = 0; i < 5000 && !http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  http.stop();
+// Stops the HTTP layer: new connections end, open ones are woken and get kHttpGrace to end. A thread still
+// inside a handler past it (it cannot be: every job has ended by now) would outlive State, so the process
+// ends here rather than return under it.
+constexpr double kHttpGrace = 2.0;
+void stop_listener(HttpServer& http, std::thread& listener) {
+  const int left = http.stop(kHttpGrace);
   listener.join();
+  if (left > 0) {
+    std::fprintf(stderr, "hfstatic serve: %d connections did not end within %.0f s; exiting anyway\n", left, kHttpGrace);
+    std::fflush(stderr);
+    ::_exit(0);
+  }
 }
 
 }  // namespace
@@ -73,27 +81,24 @@ int run_server(const ServerOptions& options, const std::string& program, const s
 
   State s;
   s.options = options;
-  s.grammars.set_capacity(static_cast<size_t>(options.grammar_cache));
+  s.grammars.set_capacity(static_cast<size_t>(options.grammar_cache), options.grammar_cache_bytes);
   s.model_id = model_id;
-  httplib::Server http;
-  // Enough threads for every running and queued request plus a few for /health and /metrics; a request
-  // beyond the queue is answered 429 at once rather than waiting for a thread.
-  const size_t threads = static_cast<size_t>(options.parallel + options.max_queue + 8);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http.set_payload_max_length(options.max_body_bytes);
-  http.set_keep_alive_max_count(1000);
-  install_routes(http, s);
-
-  int port = options.port;
-  if (port == 0) port = http.bind_to_any_port(options.host);
-  else if (!http.bind_to_port(options.host, port)) port = -1;
-  if (port <= 0) {
-    std::fprintf(stderr, "hfstatic serve: cannot listen on %s:%d (in use, or not an address of this machine)\n",
-                 options.host.c_str(), options.port);
+  HttpServerOptions ho;
+  ho.limits.max_body_bytes = options.max_body_bytes;
+  ho.read_timeout_s = options.read_timeout_s;
+  ho.max_connections = options.max_connections;
+  HttpServer http(
+      ho, [&s](const HttpRequest& req, HttpResponse& res) { handle_request(s, req, res); },
+      [&s](const HttpRequest& req, const HttpResponse& res) { log_request(s, req, res); },
+      [&s](int status, const std::string& message, HttpResponse& res) { error_response(s, status, message, res); });
+  Result<int> bound = http.bind(options.host, options.port);
+  if (!bound) {
+    std::fprintf(stderr, "hfstatic serve: %s (in use, or not an address of this machine)\n", bound.error().message().c_str());
     return 1;
   }
+  const int port = *bound;
   std::fprintf(stderr, "hfstatic serve: listening on http://%s:%d\n", options.host.c_str(), port);
-  std::thread listener([&] { http.listen_after_bind(); });
+  std::thread listener([&] { http.run(); });
 
   if (Status st = load(s, program); !st) {
     std::fprintf(stderr, "hfstatic serve: %s\n", st.error().to_string().c_str());

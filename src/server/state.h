@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "hfstatic/chat_template.h"
+#include "hfstatic/constraint.h"
 #include "hfstatic/tokenizer.h"
 #include "server/grammar_cache.h"
 #include "server/metrics.h"
@@ -30,6 +32,10 @@ struct State {
   std::unique_ptr<Scheduler> scheduler;
   std::atomic<uint64_t> next_id{1};
   GrammarCache grammars;  // sized from options.grammar_cache when the server starts
+  // The program's vocabulary as constraints mask it, built by the first constrained request on its own
+  // thread (not lazily by the engine on the step thread, where it would pause every running sequence).
+  std::mutex constraint_vocab_mu;
+  std::shared_ptr<const TokenVocabulary> constraint_vocab;
 };
 
 }  // namespace hfs::server

@@ -105,5 +105,30 @@ TEST(GrammarCache, ThreadsShareEntries) {
   EXPECT_GE(hits, 400 - 8 * 4);  // at most one compilation per thread and text (misses that raced)
 }
 
+TEST(GrammarCache, BytesBudgetDropsLeastRecentlyUsedAndSkipsGrammarsLargerThanIt) {
+  int calls = 0;
+  // The entry's size counts its compiled tables: a longer pattern is a larger grammar.
+  auto small = Grammar::from_regex("a+");
+  auto large = Grammar::from_regex("(abc|def|ghi|jkl|mno|pqr|stu|vwx)+[0-9]{2,9}");
+  ASSERT_TRUE(small.ok() && large.ok());
+  const size_t one = GrammarCache::entry_bytes(std::string("regex") + '\0' + "a+", **small);
+  EXPECT_GT(GrammarCache::entry_bytes("k", **large), GrammarCache::entry_bytes("k", **small));
+  GrammarCache cache(64, one + one / 2);  // room for one small entry, not two
+  ASSERT_TRUE(cache.get("regex", "a+", counting("a+", calls)).ok());
+  EXPECT_EQ(cache.bytes(), one);
+  ASSERT_TRUE(cache.get("regex", "b+", counting("b+", calls)).ok());
+  EXPECT_EQ(cache.size(), 1u);  // a+ went
+  EXPECT_LE(cache.bytes(), one + one / 2);
+  EXPECT_TRUE(cache.get("regex", "b+", counting("b+", calls))->hit);
+  EXPECT_FALSE(cache.get("regex", "a+", counting("a+", calls))->hit);
+  // Larger than the whole budget: compiled and returned, never kept, and nothing else is evicted for it.
+  const std::string big = "(abc|def|ghi|jkl|mno|pqr|stu|vwx)+[0-9]{2,9}";
+  auto got = cache.get("regex", big, counting(big, calls));
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(accepts(got->grammar, "abcdef12"));
+  EXPECT_FALSE(cache.get("regex", big, counting(big, calls))->hit);
+  EXPECT_TRUE(cache.get("regex", "a+", counting("a+", calls))->hit);
+}
+
 }  // namespace
 }  // namespace hfs::server

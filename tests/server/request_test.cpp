@@ -123,5 +123,35 @@ TEST(CompletionRequest, NeutralValuesOfRefusedFieldsAreAccepted) {
                      false));
 }
 
+TEST(CompletionRequest, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  for (const std::string& body : {R"({"prompt": )" + deep + "}", R"({"prompt": "x", "n": )" + deep + "}",
+                                  std::string(200000, '{')}) {
+    auto e = parse(body, false);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->code, "json_too_deep");
+    EXPECT_NE(e->message.find("64 levels"), std::string::npos) << e->message;
+  }
+  // 64 levels parse (and are then judged on what they hold).
+  auto e = parse(R"({"prompt": "x", "metadata": )" + std::string(63, '[') + std::string(63, ']') + "}", false);
+  EXPECT_FALSE(e.has_value()) << e->message;
+}
+
+TEST(CompletionRequest, OtherServersFieldsThatChangeTheAnswerAreRefusedByName) {
+  for (const char* field : {"grammar", "json_schema", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+                            "guided_decoding_backend", "n_predict", "min_tokens", "stop_token_ids"}) {
+    auto e = parse(std::string(R"({"prompt": "x", ")") + field + R"(": ["a"]})", false);
+    ASSERT_TRUE(e.has_value()) << field;
+    EXPECT_EQ(e->param, field);
+    EXPECT_NE(e->message.find(std::string("'") + field + "'"), std::string::npos) << e->message;
+  }
+  // Null, and values that change nothing, are accepted.
+  EXPECT_FALSE(parse(R"({"prompt": "x", "grammar": null, "ignore_eos": false, "min_tokens": 0, "skip_special_tokens": true})",
+                     false).has_value());
+  auto e = parse(R"({"messages": [{"role": "user", "content": "x"}], "ignore_eos": true})", true);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "ignore_eos");
+}
+
 }  // namespace
 }  // namespace hfs::server

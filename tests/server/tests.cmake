@@ -9,3 +9,7 @@ set_tests_properties(serve_end_to_end PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_F
 add_test(NAME serve_nginx
          COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve_nginx.py)
 set_tests_properties(serve_nginx PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 300)
+# The server against hostile and unlucky clients (docs/server.md, Limits); HFS_CLI may name a sanitizer build.
+add_test(NAME serve_limits
+         COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve_limits.py)
+set_tests_properties(serve_limits PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 300)
