@@ -57,7 +57,7 @@ int failed(const std::string& what) {
 std::optional<std::string> input_text(const Opts& o, std::string* error) {
   if (o.text_given && o.text != "-") return o.text;
   if (!o.file.empty()) {  // a regular file only: a FIFO or device would block or never end
-    auto text = hfs::io::read_regular_file(o.file);
+    auto text = hfs::io::read_regular_file(o.file, hfs::cli::kMaxTextFileBytes);
     if (!text) {
       *error = text.error().to_string();
       return std::nullopt;
@@ -95,6 +95,10 @@ int run(const Opts& o) {
         std::cerr << "hfstatic tokenize: --decode: expected comma-separated integer ids, got '" << item << "'\n";
         return hfs::cli::kUsageError;
       }
+      // An id past the vocabulary decodes to nothing real: refused rather than printed as <unk>.
+      if (v < 0 || v >= (*tok)->vocab_size())
+        return failed("--decode: id " + std::to_string(v) + " is outside the vocabulary of " +
+                      std::to_string((*tok)->vocab_size()) + " tokens (ids 0.." + std::to_string((*tok)->vocab_size() - 1) + ")");
       ids.push_back(static_cast<int32_t>(v));
       if (comma == std::string::npos) break;
       pos = comma + 1;
@@ -128,7 +132,7 @@ hfs::cli::RunFn setup(CLI::App& sub) {
       sub.add_option("text", o->text, "text to encode; - reads stdin (as does no TEXT when stdin is not a terminal)");
   hfs::cli::excludes_each_other(
       {text, sub.add_option("-f,--file", o->file, "encode the text of this file"),
-       sub.add_option("--decode", o->decode, "comma-separated ids to decode instead of encoding")});
+       sub.add_option("--decode", o->decode, "comma-separated ids to decode instead of encoding (each in [0, vocabulary size); another is an error)")});
   sub.add_flag("--json", o->json, "print {\"ids\": [...]} (or {\"text\": ...} with --decode)");
   sub.add_flag("--no-special", o->no_special, "encode without the special tokens the post-processor adds");
   sub.add_flag("--skip-special", o->skip_special, "with --decode: drop special tokens");
