@@ -178,9 +178,16 @@ def test_serve_threads_beyond_the_cpus_is_capped(stories_program):
         text = "".join(lines)
         assert re.search(r"--threads 1024 is more than the \d+ CPUs", text), text
         assert port, text
+        import urllib.error
         import urllib.request
-        with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=10) as resp:
-            assert resp.status == 200
+
+        def ready():  # 503 while the engine loads, then 200
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=10) as resp:
+                    return resp.status == 200
+            except urllib.error.HTTPError:
+                return False
+        assert wait_for(ready, 60), "never became ready"
     finally:
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=30)
