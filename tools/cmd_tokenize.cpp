@@ -64,7 +64,16 @@ std::optional<std::string> input_text(const Opts& o, std::string* error) {
     }
     return std::move(*text);
   }
-  std::string text((std::istreambuf_iterator<char>(std::cin)), {});
+  // Bounded like a file: an endless pipe (yes | hfstatic tokenize) ends with an error naming the limit.
+  std::string text;
+  char buf[1 << 16];
+  while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(std::cin.gcount()));
+    if (text.size() > hfs::cli::kMaxTextFileBytes) {
+      *error = "stdin: more than the limit of " + std::to_string(hfs::cli::kMaxTextFileBytes) + " bytes";
+      return std::nullopt;
+    }
+  }
   if (std::cin.bad()) {
     *error = "cannot read stdin";
     return std::nullopt;

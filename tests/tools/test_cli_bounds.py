@@ -199,3 +199,15 @@ def test_tokenize_decode_of_an_id_past_the_vocabulary_is_an_error(stories_progra
     assert "id 512" in r.stderr and "vocabulary of 512 tokens" in r.stderr, r.stderr
     assert r.stdout == ""
     cli("tokenize", "-m", stories_program, "--decode", "0,511", check=True)  # the last id is fine
+
+
+def test_endless_stdin_to_tokenize_is_an_error_naming_the_limit(stories_program):
+    """`yes | hfstatic tokenize`: the input stops at the limit instead of growing until memory runs out."""
+    with subprocess.Popen(["yes", "a b c"], stdout=subprocess.PIPE) as yes:
+        try:
+            r = subprocess.run([CLI, "tokenize", "-m", str(stories_program), "-"], stdin=yes.stdout, capture_output=True,
+                               text=True, timeout=120, preexec_fn=capped(1 << 30))
+        finally:
+            yes.kill()
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "stdin: more than the limit of %d bytes" % LIMIT in r.stderr, r.stderr
