@@ -178,7 +178,7 @@ int bench_drafts(const BenchArgs& a, std::shared_ptr<const Program> prog) {
   b.reps = a.reps;
   b.json = a.json;
   if (!a.text_file.empty()) {
-    auto text = io::read_regular_file(a.text_file);
+    auto text = io::read_regular_file(a.text_file, kMaxTextFileBytes);
     if (!text) return fail(text.error().with_context("--text-file"));
     auto tok = Tokenizer::from_program(*prog);
     if (!tok) return fail(tok.error());

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "common.h"
 #include "hfstatic/export.h"
+#include "hfstatic/program_writer.h"
 #include "option_checks.h"
 
 namespace {
@@ -81,6 +82,8 @@ int run_export(const ExportArgs& a) {
     }
     dir = *snapshot;
   }
+  // Ctrl-C or SIGTERM while the program is written: the handler removes the temp file, then exits 130/143.
+  hfs::cli::remove_on_interrupt(hfs::ProgramWriter::temp_path(a.out));
   hfs::Status st = hfs::export_checkpoint(dir, a.out, opt);
   if (st && quantized)
     std::fprintf(stderr, "quantized %zu tensors; worst relative RMS error %.4f (%s)%s\n", quantized, worst,

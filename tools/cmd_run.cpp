@@ -41,8 +41,8 @@ int run(const RunArgs& a) {
   const bool text_mode = a.tokens.empty();
   std::string text = a.prompt;
   if (!a.prompt_file.empty()) {
-    // A directory, FIFO or device is refused without blocking; the text is read in one allocation.
-    auto f = io::read_regular_file(a.prompt_file);
+    // A directory, FIFO or device is refused without blocking; the text is read in one allocation, bounded.
+    auto f = io::read_regular_file(a.prompt_file, kMaxTextFileBytes);
     if (!f) return fail(f.error().with_context("prompt file"));
     text = std::move(*f);
   }
@@ -172,7 +172,7 @@ RunFn setup(CLI::App& sub) {
   excludes_each_other(
       {sub.add_option("-p,--prompt", a->prompt, "Prompt text (encoded with the program's tokenizer)"),
        sub.add_option("-f,--file", a->prompt_file,
-                      "Read the prompt text from a regular file (a directory, FIFO or device is refused)"),
+                      "Read the prompt text from a regular file of at most 64 MiB (a directory, FIFO or device is refused)"),
        sub.add_option("--tokens", a->tokens, "Prompt as comma-separated token ids instead of text, e.g. 1,2,3")});
   sub.add_option("-n,--n-predict", a->n,
                  "Tokens to generate, an integer >= 0 (generation also ends at the context's end)")

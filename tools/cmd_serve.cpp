@@ -1,7 +1,11 @@
 // `hfstatic serve`: an OpenAI-compatible HTTP server with continuous batching, prompt caching and a web
 // chat page (src/server/, docs/server.md).
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -73,7 +77,23 @@ Result<std::string> bench_engine(Engine& e, const std::string& body) {
   return measured.dump();
 }
 
-int serve(server::ServerOptions o, const SelfBench& sb) {
+// CPUs this process may run on (its affinity mask, as the backends count them).
+int usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+int serve(server::ServerOptions o, const SelfBench& sb, bool api_key_given) {
+  // An empty key would be no key at all: the server would run open while the operator meant it closed.
+  if (api_key_given && o.api_key.empty())
+    return usage_error("serve", "--api-key: the key is empty (leave the option out to serve without authentication)");
+  // More threads than CPUs only contend (and thousands of them exhaust memory or the thread limit): capped.
+  if (const int cpus = usable_cpus(); o.threads > cpus) {
+    std::fprintf(stderr, "hfstatic serve: --threads %d is more than the %d CPUs this process may use; using %d\n",
+                 o.threads, cpus, cpus);
+    o.threads = cpus;
+  }
   if (auto checked = backend_options(o.backends, o.threads, o.device); !checked)
     return usage_error("serve", checked.error().message());
   if (sb.endpoint) o.bench_engine = bench_engine;
@@ -113,8 +133,9 @@ RunFn setup(CLI::App& sub) {
                  "Requests generating at once, an integer in [1, 1024] (at most the program's --sequences)")
       ->capture_default_str()
       ->transform(integer_in(1, 1024, "an integer in [1, 1024]"));
-  sub.add_option("--api-key", o->api_key,
-                 "Require 'Authorization: Bearer KEY' on every endpoint but / and /health (default: none)");
+  CLI::Option* api_key = sub.add_option("--api-key", o->api_key,
+                                        "Require 'Authorization: Bearer KEY' on every endpoint but / and /health "
+                                        "(default: none; an empty KEY is an error)");
   sub.add_option("--max-queue", o->max_queue,
                  "Requests waiting for a free sequence, an integer in [0, 100000]; one more is answered 429 with "
                  "Retry-After")
@@ -166,7 +187,8 @@ RunFn setup(CLI::App& sub) {
   add_draft_options(sub, o->draft);
   sub.add_option("--backend", o->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
   sub.add_option("--threads", o->threads,
-                 "Threads for the selected backends, an integer in [0, 1024] (0 = their default)")
+                 "Threads for the selected backends, an integer in [0, 1024] (0 = their default; more than the CPUs "
+                 "this process may use is capped to them)")
       ->transform(integer_in(0, 1024, "an integer in [0, 1024]"));
   add_device_option(sub, o->device);
   sub.footer(
@@ -200,7 +222,7 @@ RunFn setup(CLI::App& sub) {
                "first, new ones wait, the prompt cache is emptied), and answers that JSON; bench/serve times the "
                "engine right before and after each round of requests this way. Off by default: a request holds "
                "the engine for seconds");
-  return [o, sb] { return serve(*o, *sb); };
+  return [o, sb, api_key] { return serve(*o, *sb, api_key->count() > 0); };
 }
 
 [[maybe_unused]] const bool kReg = register_command(

@@ -57,14 +57,23 @@ int failed(const std::string& what) {
 std::optional<std::string> input_text(const Opts& o, std::string* error) {
   if (o.text_given && o.text != "-") return o.text;
   if (!o.file.empty()) {  // a regular file only: a FIFO or device would block or never end
-    auto text = hfs::io::read_regular_file(o.file);
+    auto text = hfs::io::read_regular_file(o.file, hfs::cli::kMaxTextFileBytes);
     if (!text) {
       *error = text.error().to_string();
       return std::nullopt;
     }
     return std::move(*text);
   }
-  std::string text((std::istreambuf_iterator<char>(std::cin)), {});
+  // Bounded like a file: an endless pipe (yes | hfstatic tokenize) ends with an error naming the limit.
+  std::string text;
+  char buf[1 << 16];
+  while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(std::cin.gcount()));
+    if (text.size() > hfs::cli::kMaxTextFileBytes) {
+      *error = "stdin: more than the limit of " + std::to_string(hfs::cli::kMaxTextFileBytes) + " bytes";
+      return std::nullopt;
+    }
+  }
   if (std::cin.bad()) {
     *error = "cannot read stdin";
     return std::nullopt;
@@ -95,6 +104,10 @@ int run(const Opts& o) {
         std::cerr << "hfstatic tokenize: --decode: expected comma-separated integer ids, got '" << item << "'\n";
         return hfs::cli::kUsageError;
       }
+      // An id past the vocabulary decodes to nothing real: refused rather than printed as <unk>.
+      if (v < 0 || v >= (*tok)->vocab_size())
+        return failed("--decode: id " + std::to_string(v) + " is outside the vocabulary of " +
+                      std::to_string((*tok)->vocab_size()) + " tokens (ids 0.." + std::to_string((*tok)->vocab_size() - 1) + ")");
       ids.push_back(static_cast<int32_t>(v));
       if (comma == std::string::npos) break;
       pos = comma + 1;
@@ -128,7 +141,7 @@ hfs::cli::RunFn setup(CLI::App& sub) {
       sub.add_option("text", o->text, "text to encode; - reads stdin (as does no TEXT when stdin is not a terminal)");
   hfs::cli::excludes_each_other(
       {text, sub.add_option("-f,--file", o->file, "encode the text of this file"),
-       sub.add_option("--decode", o->decode, "comma-separated ids to decode instead of encoding")});
+       sub.add_option("--decode", o->decode, "comma-separated ids to decode instead of encoding (each in [0, vocabulary size); another is an error)")});
   sub.add_flag("--json", o->json, "print {\"ids\": [...]} (or {\"text\": ...} with --decode)");
   sub.add_flag("--no-special", o->no_special, "encode without the special tokens the post-processor adds");
   sub.add_flag("--skip-special", o->skip_special, "with --decode: drop special tokens");

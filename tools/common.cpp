@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <signal.h>
 #include <unistd.h>
 
 namespace hfs::cli {
@@ -105,6 +107,31 @@ std::function<void(int64_t, int64_t)> prefill_progress_bar() {
     if (done == total) std::fprintf(stderr, "\r%*s\r", width + 40, "");
     std::fflush(stderr);
   };
+}
+
+namespace {
+// The temp file to remove: written before it exists, read only by the handler (unlink is async-signal-safe).
+char g_cleanup[4096];
+volatile std::sig_atomic_t g_cleanup_set = 0;
+void on_terminating_signal(int sig) {
+  if (g_cleanup_set) ::unlink(g_cleanup);
+  _exit(sig == SIGINT ? 130 : 128 + sig);
+}
+}  // namespace
+
+void exit_on_interrupt() {
+  struct sigaction sa {};
+  sa.sa_handler = on_terminating_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void remove_on_interrupt(const std::string& path) {
+  g_cleanup_set = 0;
+  if (path.empty() || path.size() >= sizeof g_cleanup) return;
+  std::memcpy(g_cleanup, path.c_str(), path.size() + 1);
+  g_cleanup_set = 1;
 }
 
 namespace {

@@ -14,6 +14,11 @@
 
 namespace hfs::cli {
 
+// The largest text file the CLI reads whole (prompt, grammar, schema, tokenize input): far beyond any
+// context's worth of text, and small enough that reading it can never exhaust memory. A larger file is an
+// error naming the limit (io::read_regular_file(path, max)).
+inline constexpr uint64_t kMaxTextFileBytes = uint64_t{64} << 20;
+
 // Prints "hfstatic: <error>" to stderr and returns the exit code 1.
 int fail(const Error& e);
 Result<std::vector<int32_t>> parse_token_list(const std::string& s);
@@ -26,6 +31,12 @@ nlohmann::json stats_json(const RunnerStats& s);
 void print_stats_line(const RunnerStats& s);
 // A prefill progress bar on stderr when it is a terminal and the prompt spans several chunks; else none.
 std::function<void(int64_t, int64_t)> prefill_progress_bar();
+// Until a command installs its own handling (install_interrupt_flag, the server's drain), SIGINT (Ctrl-C)
+// and SIGTERM end the process at once — exit 130 and 143 — after removing the file remove_on_interrupt
+// named: loading, downloading and exporting stop promptly and leave no temp file. main installs it.
+void exit_on_interrupt();
+// The file the handler above removes (one; "" for none): an export's temp file, set before it is written.
+void remove_on_interrupt(const std::string& path);
 // A flag set by SIGINT (Ctrl-C): generation stops between steps; a second Ctrl-C exits at once.
 const std::atomic<bool>* install_interrupt_flag();
 // Clears the flag (chat: the next reply is not cancelled by a Ctrl-C pressed for the previous one).

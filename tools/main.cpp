@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "cli.h"
+#include "common.h"
 #include "option_checks.h"
 #include "io_util.h"
 
@@ -43,6 +44,7 @@ int run_cli(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   hfs::cli::ignore_write_signals();
+  hfs::cli::exit_on_interrupt();  // Ctrl-C while loading or exporting: exit 130 at once, no temp file left
   // Every subcommand's stdout, help text included, is flushed and checked here: a write error exits non-zero.
   return hfs::cli::finish_stdout(run_cli(argc, argv));
 }

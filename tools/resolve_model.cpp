@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "hfstatic/export.h"
+#include "hfstatic/program_writer.h"
 
 namespace hfs::cli {
 
@@ -45,6 +46,7 @@ Result<std::string> resolve_model(const std::string& name, const ExportOptions& 
   const fs::path out = cache / (stem + "-" + hex + ".hfs");
   if (fs::exists(out, ec)) return out.string();
   std::fprintf(stderr, "hfstatic: exporting %s → %s (once; later runs reuse it)\n", dir.c_str(), out.c_str());
+  remove_on_interrupt(ProgramWriter::temp_path(out.string()));  // a Ctrl-C mid-export leaves no temp file
   HFS_TRY(export_checkpoint(dir.string(), out.string(), options));
   return out.string();
 }

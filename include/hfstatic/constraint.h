@@ -37,6 +37,26 @@ namespace hfs {
 
 class Tokenizer;
 
+// Bounds on compiling a constraint, so that no schema, regex or grammar — from a request or the command
+// line — can exhaust the stack, memory or time of the process compiling it. Each is checked before the
+// work it bounds, and running into one is kInvalidArgument naming the limit, its value and how to raise
+// it ("json schema: /properties/a/items: nesting deeper than 64 levels (ConstraintLimits::max_nesting)").
+// The defaults hold every practical schema (docs/structured-output.md, "Limits").
+struct ConstraintLimits {
+  // Levels of nesting in the source: JSON arrays/objects in a schema document and subschemas inside
+  // subschemas (a $ref chain counts), groups inside groups in a regex or GBNF rule. Also bounds how deeply
+  // the compiled grammar's rules start with other rules (× 16: each source level adds a few helper rules).
+  int max_nesting = 64;
+  // The compiled grammar's size: code-point classes and rule references once every repetition
+  // ({m,n}, minLength, maxItems) is expanded. Memory and matching time are linear in it.
+  int64_t max_elements = 1'000'000;
+  // Wall-clock time for compiling (parsing, converting, checking), in milliseconds.
+  int64_t max_compile_ms = 2000;
+  // Parse stacks a matcher may hold after one character: an ambiguous pattern like (a|a)* or ((a+)+)+
+  // multiplies them; a step that would exceed this refuses the character instead of slowing every step.
+  int32_t max_states = 1024;
+};
+
 class Grammar {
  public:
   struct Impl;
@@ -44,15 +64,20 @@ class Grammar {
   // GBNF text; `root` names the start rule.
   [[nodiscard]] static Result<std::shared_ptr<const Grammar>> from_gbnf(std::string_view text,
                                                                        std::string_view root = "root");
+  [[nodiscard]] static Result<std::shared_ptr<const Grammar>> from_gbnf(std::string_view text, std::string_view root,
+                                                                       const ConstraintLimits& limits);
   // A regular expression the whole output must match (see docs/structured-output.md for the subset:
   // classes, \d \w \s, groups, alternation, * + ? {m,n}; no backreferences or lookaround).
-  [[nodiscard]] static Result<std::shared_ptr<const Grammar>> from_regex(std::string_view pattern);
+  [[nodiscard]] static Result<std::shared_ptr<const Grammar>> from_regex(std::string_view pattern,
+                                                                        const ConstraintLimits& limits = {});
   // A JSON Schema (its JSON text): documents the grammar accepts parse and validate against it. The subset
   // and what is generated (listed properties in the schema's order, bounded numbers) are in
   // docs/structured-output.md; an unsupported keyword is kInvalidArgument naming it and where it is.
-  [[nodiscard]] static Result<std::shared_ptr<const Grammar>> from_json_schema(std::string_view schema_json);
+  [[nodiscard]] static Result<std::shared_ptr<const Grammar>> from_json_schema(std::string_view schema_json,
+                                                                              const ConstraintLimits& limits = {});
   // The GBNF text from_json_schema compiles (to read, or to give llama.cpp the same grammar).
-  [[nodiscard]] static Result<std::string> json_schema_gbnf(std::string_view schema_json);
+  [[nodiscard]] static Result<std::string> json_schema_gbnf(std::string_view schema_json,
+                                                            const ConstraintLimits& limits = {});
   // Any JSON object (RFC 8259 values inside, whitespace limited so a model cannot pad forever).
   static std::shared_ptr<const Grammar> json_object();
   // The GBNF text json_object() is compiled from.

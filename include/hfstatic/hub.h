@@ -74,6 +74,10 @@ struct HubOptions {
   std::string token;                                // sent as "Authorization: Bearer <token>"; "" = none
   bool offline = false;
   int max_attempts = 3;                             // transfers of one file per call (resumed each time)
+  // A file is never downloaded past its announced size (Content-Length, X-Linked-Size); one announced by
+  // no header (a chunked answer) stops at this many bytes. The Hub stores anything over 10 MB in LFS,
+  // which always announces its size, so only small files are ever unsized.
+  int64_t max_unsized_bytes = int64_t{256} << 20;
   std::function<void(const DownloadProgress&)> on_progress;
   std::function<void(const std::string&)> on_note;  // e.g. "network unreachable: using the cached snapshot"
 
@@ -88,7 +92,8 @@ struct HubOptions {
 //   kNotFound          the repository, revision or a required file (404), or offline and not cached
 //   kPermissionDenied  401/403: gated or private (set HF_TOKEN, accept the license on the model page)
 //   kNetwork           no answer (curl's reason and the URL), nothing usable cached
-//   kChecksumMismatch  a body of the wrong size or sha256 (the partial file is deleted)
+//   kChecksumMismatch  a body of the wrong size or sha256, or longer than announced (or than
+//                      max_unsized_bytes): stopped there, the partial file deleted
 //   kBadCheckpoint     a malformed model.safetensors.index.json or an unsafe shard name
 //   kIo                the cache cannot be written
 Result<std::string> download_checkpoint(const RepoRef& ref, const HubOptions& options);

@@ -140,9 +140,10 @@ class IOManager {
   }
   // Positions the sequence holds, or -1 when it is not active.
   virtual int64_t sequence_length(int32_t seq) const { (void)seq; return -1; }
-  // Forgets the sequence's positions from `length` on (draft rows the host rejected): only the length
-  // counter changes; their slots are unreachable until later rows overwrite them. length > the sequence's
-  // length, or an unknown sequence → kInvalidArgument, nothing changes.
+  // Forgets the sequence's positions from `length` on (draft rows the host rejected): their slots are
+  // unreachable until later rows overwrite them, and pool blocks wholly past `length` go back to the pool
+  // (below a fork point they stay the fork's, so later rows never copy-on-write a block they hold no
+  // position of). length > the sequence's length, or an unknown sequence → kInvalidArgument, nothing changes.
   [[nodiscard]] virtual Status truncate_sequence(int32_t seq, int64_t length) {
     (void)seq, (void)length;
     return unsupported("truncate_sequence");

@@ -70,6 +70,10 @@ class ProgramWriter {
   // alone. Exporters call this before a long export so a bad -o fails at once.
   [[nodiscard]] static Status check_destination(const std::string& path);
 
+  // The temp file write(path) fills before renaming it over `path` (beside it, named after this process),
+  // so that a process ended by a signal mid-write can remove it from its handler.
+  static std::string temp_path(const std::string& path);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "constrain/budget.h"
 #include "constrain/grammar_ir.h"
 #include "hfstatic/constraint.h"
 #include "hfstatic/error.h"
@@ -27,6 +28,7 @@ struct CompiledGrammar {
   std::vector<uint32_t> rule_alts;
   std::vector<std::string> names;
   uint32_t root = 0;
+  size_t max_stacks = 1024;  // ConstraintLimits::max_states: a matcher step past it refuses the character
 
   std::span<const uint32_t> alts(uint32_t rule) const {
     return {alt_start.data() + rule_alts[rule], rule_alts[rule + 1] - rule_alts[rule]};
@@ -50,7 +52,9 @@ struct CompiledGrammar {
 // undefined names with their position first), and no rule may be left-recursive (the matcher expands rule
 // references eagerly, so a rule that can reach itself without consuming input would never finish).
 // `what` prefixes errors ("grammar", "regex").
-[[nodiscard]] Result<CompiledGrammar> compile(const RuleSet& rules, const std::string& root, const std::string& what);
+// `budget` bounds the size, the rule-chain depth and the time (errors name the limit).
+[[nodiscard]] Result<CompiledGrammar> compile(const RuleSet& rules, const std::string& root, const std::string& what,
+                                              const Budget& budget = Budget());
 
 }  // namespace hfs::cst
 

@@ -32,12 +32,13 @@ std::string describe(std::string_view s, size_t i) {
 
 class Parser {
  public:
-  Parser(std::string_view s, RuleSet& out) : s_(s), out_(out) {}
+  Parser(std::string_view s, RuleSet& out, const Budget& budget) : s_(s), out_(out), budget_(budget) {}
 
   Status run() {
     for (;;) {
       skip(true);
       if (at_end()) break;
+      if (budget_.over_time()) return budget_.time_error(where(i_));
       HFS_TRY(parse_rule());
     }
     for (size_t i = 0; i < out_.rules().size(); ++i) {
@@ -53,7 +54,8 @@ class Parser {
   bool at_end() const { return i_ >= s_.size(); }
   char peek() const { return at_end() ? '\0' : s_[i_]; }
 
-  Error fail_at(size_t at, const std::string& msg) const {
+  // "grammar line 3, column 12"
+  std::string where(size_t at) const {
     size_t line = 1, col = 1;
     for (size_t k = 0; k < at && k < s_.size();) {
       if (s_[k] == '\n') {
@@ -63,8 +65,10 @@ class Parser {
         ++col;
       }
     }
-    return make_error(ErrorCode::kInvalidArgument,
-                      "grammar line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + msg);
+    return "grammar line " + std::to_string(line) + ", column " + std::to_string(col);
+  }
+  Error fail_at(size_t at, const std::string& msg) const {
+    return make_error(ErrorCode::kInvalidArgument, where(at) + ": " + msg);
   }
   Error expected(const std::string& what) const { return fail_at(i_, "expected " + what + ", got " + describe(s_, i_)); }
 
@@ -145,9 +149,13 @@ class Parser {
         ++i_;
         seq.push_back(RuleSet::chars({{0, kMaxCodePoint}}, false));
       } else if (c == '(') {
+        // Groups recurse: the depth is checked before the next level, so no text can exhaust the stack.
+        if (budget_.too_deep(++depth_)) return budget_.depth_error(where(i_));
+        if (budget_.over_time()) return budget_.time_error(where(i_));
         ++i_;
         std::vector<Alternative> alts;
         HFS_TRY(parse_alternates(rule, true, alts));
+        --depth_;
         skip(true);
         if (peek() != ')') return expected("')' to close the group");
         ++i_;
@@ -201,7 +209,9 @@ class Parser {
       }
       Alternative body(seq.begin() + static_cast<ptrdiff_t>(atom_begin), seq.end());
       seq.resize(atom_begin);
-      seq.push_back(out_.repeat(body, min, max, rule));
+      auto rep = out_.repeat(body, min, max, rule);
+      if (!rep) return fail_at(i_, rep.error().message());
+      seq.push_back(std::move(*rep));
     }
   }
 
@@ -288,12 +298,20 @@ class Parser {
 
   std::string_view s_;
   RuleSet& out_;
+  const Budget& budget_;
+  int64_t depth_ = 0;  // groups open
   size_t i_ = 0;
   std::unordered_map<int32_t, size_t> first_use_;  // rule → where it is first referred to
 };
 
 }  // namespace
 
-Status parse_gbnf(std::string_view text, RuleSet& out) { return Parser(text, out).run(); }
+Status parse_gbnf(std::string_view text, RuleSet& out, const Budget& budget) {
+  out.max_elements = budget.limits().max_elements;
+  out.budget = &budget;  // for this call only
+  Status st = Parser(text, out, budget).run();
+  out.budget = nullptr;
+  return st;
+}
 
 }  // namespace hfs::cst

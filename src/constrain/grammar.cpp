@@ -27,24 +27,38 @@ Grammar::Grammar(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Grammar::~Grammar() = default;
 
 Result<std::shared_ptr<const Grammar>> Grammar::from_gbnf(std::string_view text, std::string_view root) {
+  return from_gbnf(text, root, ConstraintLimits{});
+}
+
+Result<std::shared_ptr<const Grammar>> Grammar::from_gbnf(std::string_view text, std::string_view root,
+                                                          const ConstraintLimits& limits) {
+  const cst::Budget budget(limits);
   cst::RuleSet rules;
-  HFS_TRY(cst::parse_gbnf(text, rules));
-  HFS_ASSIGN_OR_RETURN(cst::CompiledGrammar g, cst::compile(rules, std::string(root), "grammar"));
+  HFS_TRY(cst::parse_gbnf(text, rules, budget));
+  HFS_ASSIGN_OR_RETURN(cst::CompiledGrammar g, cst::compile(rules, std::string(root), "grammar", budget));
   return std::shared_ptr<const Grammar>(new Grammar(std::make_unique<Impl>(Impl{std::move(g)})));
 }
 
-Result<std::shared_ptr<const Grammar>> Grammar::from_regex(std::string_view pattern) {
+Result<std::shared_ptr<const Grammar>> Grammar::from_regex(std::string_view pattern, const ConstraintLimits& limits) {
+  const cst::Budget budget(limits);
   cst::RuleSet rules;
-  HFS_TRY(cst::compile_regex(pattern, rules));
-  HFS_ASSIGN_OR_RETURN(cst::CompiledGrammar g, cst::compile(rules, "root", "regex"));
+  HFS_TRY(cst::compile_regex(pattern, rules, {}, budget));
+  HFS_ASSIGN_OR_RETURN(cst::CompiledGrammar g, cst::compile(rules, "root", "regex", budget));
   return std::shared_ptr<const Grammar>(new Grammar(std::make_unique<Impl>(Impl{std::move(g)})));
 }
 
-Result<std::string> Grammar::json_schema_gbnf(std::string_view schema_json) { return json_schema_to_gbnf(schema_json); }
+Result<std::string> Grammar::json_schema_gbnf(std::string_view schema_json, const ConstraintLimits& limits) {
+  return json_schema_to_gbnf(schema_json, limits);
+}
 
-Result<std::shared_ptr<const Grammar>> Grammar::from_json_schema(std::string_view schema_json) {
-  HFS_ASSIGN_OR_RETURN(std::string gbnf, json_schema_to_gbnf(schema_json));
-  return from_gbnf(gbnf);
+Result<std::shared_ptr<const Grammar>> Grammar::from_json_schema(std::string_view schema_json, const ConstraintLimits& limits) {
+  // One budget for both halves: the time limit covers converting and compiling together.
+  const cst::Budget budget(limits);
+  HFS_ASSIGN_OR_RETURN(std::string gbnf, json_schema_to_gbnf(schema_json, budget));
+  cst::RuleSet rules;
+  HFS_TRY(cst::parse_gbnf(gbnf, rules, budget));
+  HFS_ASSIGN_OR_RETURN(cst::CompiledGrammar g, cst::compile(rules, "root", "json schema", budget));
+  return std::shared_ptr<const Grammar>(new Grammar(std::make_unique<Impl>(Impl{std::move(g)})));
 }
 
 std::string_view Grammar::json_object_gbnf() { return kJsonObject; }

@@ -1,6 +1,8 @@
 // RuleSet: rule interning, code-point class normalization and repetition expansion.
 #include "constrain/grammar_ir.h"
 
+#include "constrain/budget.h"
+
 #include <algorithm>
 
 namespace hfs::cst {
@@ -43,7 +45,15 @@ Element RuleSet::chars(std::vector<CpRange> ranges, bool negated) {
   return Element{std::move(merged), -1};
 }
 
-Element RuleSet::repeat(const Alternative& body, int min, int max, const std::string& base) {
+Result<Element> RuleSet::repeat(const Alternative& body, int min, int max, const std::string& base) {
+  const int64_t b = static_cast<int64_t>(body.size()) + 1;
+  const int64_t cost = b * (static_cast<int64_t>(min) + 1) + (max > min ? b * (static_cast<int64_t>(max) - min) : b);
+  if (cost > max_elements - expanded_)
+    return make_error(ErrorCode::kInvalidArgument, "repetition {" + std::to_string(min) + "," +
+                                                       (max < 0 ? std::string() : std::to_string(max)) +
+                                                       "} expands the grammar past " + std::to_string(max_elements) +
+                                                       " elements (ConstraintLimits::max_elements)");
+  expanded_ += cost;
   // x{m,n} → x…x (m times) then n−m nested optionals "(x (x …)?)?"; x{m,} → x…x then x*: the expansion
   // llama.cpp uses, so no counter ever lives in the matcher's state.
   const int32_t id = fresh(base);
@@ -59,6 +69,7 @@ Element RuleSet::repeat(const Alternative& body, int min, int max, const std::st
   } else if (max > min) {
     int32_t tail = -1;
     for (int i = 0; i < max - min; ++i) {
+      if (budget && (i & 1023) == 1023 && budget->over_time()) return budget->time_error("repetition");
       const int32_t opt = fresh(base);
       Alternative one = body;
       if (tail >= 0) one.push_back(ref(tail));

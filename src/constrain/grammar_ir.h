@@ -4,11 +4,16 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "hfstatic/error.h"
+
+namespace hfs::cst {
+class Budget;
+}
 
 namespace hfs::cst {
 
@@ -53,11 +58,19 @@ class RuleSet {
   static Element chars(std::vector<CpRange> ranges, bool negated);  // sorted, merged, complemented when negated
   static Element ref(int32_t rule) { return Element{{}, rule}; }
   // x{min,max} (max < 0: unbounded) over the sequence `body`, as a new rule; returns a reference to it.
-  Element repeat(const Alternative& body, int min, int max, const std::string& base);
+  // Refused (kInvalidArgument naming the limit, nothing added) when the expansions so far would exceed
+  // max_elements: `"abc"{100000}{100000}`-style text must not become gigabytes of rules.
+  [[nodiscard]] Result<Element> repeat(const Alternative& body, int min, int max, const std::string& base);
+
+  // The bound repeat() keeps (ConstraintLimits::max_elements); compile() checks the final size too.
+  int64_t max_elements = std::numeric_limits<int64_t>::max();
+  // When set, repeat() also stops once the budget's time is up (one {0,100000} makes 100 000 rules).
+  const Budget* budget = nullptr;
 
  private:
   std::vector<Rule> rules_;
   std::vector<char> defined_;
+  int64_t expanded_ = 0;  // elements repeat() has made
   std::unordered_map<std::string, int32_t> ids_;  // name → id: {0,30000} makes as many helper rules
 };
 

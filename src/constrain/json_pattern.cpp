@@ -145,9 +145,10 @@ std::string gbnf_literal(std::string_view s) {
 }
 
 Result<std::vector<GbnfRule>> json_pattern_rules(std::string_view pattern,
-                                                 const std::function<std::string(const std::string&)>& name) {
+                                                 const std::function<std::string(const std::string&)>& name,
+                                                 const cst::Budget& budget) {
   cst::RuleSet rules;
-  HFS_TRY(cst::compile_regex(pattern, rules, cst::RegexOptions{.ecmascript = true, .search = true}));
+  HFS_TRY(cst::compile_regex(pattern, rules, cst::RegexOptions{.ecmascript = true, .search = true}, budget));
   const int32_t root = rules.intern("root");
   const size_t n = rules.rules().size();
   std::vector<std::string> names(n);

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "constrain/budget.h"
 #include "hfstatic/error.h"
 
 namespace hfs {
@@ -29,8 +30,10 @@ struct GbnfRule {
 // The rules, the content rule first; `name` is called once per rule with a hint ("pattern") and returns a
 // name unused elsewhere in the grammar. kInvalidArgument with the regex compiler's message (offset and
 // construct: lookaround, backreferences, \b, Unicode properties) for a pattern it cannot compile.
+// `budget` bounds the regex as compile_regex does.
 [[nodiscard]] Result<std::vector<GbnfRule>> json_pattern_rules(std::string_view pattern,
-                                                               const std::function<std::string(const std::string&)>& name);
+                                                               const std::function<std::string(const std::string&)>& name,
+                                                               const cst::Budget& budget = cst::Budget());
 
 // `s` as a GBNF string literal: quotes, backslashes and control characters escaped, other UTF-8 as it is
 // (what the JSON Schema and pattern writers put in their rules).

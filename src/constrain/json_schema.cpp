@@ -1,6 +1,7 @@
 #include "constrain/json_schema.h"
 
 #include "constrain/json_pattern.h"
+#include "core/json_depth.h"
 
 #include <algorithm>
 #include <cmath>
@@ -99,7 +100,7 @@ std::string repeat(int64_t m, int64_t n) {
 
 class Converter {
  public:
-  explicit Converter(const json& root) : root_(root) {}
+  Converter(const json& root, const cst::Budget& budget) : root_(root), budget_(budget) {}
 
   Result<std::string> run() {
     rules_.emplace_back("root", "");
@@ -164,6 +165,23 @@ class Converter {
 
   // An expression matching exactly the documents of schema `s` (at `path`); `hint` names its rules.
   Result<std::string> visit(const json& s, const std::string& path, const std::string& hint) {
+    // Subschemas (and $ref chains) recurse: bounded before the next level, and the clock checked per schema.
+    struct Level {
+      int64_t& d;
+      explicit Level(int64_t& depth) : d(++depth) {}
+      ~Level() { --d; }
+    } level(depth_);
+    if (budget_.too_deep(depth_)) return budget_.depth_error("json schema: " + (path.empty() ? std::string("/") : path));
+    if (budget_.over_time()) return budget_.time_error("json schema: " + (path.empty() ? std::string("/") : path));
+    HFS_ASSIGN_OR_RETURN(std::string body, visit_schema(s, path, hint));
+    // A parent may write a subschema's expression twice (an array's first and later items, an object's
+    // value in two rules): inlined, nested arrays would double the text per level (30 levels: gigabytes).
+    // A long expression is named once instead, and the grammar stays linear in the schema.
+    if (body.size() > 160) return define(hint, std::move(body));
+    return body;
+  }
+
+  Result<std::string> visit_schema(const json& s, const std::string& path, const std::string& hint) {
     if (s.is_boolean()) {
       if (s.get<bool>()) return use("value");
       return error(path, "the schema false accepts no document");
@@ -401,7 +419,8 @@ class Converter {
                            "be their intersection; fold the length into the pattern, e.g. ^.{1,8}$)");
     const json& p = s.at("pattern");
     if (!p.is_string()) return error(path, "\"pattern\" must be a string (an ECMA-262 regex), got " + p.dump());
-    auto rules = json_pattern_rules(p.get<std::string>(), [&](const std::string& h) { return reserve(hint + "-" + h); });
+    auto rules = json_pattern_rules(p.get<std::string>(), [&](const std::string& h) { return reserve(hint + "-" + h); },
+                                    budget_);
     if (!rules) return error(path, "\"pattern\" " + p.dump() + ": " + rules.error().message());
     for (GbnfRule& r : *rules)
       for (auto& [n, b] : rules_)
@@ -410,6 +429,8 @@ class Converter {
   }
 
   const json& root_;
+  const cst::Budget& budget_;
+  int64_t depth_ = 0;  // schemas being visited
   std::vector<std::pair<std::string, std::string>> rules_;  // in definition order, root first
   std::set<std::string> names_;
   std::map<std::string, std::string> by_body_;
@@ -419,14 +440,26 @@ class Converter {
 
 }  // namespace
 
-Result<std::string> json_schema_to_gbnf(std::string_view schema_json) {
+Result<std::string> json_schema_to_gbnf(std::string_view schema_json, const ConstraintLimits& limits) {
+  return json_schema_to_gbnf(schema_json, cst::Budget(limits));
+}
+
+Result<std::string> json_schema_to_gbnf(std::string_view schema_json, const cst::Budget& budget) {
+  const ConstraintLimits& limits = budget.limits();
+  // Parsing, copying and printing a JSON value recurse per level: the text's nesting is bounded first.
+  // Each schema level takes at most two levels of JSON ({"properties": {"a": {...}}}).
+  const int64_t json_levels = 2 * static_cast<int64_t>(std::max(limits.max_nesting, 0)) + 1;
+  if (auto at = json_nesting_exceeds(schema_json, static_cast<size_t>(json_levels)))
+    return make_error(ErrorCode::kInvalidArgument, "json schema: the document nests deeper than " +
+                                                       std::to_string(json_levels) + " levels at offset " + std::to_string(*at) +
+                                                       " (twice ConstraintLimits::max_nesting, plus one)");
   json schema;
   try {
     schema = json::parse(schema_json);
   } catch (const json::parse_error& e) {
     return make_error(ErrorCode::kInvalidArgument, std::string("json schema: not valid JSON: ") + e.what());
   }
-  return Converter(schema).run();
+  return Converter(schema, budget).run();
 }
 
 }  // namespace hfs

@@ -28,12 +28,18 @@
 #include <string>
 #include <string_view>
 
+#include "constrain/budget.h"
+#include "hfstatic/constraint.h"
 #include "hfstatic/error.h"
 
 namespace hfs {
 
 // The schema (JSON text) as GBNF. kInvalidArgument for malformed JSON, a schema that accepts nothing
 // (false), an unresolvable $ref, a bad bound (minItems > maxItems) or an unsupported keyword.
-[[nodiscard]] Result<std::string> json_schema_to_gbnf(std::string_view schema_json);
+// `limits` bound the document's and the schema's nesting, the repetitions written and the time taken
+// (errors name the limit and the schema path).
+[[nodiscard]] Result<std::string> json_schema_to_gbnf(std::string_view schema_json, const ConstraintLimits& limits = {});
+// The same within a budget whose clock has already started (converting, then compiling).
+[[nodiscard]] Result<std::string> json_schema_to_gbnf(std::string_view schema_json, const cst::Budget& budget);
 
 }  // namespace hfs

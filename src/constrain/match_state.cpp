@@ -8,13 +8,13 @@
 namespace hfs::cst {
 namespace {
 
-void add_stack(MatchState& out, std::span<const uint32_t> s) {
+void add_stack(const CompiledGrammar& g, MatchState& out, std::span<const uint32_t> s) {
   // Ambiguous grammars reach the same stack along several paths: keep one copy, or states grow each step.
   for (size_t i = 0; i < out.stack_count(); ++i) {
     std::span<const uint32_t> o = out.stack(i);
     if (o.size() == s.size() && std::equal(o.begin(), o.end(), s.begin())) return;
   }
-  if (out.stack_count() >= MatchState::kMaxStacks) {
+  if (out.stack_count() >= g.max_stacks) {
     out.overflow = true;
     return;
   }
@@ -33,7 +33,7 @@ void expand(const CompiledGrammar& g, std::vector<uint32_t>& work, MatchState& o
   const uint32_t pos = work.back();
   const Flat& e = g.elems[pos];
   if (e.kind == Flat::kChars) {
-    add_stack(out, work);
+    add_stack(g, out, work);
     return;
   }
   work.pop_back();

@@ -21,10 +21,10 @@ struct MatchState {
   uint32_t partial = 0;
   uint8_t need = 0;
   uint32_t partial_min = 0;
-  // Set when a step produced more than kMaxStacks distinct stacks: the step is refused (advance_byte
-  // returns false), which bounds memory and time for pathologically ambiguous grammars like ((a+)+)+.
+  // Set when a step produced more than the grammar's max_stacks (ConstraintLimits::max_states) distinct
+  // stacks: the step is refused (advance_byte returns false), which bounds memory and time for
+  // pathologically ambiguous grammars like ((a+)+)+.
   bool overflow = false;
-  static constexpr size_t kMaxStacks = 1024;
 
   size_t stack_count() const { return ends.size(); }
   std::span<const uint32_t> stack(size_t i) const {

@@ -25,7 +25,8 @@ const std::vector<CpRange> kEcmaSpace = {{'\t', '\r'},       {' ', ' '},       {
 
 class RegexParser {
  public:
-  RegexParser(std::string_view s, RuleSet& out, const RegexOptions& options) : s_(s), out_(out), opt_(options) {}
+  RegexParser(std::string_view s, RuleSet& out, const RegexOptions& options, const Budget& budget)
+      : s_(s), out_(out), opt_(options), budget_(budget) {}
 
   Status run() {
     std::vector<Alternative> alts;
@@ -52,8 +53,9 @@ class RegexParser {
       if (top && peek() == '^' && (opt_.search || i_ == 0)) starts = true, ++i_;
       HFS_TRY(parse_sequence(seq, top, ends));
       if (top && opt_.search) {  // an unanchored side: any characters may come before or after the match
-        if (!starts) seq.insert(seq.begin(), any_text());
-        if (!ends) seq.push_back(any_text());
+        HFS_ASSIGN_OR_RETURN(const Element any, any_text());
+        if (!starts) seq.insert(seq.begin(), any);
+        if (!ends) seq.push_back(any);
       }
       alts.push_back(std::move(seq));
       if (peek() != '|') return Ok{};
@@ -62,8 +64,12 @@ class RegexParser {
   }
 
   // Any characters: one shared loop rule.
-  Element any_text() {
-    if (any_text_ < 0) any_text_ = out_.repeat({RuleSet::chars({{0, kMaxCodePoint}}, false)}, 0, -1, "any").rule;
+  Result<Element> any_text() {
+    if (any_text_ < 0) {
+      auto rep = out_.repeat({RuleSet::chars({{0, kMaxCodePoint}}, false)}, 0, -1, "any");
+      if (!rep) return fail(rep.error().message());
+      any_text_ = rep->rule;
+    }
     return RuleSet::ref(any_text_);
   }
 
@@ -79,6 +85,9 @@ class RegexParser {
         continue;
       }
       if (c == '(') {
+        // Groups recurse: the depth is checked before the next level, so no pattern can exhaust the stack.
+        if (budget_.too_deep(depth_ + 1)) return budget_.depth_error("regex: offset " + std::to_string(i_));
+        if (budget_.over_time()) return budget_.time_error("regex: offset " + std::to_string(i_));
         ++i_;
         if (peek() == '?') {
           const std::string_view rest = s_.substr(i_);
@@ -94,7 +103,9 @@ class RegexParser {
           }
         }
         std::vector<Alternative> alts;
+        ++depth_;
         HFS_TRY(parse_alternates(alts, /*top=*/false));
+        --depth_;
         if (peek() != ')') return fail("missing ')'");
         ++i_;
         const int32_t id = out_.fresh("group");
@@ -160,7 +171,9 @@ class RegexParser {
       if (peek() == '?' || peek() == '+') ++i_;  // lazy / possessive: same language
       Alternative body(seq.begin() + static_cast<ptrdiff_t>(atom_begin), seq.end());
       seq.resize(atom_begin);
-      seq.push_back(out_.repeat(body, min, max, "repeat"));
+      auto rep = out_.repeat(body, min, max, "repeat");
+      if (!rep) return fail(rep.error().message());
+      seq.push_back(std::move(*rep));
       const char n = peek();
       if (n == '*' || n == '+' || n == '?' || (n == '{' && i_ + 1 < s_.size() && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9'))
         return fail("multiple repeat (a quantifier after a quantifier, as Python's re refuses it)");
@@ -299,14 +312,20 @@ class RegexParser {
   std::string_view s_;
   RuleSet& out_;
   RegexOptions opt_;
+  const Budget& budget_;
+  int64_t depth_ = 0;  // groups open
   size_t i_ = 0;
   int32_t any_text_ = -1;
 };
 
 }  // namespace
 
-Status compile_regex(std::string_view pattern, RuleSet& out, const RegexOptions& options) {
-  return RegexParser(pattern, out, options).run();
+Status compile_regex(std::string_view pattern, RuleSet& out, const RegexOptions& options, const Budget& budget) {
+  out.max_elements = budget.limits().max_elements;
+  out.budget = &budget;  // for this call only
+  Status st = RegexParser(pattern, out, options, budget).run();
+  out.budget = nullptr;
+  return st;
 }
 
 }  // namespace hfs::cst

@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "constrain/budget.h"
 #include "constrain/grammar_ir.h"
 #include "hfstatic/error.h"
 
@@ -26,6 +27,8 @@ struct RegexOptions {
   bool search = false;
 };
 
-[[nodiscard]] Status compile_regex(std::string_view pattern, RuleSet& out, const RegexOptions& options = {});
+// Group nesting, repetition expansion and time are bounded by `budget` (errors name the limit).
+[[nodiscard]] Status compile_regex(std::string_view pattern, RuleSet& out, const RegexOptions& options = {},
+                                   const Budget& budget = Budget());
 
 }  // namespace hfs::cst

@@ -1,5 +1,9 @@
 #include "core/regular_file.h"
 
+#include <algorithm>
+#include <limits>
+#include <new>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,19 +58,51 @@ Result<RegularFile> open_regular_file(const std::string& path) {
 }
 
 Result<std::string> read_regular_file(const std::string& path) {
+  return read_regular_file(path, std::numeric_limits<uint64_t>::max());
+}
+
+namespace {
+
+Error too_large(const std::string& path, const std::string& size, uint64_t max_bytes) {
+  return Error(ErrorCode::kResourceExhausted,
+               path + ": " + size + " is more than the limit of " + std::to_string(max_bytes) + " bytes for this file");
+}
+
+}  // namespace
+
+Result<std::string> read_regular_file(const std::string& path, uint64_t max_bytes) {
   HFS_ASSIGN_OR_RETURN(RegularFile file, open_regular_file(path));
-  std::string out(static_cast<size_t>(file.size()), '\0');
+  if (file.size() > max_bytes) return too_large(path, std::to_string(file.size()) + " bytes", max_bytes);
+  std::string out;
+  try {
+    out.resize(static_cast<size_t>(file.size()));
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kResourceExhausted,
+                      path + ": cannot allocate " + std::to_string(file.size()) + " bytes to read it");
+  }
   size_t done = 0;
   for (;;) {
     if (done == out.size()) {
+      if (done >= max_bytes) {  // grew while read: one byte more than allowed is enough to say so
+        char probe;
+        ssize_t r = ::read(file.fd(), &probe, 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r > 0) return too_large(path, "the file (growing while read)", max_bytes);
+        if (r < 0) return make_error(ErrorCode::kIo, path + ": read failed: " + std::strerror(errno));
+        break;
+      }
       // The size fstat gave is read; one more byte says whether the file grew meanwhile.
       char probe;
       ssize_t r = ::read(file.fd(), &probe, 1);
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) return make_error(ErrorCode::kIo, path + ": read failed: " + std::strerror(errno));
       if (r == 0) break;
-      out.push_back(probe);
-      out.resize(out.size() * 2);
+      try {
+        out.push_back(probe);
+        out.resize(static_cast<size_t>(std::min<uint64_t>(out.size() * 2, max_bytes)));
+      } catch (const std::bad_alloc&) {
+        return make_error(ErrorCode::kResourceExhausted, path + ": cannot allocate memory to read it (it grew while read)");
+      }
       done += 1;
       continue;
     }

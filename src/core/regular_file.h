@@ -46,5 +46,9 @@ Result<RegularFile> open_regular_file(const std::string& path);
 
 // The whole content of a regular file, in one allocation of its size (plus growth if it grows while read).
 Result<std::string> read_regular_file(const std::string& path);
+// The same, refusing a file of more than `max_bytes` (before allocating, and if it grows past that while
+// read) with kResourceExhausted naming the path, its size and the limit; an allocation that fails is the
+// same error, never std::bad_alloc.
+Result<std::string> read_regular_file(const std::string& path, uint64_t max_bytes);
 
 }  // namespace hfs::io

@@ -273,7 +273,7 @@ Status ProgramWriter::write(const std::string& path) {
   h.data_size = data_size;
   h.file_size = h.data_offset + h.data_size;
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = temp_path(path);
   // O_NOFOLLOW: a symbolic link planted at the temp name is refused, not written through.
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return ctx(make_error(ErrorCode::kIo, "cannot create " + tmp + ": " + errno_text()));
@@ -293,5 +293,7 @@ Status ProgramWriter::write(const std::string& path) {
   }
   return Ok{};
 }
+
+std::string ProgramWriter::temp_path(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
 
 }  // namespace hfs

@@ -206,8 +206,21 @@ Status fetch_file(const HubContext& ctx, const FileMeta& meta, const std::string
   };
   const int attempts = std::max(1, ctx.options->max_attempts);
   for (int attempt = 1;; ++attempt) {
-    auto r = http_get_to_file(url, headers, out.get(), &offset, on_data);
+    // Never more than the announced size (a server or proxy that keeps sending is cut off at once), and a
+    // body announced by no one is capped too.
+    const int64_t limit = meta.size >= 0 ? meta.size : std::max<int64_t>(0, ctx.options->max_unsized_bytes);
+    auto r = http_get_to_file(url, headers, out.get(), &offset, on_data, limit);
     std::fflush(out.get());
+    if (!r && r.error().code() == ErrorCode::kChecksumMismatch) {
+      out.reset();
+      fs::remove(part, ec);
+      return make_error(ErrorCode::kChecksumMismatch,
+                        "Hub repository '" + ctx.ref.repo_id + "', file '" + file + "': the server sent more than " +
+                            (meta.size >= 0 ? "the announced " + std::to_string(meta.size) + " bytes"
+                                            : std::to_string(limit) + " bytes, the limit for a file whose size is not "
+                                              "announced (HubOptions::max_unsized_bytes)") +
+                            "; the transfer was stopped there and the download deleted");
+    }
     if (r && (r->status == 200 || r->status == 206)) break;
     if (r && r->status == 416) {  // the range is past the end: the partial file is stale, start over
       if (ftruncate(fileno(out.get()), 0) != 0 || std::fseek(out.get(), 0, SEEK_SET) != 0)

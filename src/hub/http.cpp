@@ -28,6 +28,8 @@ struct Transfer {
   bool to_file = false;
   const OnData* on_data = nullptr;
   std::string io_error;
+  int64_t limit = -1;       // the most bytes the file may reach (-1: none)
+  bool over_limit = false;  // the body ran past it: the transfer was stopped there
 };
 
 size_t on_header(char* data, size_t size, size_t n, void* user) {
@@ -68,6 +70,10 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   if (!t->to_file) {
     if (t->response.body.size() < 4096) t->response.body.append(data, std::min<size_t>(bytes, 4096 - t->response.body.size()));
     return bytes;
+  }
+  if (t->limit >= 0 && t->written + static_cast<int64_t>(bytes) > t->limit) {  // stop at once, keep nothing more
+    t->over_limit = true;
+    return 0;
   }
   if (std::fwrite(data, 1, bytes, t->out) != bytes) {
     t->io_error = "writing the downloaded bytes failed (disk full?)";
@@ -120,6 +126,9 @@ Result<HttpResponse> perform(const std::string& url, const std::vector<std::stri
   const CURLcode rc = curl_easy_perform(c);
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.response.status);
   if (!t.io_error.empty()) return make_error(ErrorCode::kIo, url + ": " + t.io_error);
+  if (t.over_limit)
+    return make_error(ErrorCode::kChecksumMismatch,
+                      "GET " + url + ": the body runs past " + std::to_string(t.limit) + " bytes; the transfer was stopped there");
   if (rc != CURLE_OK) {
     const std::string why = errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(rc));
     return make_error(ErrorCode::kNetwork, std::string(head ? "HEAD " : "GET ") + url + ": " + why);
@@ -139,8 +148,9 @@ Result<HttpResponse> http_head(const std::string& url, const std::vector<std::st
 }
 
 Result<HttpResponse> http_get_to_file(const std::string& url, const std::vector<std::string>& headers, FILE* out,
-                                      int64_t* offset, const OnData& on_data) {
+                                      int64_t* offset, const OnData& on_data, int64_t limit) {
   Transfer t;
+  t.limit = limit;
   t.out = out;
   t.offset = offset;
   t.written = *offset;

@@ -32,9 +32,10 @@ Result<HttpResponse> http_head(const std::string& url, const std::vector<std::st
 // file over, which *offset reports by becoming 0. on_data(position in the file, bytes, count) sees every
 // piece written, so a caller can hash while the bytes arrive. Only a 200/206 body reaches `out`. kNetwork
 // when the transfer fails, including one cut off half-way (the bytes that came stay in `out` for the next
-// attempt to resume from).
+// attempt to resume from). `limit` ≥ 0 bounds the file: a body that would make it longer is stopped at
+// the first piece past it (nothing of that piece written), kChecksumMismatch naming the URL and the limit.
 using OnData = std::function<void(int64_t at, const char* data, size_t size)>;
 Result<HttpResponse> http_get_to_file(const std::string& url, const std::vector<std::string>& headers, FILE* out,
-                                      int64_t* offset, const OnData& on_data);
+                                      int64_t* offset, const OnData& on_data, int64_t limit = -1);
 
 }  // namespace hfs::hub

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 
+#include "hfstatic/backend.h"
 #include "hfstatic/tokenizer.h"
 
 namespace hfs {
@@ -56,7 +57,9 @@ RunnerOptions draft_runner_options(const LoadOptions& load, const IOManagerOptio
   RunnerOptions o;
   o.load = load;
   o.io = io;
-  for (const std::string& b : o.io.method.backends.backends) o.io.method.backends.settings[b].set("threads", Value(1));
+  // One thread for the backends that run a thread pool; the reference backend takes no settings at all.
+  for (const std::string& b : o.io.method.backends.backends)
+    if (b != kReferenceBackend) o.io.method.backends.settings[b].set("threads", Value(1));
   return o;
 }
 

@@ -108,6 +108,16 @@ void SequencePool::reserve(int32_t seq, int64_t n, std::vector<BlockCopy>* copie
   }
 }
 
+void SequencePool::truncate(int32_t seq, int64_t length) {
+  Seq& s = seqs_[static_cast<size_t>(seq)];
+  s.length = length;
+  const size_t keep = static_cast<size_t>((length + block_ - 1) / block_);
+  while (s.blocks.size() > keep) {
+    release_block(s.blocks.back());
+    s.blocks.pop_back();
+  }
+}
+
 int32_t SequencePool::take_block() {
   std::pop_heap(free_.begin(), free_.end(), std::greater<>());
   const int32_t b = free_.back();

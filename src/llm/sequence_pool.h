@@ -69,7 +69,10 @@ class SequencePool {
   // The step that wrote positions [length, length + n) succeeded.
   void commit(int32_t seq, int64_t n) { seqs_[static_cast<size_t>(seq)].length += n; }
   // Forgets positions from `length` on (rejected draft rows): their slots are overwritten by later writes.
-  void truncate(int32_t seq, int64_t length) { seqs_[static_cast<size_t>(seq)].length = length; }
+  // Blocks wholly past the new length are released: below a fork point they are shared with the fork, and
+  // a later write must take a fresh block rather than copy-on-write a block the sequence no longer holds
+  // a position of. The caller checks 0 ≤ length ≤ length(seq).
+  void truncate(int32_t seq, int64_t length);
 
   // Slot of a reserved or committed position.
   int32_t global_slot(int32_t seq, int64_t pos) const {

@@ -1,5 +1,7 @@
 #include "server/request.h"
 
+#include "core/exact_int.h"
+
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -241,15 +243,15 @@ std::optional<ApiError> parse_logit_bias(const json& j, SamplingConfig& s) {
   if (it == j.end() || it->is_null()) return std::nullopt;
   if (!it->is_object()) return wrong_type("logit_bias", "an object mapping token ids to numbers", *it);
   for (const auto& [key, v] : it->items()) {
-    char* end = nullptr;
-    const long long id = std::strtoll(key.c_str(), &end, 10);
-    if (key.empty() || *end != '\0' || id < 0 || id > std::numeric_limits<int32_t>::max())
-      return invalid_param("logit_bias", "'logit_bias' keys must be token ids (integers >= 0), got '" + key + "'");
+    // Exactly the digits of an id: " 300", "+300", "0300" and "3e2" are not quietly taken as 300.
+    const std::optional<int64_t> id = parse_exact_int(key, 0, std::numeric_limits<int32_t>::max());
+    if (!id)
+      return invalid_param("logit_bias", "'logit_bias' keys must be token ids (integers >= 0, digits only), got '" + key + "'");
     if (!v.is_number()) return wrong_type("logit_bias[" + key + "]", "a number", v);
     const double b = v.get<double>();
     if (!(b >= -100 && b <= 100))
       return invalid_param("logit_bias", "'logit_bias' values must be in [-100, 100], got " + v.dump() + " for " + key);
-    s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+    s.logit_bias.emplace_back(static_cast<int32_t>(*id), static_cast<float>(b));
   }
   return std::nullopt;
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "hfstatic/backend.h"
 #include "hfstatic/export.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/program.h"
@@ -85,6 +86,26 @@ TEST(DraftProgram, ItselfAsDraftIsTokenIdenticalAndAcceptsNearlyEverything) {
   // step's rounding flips a near tie.
   EXPECT_GE(acceptance(spec.stats), 0.9) << spec.stats.draft_accepted << "/" << spec.stats.draft_tokens;
   EXPECT_GT(spec.stats.draft_program_steps, 0);
+}
+
+// Naming the reference backend (which takes no settings) runs the draft program too: the draft's runner
+// gives its thread count only to backends that take one.
+TEST(DraftProgram, LoadsAndDraftsWithTheReferenceBackendNamed) {
+  ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
+  const std::string target = stories_program(512, "stories");
+  const auto prompt = encode(target, "Once upon a time, there was a little girl named Lily.");
+  const Outcome plain = test::generate_fresh(target, prompt, greedy(40));
+  for (const std::vector<std::string>& named : {std::vector<std::string>{std::string(kReferenceBackend)},
+                                               std::vector<std::string>{"cpu_fast", std::string(kReferenceBackend)}}) {
+    RunnerOptions o;
+    o.io.method.backends.backends = named;
+    auto r = Runner::load(target, o);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    auto out = (*r)->generate(prompt, with_program(40, target));
+    ASSERT_TRUE(out.ok()) << out.error().to_string();
+    EXPECT_EQ(out->tokens, plain.out.tokens) << named.front();
+    EXPECT_GT((*r)->stats().draft_program_steps, 0);
+  }
 }
 
 // Sampling: the draft program's greedy drafts go through the same acceptance rule as prompt lookup's (its

@@ -379,6 +379,50 @@ TEST(Engine, DiscardedRowsNeverOverwriteWhatLaterRowsNeed) {
   }
 }
 
+// Truncating a sequence below the point another sequence was forked from, then stepping it: the blocks
+// past the new length are no longer the sequence's, so the step takes fresh blocks (copying only the
+// positions it still holds) and never writes into the fork's. Both sequences' logits equal their tokens
+// run alone.
+TEST(Engine, TruncateBelowAForkPointThenStep) {
+  TinyModel m{"llama", 4, 64};
+  m.sequences = 2;
+  m.step_sizes = std::vector<int64_t>{2, 4, 8};
+  const std::string prog = test::tiny_program(m), solo = test::tiny_program(solo_of(m));
+  IOManagerOptions o;
+  o.default_sequence = false;
+  o.block_slots = 4;
+  auto program = Program::load(prog);
+  ASSERT_TRUE(program.ok());
+  auto io = create_io_manager(*program, o);
+  ASSERT_TRUE(io.ok()) << io.error().to_string();
+  const int32_t a = *(*io)->add_sequence();
+  const std::vector<int32_t> prefix = test::random_tokens(16, 512, 11);
+  for (size_t i = 0; i < prefix.size(); i += 8) {
+    const SequenceTokens part{a, std::span<const int32_t>(prefix).subspan(i, 8)};
+    ASSERT_TRUE((*io)->run_step(std::span<const SequenceTokens>(&part, 1), StepLogits::kKeep).ok());
+  }
+  auto b = (*io)->fork_sequence(a, 16);
+  ASSERT_TRUE(b.ok()) << b.error().to_string();
+  ASSERT_TRUE((*io)->truncate_sequence(a, 2).ok());  // inside the first shared block, below the fork point
+  EXPECT_EQ((*io)->sequence_length(a), 2);
+  const std::vector<int32_t> ta = test::random_tokens(7, 512, 12), tb = test::random_tokens(1, 512, 13);  // 8 rows: step_8
+  const std::vector<SequenceTokens> parts{{a, ta}, {*b, tb}};
+  auto st = (*io)->run_step(parts, StepLogits::kAllRows);
+  ASSERT_TRUE(st.ok()) << st.error().to_string();
+  const auto all = (*io)->last_step_logits();
+  ASSERT_EQ(all.size(), 8u * 512u);
+  std::vector<int32_t> seq_a(prefix.begin(), prefix.begin() + 2), seq_b = prefix;
+  seq_a.insert(seq_a.end(), ta.begin(), ta.end());
+  seq_b.push_back(tb[0]);
+  const auto ref_a = solo_logits(solo, seq_a), ref_b = solo_logits(solo, seq_b);
+  ASSERT_EQ(ref_a.size(), 9u);
+  for (size_t j = 0; j < 7; ++j)
+    EXPECT_LE(max_abs_diff(std::span<const float>(all).subspan(j * 512, 512), ref_a[2 + j]), kTol) << "a row " << j;
+  EXPECT_LE(max_abs_diff(std::span<const float>(all).subspan(7 * 512, 512), ref_b.back()), kTol) << "b";
+  EXPECT_EQ((*io)->sequence_length(a), 9);
+  EXPECT_EQ((*io)->sequence_length(*b), 17);
+}
+
 // Sequences with prompt-lookup drafts, sharing steps with each other and with a sequence without drafts,
 // generate greedy's tokens exactly — each as the Runner generates it alone — to the end of the context.
 TEST(Engine, SequencesWithDraftsGenerateWhatTheyGenerateAlone) {

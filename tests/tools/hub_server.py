@@ -15,6 +15,11 @@ Faults the tests switch on (attributes of HubServer, read per request):
   drops        the next `drops` CDN bodies are cut off half-way (the connection closes mid-file)
   corrupt      CDN bodies have one byte flipped (same length, wrong sha256)
   delay        seconds each CDN GET waits before its body (keeps a transfer in flight)
+  extra        GET bodies (small files and CDN) carry this many bytes more than HEAD announced, with a
+               Content-Length to match (a server that lies about the size, or a proxy serving another file)
+  unsized      small files are announced with no size (HEAD without Content-Length) and their GET is a
+               chunked body that never ends
+  sent         body bytes the GETs have written so far (what a client let through before stopping)
 Every request is logged in `requests` as (method, path, headers dict).
 
 Usage:
@@ -63,6 +68,9 @@ class HubServer:
         self.drops = 0
         self.corrupt = False
         self.delay = 0.0
+        self.extra = 0
+        self.unsized = False
+        self.sent = 0
         self.requests = []
         self.lock = threading.Lock()
         self.httpd = None
@@ -107,6 +115,37 @@ def _make_handler(hub):
             if not head and body:
                 self.wfile.write(body)
 
+        def _stream(self, status, headers, data, length):
+            """`data` then zero bytes up to `length` (None: chunked, endless), 1 MiB at a time, counting what
+            went out, until done or the client hangs up."""
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            if length is None:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(length))
+            self.end_headers()
+            piece = b"\0" * (1 << 20)
+            left = length
+            first = True
+            try:
+                while left is None or left > 0:
+                    chunk = data if first else piece
+                    first = False
+                    if left is not None:
+                        chunk = chunk[:left]
+                        left -= len(chunk)
+                    if length is None:
+                        self.wfile.write(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                    else:
+                        self.wfile.write(chunk)
+                    with hub.lock:
+                        hub.sent += len(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+
         def _error(self, status, code, message, head, extra=None):
             headers = {"X-Error-Code": code, "X-Error-Message": message}
             headers.update(extra or {})
@@ -149,8 +188,20 @@ def _make_handler(hub):
                                          "X-Repo-Commit": commit,
                                          "X-Linked-Etag": '"%s"' % sha, "X-Linked-Size": str(len(data)),
                                          "ETag": '"%s"' % git_blob_sha1(b"lfs pointer " + sha.encode())}, b"", head)
-            return self._reply(200, {"X-Repo-Commit": commit, "ETag": '"%s"' % git_blob_sha1(data),
-                                     "Content-Type": "application/octet-stream"}, data, head)
+            headers = {"X-Repo-Commit": commit, "ETag": '"%s"' % git_blob_sha1(data),
+                       "Content-Type": "application/octet-stream"}
+            if hub.unsized:
+                if head:  # no size announced at all
+                    self.send_response(200)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.close_connection = True
+                    return
+                return self._stream(200, headers, data, None)
+            if hub.extra and not head:
+                return self._stream(200, headers, data, len(data) + hub.extra)
+            return self._reply(200, headers, data, head)
 
         def _cdn(self, sha, head):
             data = hub.blobs.get(sha)
@@ -173,6 +224,8 @@ def _make_handler(hub):
                 return self._reply(status, dict(headers, **{"Content-Length": str(len(body))}), b"", True)
             if hub.delay:
                 time.sleep(hub.delay)
+            if hub.extra:
+                return self._stream(status, headers, body, len(body) + hub.extra)
             with hub.lock:
                 drop = hub.drops > 0
                 if drop:

@@ -9,6 +9,7 @@ path by path, and read back by huggingface_hub itself when it is installed.
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -299,3 +300,33 @@ def test_names_that_are_not_hub_names_stay_paths(tmp_path):
     for name in ["models/missing.hfs", "a/b/c"]:
         r = cli("run", "-m", name, "-p", PROMPT, env=env_for(tmp_path, "http://127.0.0.1:9"), check=False)
         assert r.returncode != 0 and "resolve" not in r.stderr, r.stderr
+
+
+def test_body_longer_than_announced_is_stopped_at_the_announced_size(hub, tmp_path):
+    """HEAD announces config.json's few hundred bytes; the GET sends 200 MiB more. The client stops at the
+    announced size (what went out is what the socket buffers held, not the 200 MiB), names the file and the
+    size, and caches nothing."""
+    hub.extra = 200 << 20
+    env = env_for(tmp_path, hub.url)
+    r = cli("export", REPO, "-o", str(tmp_path / "p.hfs"), env=env, check=False, timeout=120)
+    assert r.returncode != 0
+    m = re.search(r"file '([^']+)': the server sent more than the announced (\d+) bytes", r.stderr)
+    assert m, r.stderr
+    assert int(m.group(2)) == len((STORIES / m.group(1)).read_bytes())
+    assert hub.sent < (32 << 20), hub.sent
+    root = cache_root(tmp_path)
+    assert not list(root.glob("blobs/*")), list(root.glob("blobs/*"))
+    assert not (tmp_path / "p.hfs").exists()
+
+
+def test_endless_unsized_body_is_capped(hub, tmp_path):
+    """A small file announced with no size and sent as an endless chunked body stops at the cap for unsized
+    files (256 MiB), named in the error, and nothing is cached."""
+    hub.unsized = True
+    env = env_for(tmp_path, hub.url)
+    r = cli("export", REPO, "-o", str(tmp_path / "p.hfs"), env=env, check=False, timeout=300)
+    assert r.returncode != 0
+    assert re.search(r"file '[^']+\.json': the server sent more than 268435456 bytes", r.stderr), r.stderr
+    assert "max_unsized_bytes" in r.stderr
+    assert hub.sent < (256 << 20) + (64 << 20), hub.sent
+    assert not list(cache_root(tmp_path).glob("blobs/*"))
