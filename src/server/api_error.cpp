@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/json_depth.h"
+#include "core/json_depth.h"
 
 namespace hfs::server {
 
@@ -22,7 +22,7 @@ ApiError server_error(int status, const std::string& type, const std::string& co
 }
 
 std::optional<ApiError> json_depth_error(std::string_view body) {
-  if (json_depth(body) <= kMaxJsonDepth) return std::nullopt;
+  if (!json_nesting_exceeds(body, kMaxJsonDepth)) return std::nullopt;
   return ApiError{400,
                   "the request body nests arrays and objects more than " + std::to_string(kMaxJsonDepth) +
                       " levels deep (the JSON depth limit)",

@@ -7,7 +7,6 @@
 
 #include "server/api_error.h"
 #include "server/generation.h"
-#include "server/json_depth.h"
 #include "server/sse.h"
 #include "server/state.h"
 #include "server/web_page.h"

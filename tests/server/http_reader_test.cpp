@@ -1,6 +1,6 @@
 // RequestReader (server/http_reader.h) against hand-written wire bytes, delivered in every split a TCP
 // stream may give them: one request per call, pipelined requests kept, chunked bodies decoded, and every
-// ambiguity or excess refused with the status RFC 9110/9112 name. json_depth (server/json_depth.h) too.
+// ambiguity or excess refused with the status RFC 9110/9112 name. The JSON depth scan (core/json_depth.h) too.
 #include "server/http_reader.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +9,8 @@
 #include <cstring>
 #include <string>
 
-#include "server/json_depth.h"
+#include "core/json_depth.h"
+#include "server/api_error.h"
 
 namespace hfs::server {
 namespace {
@@ -135,12 +136,14 @@ TEST(HttpReader, LogEscapeLeavesNoLineBreakOrQuote) {
 }
 
 TEST(JsonDepth, CountsBracketsOutsideStrings) {
-  EXPECT_EQ(json_depth("{}"), 1u);
-  EXPECT_EQ(json_depth(R"({"a": [1, {"b": []}]})"), 4u);
-  EXPECT_EQ(json_depth(R"({"a": "[[[[\"[[[", "b": "\\"})"), 1u);
-  EXPECT_EQ(json_depth("1"), 0u);
-  EXPECT_EQ(json_depth(std::string(100000, '['), 64), 65u);  // stops counting past `most`
-  EXPECT_EQ(json_depth(std::string(64, '[') + std::string(64, ']'), 64), 64u);
+  EXPECT_FALSE(json_nesting_exceeds("{}", 1));
+  EXPECT_EQ(json_nesting_exceeds("{}", 0), 0u);
+  EXPECT_FALSE(json_nesting_exceeds(R"({"a": [1, {"b": []}]})", 4));
+  EXPECT_EQ(json_nesting_exceeds(R"({"a": [1, {"b": []}]})", 3), 16u);  // the innermost '['
+  EXPECT_FALSE(json_nesting_exceeds(R"({"a": "[[[[\"[[[", "b": "\\"})", 1));  // brackets in strings
+  EXPECT_FALSE(json_nesting_exceeds("1", 0));
+  EXPECT_EQ(json_nesting_exceeds(std::string(100000, '['), kMaxJsonDepth), kMaxJsonDepth);
+  EXPECT_FALSE(json_nesting_exceeds(std::string(64, '[') + std::string(64, ']'), kMaxJsonDepth));
 }
 
 }  // namespace
