@@ -1,14 +1,14 @@
 # The Python module `hfstatic` (pybind11). Included from the top-level CMakeLists.txt.
 #
-# Built against Debian's /usr/bin/python3 (the one with numpy/torch/pytest from apt), not whatever python3
-# comes first on PATH. The extension and copies of hfstatic/__init__.py + __init__.pyi land in
+# Built against HFS_PYTHON (CMakeLists.txt: Debian's /usr/bin/python3 with numpy/torch/pytest from apt where
+# present), not whatever python3 comes first on PATH. The extension and copies of hfstatic/__init__.py + __init__.pyi land in
 # ${CMAKE_BINARY_DIR}/python/hfstatic/, so `PYTHONPATH=build/python /usr/bin/python3 -c "import hfstatic"` works.
 if(NOT HFS_BUILD_PYTHON)
   return()
 endif()
 
 if(NOT DEFINED Python3_EXECUTABLE)
-  set(Python3_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "Python the hfstatic module is built for")
+  set(Python3_EXECUTABLE ${HFS_PYTHON} CACHE FILEPATH "Python the hfstatic module is built for")
 endif()
 find_package(Python3 COMPONENTS Interpreter Development)
 # pybind11's config picks FindPython's Python3 up when it was found first (its "new" FindPython mode).

@@ -10,6 +10,13 @@
 //
 // Inside a fallible function, HFS_TRY and HFS_ASSIGN_OR_RETURN (end of file) propagate errors instead.
 //
+// Access to the value:
+//   r.value(), *r, r->      checked: on an error they never throw (no exception crosses the API); they
+//                           print "hfstatic: Result::value() called on an error: <code>: <message>" to
+//                           stderr and abort, so a missed check fails loudly at the call that missed it.
+//   r.value_or(fallback)    the value, or `fallback` when r holds an error (no abort).
+//   if (r) ... r.error()    test first; error() on a success is also a checked abort.
+//
 // Messages name the file/offset/tensor/key/method and say expected vs got, e.g.
 //   "format: model.hfs: tensor 'w_q_0': byte range [4096, 8192) exceeds file size 6000".
 #pragma once
@@ -95,6 +102,11 @@ class [[nodiscard]] Error {
   std::string message_;
 };
 
+namespace detail {
+// Prints "hfstatic: Result::<what>() called on ..." with the error (if any) to stderr, then aborts.
+[[noreturn]] void result_access_failed(const char* what, const Error* error);
+}  // namespace detail
+
 // A Status is a Result with no value.
 template <typename T>
 class [[nodiscard]] Result {
@@ -103,16 +115,36 @@ class [[nodiscard]] Result {
   Result(Error error) : v_(std::move(error)) {}  // NOLINT
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
-  T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  T* operator->() { return &std::get<0>(v_); }
-  const T* operator->() const { return &std::get<0>(v_); }
+  T& value() & { return *checked(); }
+  const T& value() const& { return *checked(); }
+  T&& value() && { return std::move(*checked()); }
+  T* operator->() { return checked(); }
+  const T* operator->() const { return checked(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
-  const Error& error() const { return std::get<1>(v_); }
+  // The value, or `fallback` converted to T when this holds an error.
+  template <typename U>
+  T value_or(U&& fallback) const& { return ok() ? *std::get_if<0>(&v_) : static_cast<T>(std::forward<U>(fallback)); }
+  template <typename U>
+  T value_or(U&& fallback) && {
+    return ok() ? std::move(*std::get_if<0>(&v_)) : static_cast<T>(std::forward<U>(fallback));
+  }
+  const Error& error() const {
+    const Error* e = std::get_if<1>(&v_);
+    if (e == nullptr) detail::result_access_failed("error", nullptr);
+    return *e;
+  }
 
  private:
+  T* checked() {
+    if (T* v = std::get_if<0>(&v_)) return v;
+    detail::result_access_failed("value", std::get_if<1>(&v_));
+  }
+  const T* checked() const {
+    if (const T* v = std::get_if<0>(&v_)) return v;
+    detail::result_access_failed("value", std::get_if<1>(&v_));
+  }
+
   std::variant<T, Error> v_;
 };
 

@@ -60,8 +60,8 @@ struct ModelInfo {
   std::vector<int64_t> prefill_step_sizes;
   int64_t context_length = 0;   // capacity in tokens
   int64_t vocab_size = 0;
-  int64_t bos_token_id = -1;
-  std::vector<int64_t> eos_token_ids;
+  int32_t bos_token_id = -1;          // token ids are int32 across the API (Tokenizer, Runner, Engine)
+  std::vector<int32_t> eos_token_ids;
   bool logits_all = false;      // prefill/decode return logits for every row (else: last valid row only)
   // Multi-row methods returning logits for every row, tokens per call ascending (empty: none).
   std::vector<int64_t> step_sizes;

@@ -5,7 +5,7 @@
 namespace hfs::py_bind {
 
 Stepper::Stepper(std::unique_ptr<Generation> gen, std::shared_ptr<const Tokenizer> tokenizer,
-                 std::vector<int64_t> eos_ids, const GenerationConfig& config, std::vector<std::string> stop_strings,
+                 std::vector<int32_t> eos_ids, const GenerationConfig& config, std::vector<std::string> stop_strings,
                  std::span<const int32_t> context)
     : gen_(std::move(gen)),
       tokenizer_(std::move(tokenizer)),

@@ -28,7 +28,7 @@ class Stepper {
  public:
   // `tokenizer` may be null (token mode only). `context` primes the detokenizer (text mode).
   Stepper(std::unique_ptr<Generation> gen, std::shared_ptr<const Tokenizer> tokenizer,
-          std::vector<int64_t> eos_ids, const GenerationConfig& config, std::vector<std::string> stop_strings,
+          std::vector<int32_t> eos_ids, const GenerationConfig& config, std::vector<std::string> stop_strings,
           std::span<const int32_t> context);
 
   // Token mode: the next generated id (stop tokens included, as hfs::Runner::generate reports them).
@@ -49,7 +49,7 @@ class Stepper {
   std::unique_ptr<Generation> gen_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::unique_ptr<StreamDecoder> decoder_;
-  std::vector<int64_t> eos_ids_;
+  std::vector<int32_t> eos_ids_;
   GenerationConfig config_;
   std::vector<std::string> stop_strings_;
   std::string pending_;  // decoded, not yet returned

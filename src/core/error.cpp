@@ -1,5 +1,8 @@
 #include "hfstatic/error.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace hfs {
 
 std::string_view error_code_name(ErrorCode code) {
@@ -57,5 +60,21 @@ std::string Error::to_string() const { return std::string(error_code_name(code_)
 Error Error::with_context(std::string_view context) const {
   return Error(code_, std::string(context) + ": " + message_);
 }
+
+namespace detail {
+
+// Result<T>::value() on an error (or error() on a value) is a caller's bug: abort with the error's message
+// rather than throw std::bad_variant_access, which would cross the API as an exception.
+void result_access_failed(const char* what, const Error* error) {
+  if (error != nullptr) {
+    std::fprintf(stderr, "hfstatic: Result::%s() called on an error: %s\n", what, error->to_string().c_str());
+  } else {
+    std::fprintf(stderr, "hfstatic: Result::%s() called on a value, not an error\n", what);
+  }
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace detail
 
 }  // namespace hfs

@@ -215,8 +215,9 @@ class HfStaticIO final : public IOManager {
     info_.prefill_step_sizes.push_back(spec_.prefill_tokens);
     info_.context_length = spec_.context_length;
     info_.vocab_size = spec_.vocab_size;
-    info_.bos_token_id = spec_.bos_token_id;
-    info_.eos_token_ids = spec_.eos_token_ids;
+    // The spec checked every id against [-1, vocab_size), vocab_size against kMaxVocab (hf_static_spec.cpp).
+    info_.bos_token_id = static_cast<int32_t>(spec_.bos_token_id);
+    info_.eos_token_ids.assign(spec_.eos_token_ids.begin(), spec_.eos_token_ids.end());
     info_.logits_all = spec_.logits_all;
     for (const hf_static::StepVariant& v : spec_.step_methods) info_.step_sizes.push_back(v.tokens);
     info_.max_sequences = spec_.max_sequences;

@@ -15,14 +15,13 @@ namespace hfs {
 // `who` prefixes errors ("generate", "engine: add"); a program without an embedded tokenizer is an error
 // saying constraint_vocab must be given instead.
 [[nodiscard]] inline Result<std::shared_ptr<const TokenVocabulary>> program_vocabulary(
-    const Program* program, std::span<const int64_t> eos_token_ids, const std::string& who) {
+    const Program* program, std::span<const int32_t> eos_token_ids, const std::string& who) {
   if (program == nullptr)
     return make_error(ErrorCode::kInvalidArgument,
                       who + ": GenerationConfig::constraint needs constraint_vocab when there is no program (no "
                             "tokenizer to take the vocabulary from)");
   HFS_ASSIGN_OR_RETURN_CTX(auto tok, Tokenizer::from_program(*program), who + ": constraint");
-  std::vector<int32_t> eos;
-  for (int64_t id : eos_token_ids) eos.push_back(static_cast<int32_t>(id));
+  std::vector<int32_t> eos(eos_token_ids.begin(), eos_token_ids.end());
   HFS_ASSIGN_OR_RETURN_CTX(auto vocab, TokenVocabulary::from_tokenizer(*tok, eos), who + ": constraint");
   return vocab;
 }

@@ -39,6 +39,7 @@
 #include "support/checkpoint_writer.h"
 #include "support/program_fixtures.h"
 #include "support/fixtures.h"
+#include "support/require_fixture.h"
 
 namespace {
 
@@ -303,6 +304,7 @@ TEST(UsageExamples, Error) {
 }
 
 TEST(UsageExamples, ExportProgramAndMetadataKeys) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string& path = stories_program();
   ASSERT_FALSE(path.empty());
   auto loaded = hfs::Program::load(path);
@@ -322,6 +324,7 @@ TEST(UsageExamples, ExportProgramAndMetadataKeys) {
 // hub.h's example offline (HF_HUB_OFFLINE=1): its repository is put in a cache in huggingface_hub's
 // layout by hand, holding the stories260K fixture, so the example resolves refs/main without a network.
 TEST(UsageExamples, Hub) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   namespace fs = std::filesystem;
   const std::string dir = stories_dir();
   ASSERT_FALSE(dir.empty()) << hfs::test::missing(hfs::test::stories_dir());
@@ -406,6 +409,7 @@ TEST(UsageExamples, IOContract) {
 }
 
 TEST(UsageExamples, LlmRunner) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string& path = stories_program();
   ASSERT_FALSE(path.empty());
   ::testing::internal::CaptureStdout();
@@ -423,6 +427,7 @@ TEST(UsageExamples, LlmRunner) {
 }
 
 TEST(UsageExamples, Constraint) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string& path = stories_program();
   ASSERT_FALSE(path.empty());
   auto r = hfs::Runner::load(path);
@@ -439,6 +444,7 @@ TEST(UsageExamples, Constraint) {
 }
 
 TEST(UsageExamples, Engine) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string dir = stories_dir();
   ASSERT_FALSE(dir.empty()) << hfs::test::missing(hfs::test::stories_dir());
   hfs::ExportOptions opt;
@@ -527,6 +533,7 @@ TEST(UsageExamples, Tensor) {
 }
 
 TEST(UsageExamples, Tokenizer) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string dir = stories_dir();
   ASSERT_FALSE(dir.empty()) << hfs::test::missing(hfs::test::stories_dir());
   auto tok = hfs::Tokenizer::from_dir(dir);
@@ -553,6 +560,7 @@ TEST(UsageExamples, Value) {
 
 // README's snippet streams the same text as decoding the same greedy generation at once.
 TEST(UsageExamples, Readme) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string& path = stories_program();
   ASSERT_FALSE(path.empty());
   ::testing::internal::CaptureStdout();

@@ -12,6 +12,7 @@
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
 #include "support/hf_static_fixture.h"
+#include "support/require_fixture.h"
 
 namespace hfs {
 namespace {
@@ -44,6 +45,7 @@ test::TinyModel solo_of(test::TinyModel m) {
 }
 
 TEST(EngineConstraint, EachSequenceFollowsItsOwnConstraintAsTheRunnerDoesAlone) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const test::TinyModel m = engine_model(96), solo = solo_of(m);
   auto digits = Grammar::from_regex("[0-9]{3}-[a-z]{2,4}");
   auto record = Grammar::from_json_schema(R"({"type": "object", "properties": {"n": {"type": "integer"},
@@ -90,6 +92,7 @@ TEST(EngineConstraint, EachSequenceFollowsItsOwnConstraintAsTheRunnerDoesAlone) 
 // the drafts the grammar allows in turn, verifies them against masked rows, and generates exactly the
 // tokens of greedy decoding without drafts, beside a constrained sequence that does not draft.
 TEST(EngineConstraint, DraftsAreCheckedAgainstTheGrammarAndChangeNoToken) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const test::TinyModel m = engine_model(128);
   const std::string solo_path = test::tiny_program(solo_of(m));
   auto words = Grammar::from_regex("[a-z ]{10,60}\\.");

@@ -10,6 +10,7 @@
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
 #include "support/hf_static_fixture.h"
+#include "support/require_fixture.h"
 
 namespace hfs {
 namespace {
@@ -30,6 +31,7 @@ std::string text_of(const Tokenizer& tok, const std::vector<int32_t>& ids) {
 }
 
 TEST(RunnerConstraint, GreedyIsTheArgmaxOfTheAllowedTokens) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string path = test::tiny_program(model());
   auto prog = Program::load(path);
   ASSERT_TRUE(prog);
@@ -64,6 +66,7 @@ TEST(RunnerConstraint, GreedyIsTheArgmaxOfTheAllowedTokens) {
 }
 
 TEST(RunnerConstraint, SampledOutputsWithDraftsMatch) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string path = test::tiny_program(model());
   auto prog = Program::load(path);
   ASSERT_TRUE(prog);
@@ -102,6 +105,7 @@ TEST(RunnerConstraint, SampledOutputsWithDraftsMatch) {
 // Greedy with drafts under a constraint is token for token greedy without them: each verification row is
 // masked by the matcher after the tokens before it, drafts the grammar refuses are cut before the step.
 TEST(RunnerConstraint, GreedyWithDraftsEqualsGreedyWithoutThem) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string path = test::tiny_program(model());
   int64_t verify_steps = 0;
   for (const char* pattern : {"(ab|[c-e]{1,3})+-[0-9]", "[a-c]{40,60}", "(x[0-9]y)*z"}) {
@@ -126,6 +130,7 @@ TEST(RunnerConstraint, GreedyWithDraftsEqualsGreedyWithoutThem) {
 }
 
 TEST(RunnerConstraint, RunnerWithoutProgramNeedsAVocabulary) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string path = test::tiny_program(model());
   auto prog = Program::load(path);
   ASSERT_TRUE(prog);

@@ -7,6 +7,7 @@
 #include "hfstatic/constraint.h"
 #include "hfstatic/tokenizer.h"
 #include "support/fixtures.h"
+#include "support/require_fixture.h"
 
 namespace hfs {
 namespace {
@@ -21,6 +22,7 @@ std::shared_ptr<const Tokenizer> load(const std::string& name) {
 }
 
 TEST(TokenBytes, ByteFallbackAndByteLevelTokens) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   auto st = load("stories260K");
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(st->token_bytes(*st->token_to_id("<0x0A>")), "\n");
@@ -73,6 +75,7 @@ void check_masks(const std::shared_ptr<const Tokenizer>& tok, const std::shared_
 }
 
 TEST(TokenMask, MatchesBruteForceOnStories260K) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   auto tok = load("stories260K");
   ASSERT_NE(tok, nullptr);
   for (uint64_t seed = 0; seed < 4; ++seed) check_masks(tok, Grammar::json_object(), 30, seed);

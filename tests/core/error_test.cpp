@@ -98,3 +98,21 @@ TEST(TryWithContext, ContextIsAddedOnlyOnFailure) {
 
 }  // namespace
 }  // namespace hfs
+
+TEST(ResultAccess, ValueOrReturnsTheFallbackOnAnError) {
+  hfs::Result<int> bad = hfs::make_error(hfs::ErrorCode::kNotFound, "no such tensor 'w_q_0'");
+  hfs::Result<int> good = 7;
+  EXPECT_EQ(bad.value_or(-1), -1);
+  EXPECT_EQ(good.value_or(-1), 7);
+  hfs::Result<std::string> moved = std::string("abc");
+  EXPECT_EQ(std::move(moved).value_or("x"), "abc");
+}
+
+// value() on an error is a caller's bug: it aborts naming the error, and never throws bad_variant_access.
+TEST(ResultAccessDeathTest, ValueOnAnErrorAbortsWithItsMessage) {
+  hfs::Result<int> bad = hfs::make_error(hfs::ErrorCode::kNotFound, "no such tensor 'w_q_0'");
+  EXPECT_DEATH((void)bad.value(), "Result::value\\(\\) called on an error: not_found: no such tensor 'w_q_0'");
+  EXPECT_DEATH((void)*bad, "not_found: no such tensor");
+  hfs::Result<int> good = 7;
+  EXPECT_DEATH((void)good.error(), "Result::error\\(\\) called on a value");
+}

@@ -15,6 +15,7 @@
 #include "hfstatic/safetensors.h"
 #include "support/checkpoint_writer.h"
 #include "support/fixtures.h"
+#include "support/require_fixture.h"
 
 namespace hfs {
 namespace {
@@ -788,6 +789,7 @@ TEST_F(ExportPlanTest, TokenizerFilesEmbedded) {
 }
 
 TEST(ExportStories, RealCheckpointPlan) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   ASSERT_TRUE(test::fixture_exists(test::stories_dir())) << test::missing(test::stories_dir());
   auto p = build_export_plan(test::stories_dir(), {});
   ASSERT_TRUE(p.ok()) << p.error().to_string();
@@ -815,6 +817,7 @@ TEST(ExportStories, RealCheckpointPlan) {
 }
 
 TEST(ExportCli, ExportsStories) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string dir = testing::temp_dir("cli");
   const std::string out = dir + "/stories.hfs";
   ASSERT_TRUE(test::fixture_exists(test::stories_dir())) << test::missing(test::stories_dir());
@@ -826,6 +829,7 @@ TEST(ExportCli, ExportsStories) {
 }
 
 TEST(ExportCli, PrefillVariantsOption) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string dir = testing::temp_dir("cli_variants");
   ASSERT_TRUE(test::fixture_exists(test::stories_dir())) << test::missing(test::stories_dir());
   const std::string base = std::string(HFS_CLI_PATH) + " export " + test::stories_dir() + " --prefill-chunk 8 --context 64 -o ";

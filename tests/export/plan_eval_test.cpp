@@ -10,6 +10,7 @@
 #include "hfstatic/export.h"
 #include "hfstatic/metadata_keys.h"
 #include "support/fixtures.h"
+#include "support/require_fixture.h"
 
 namespace hfs {
 namespace {
@@ -198,6 +199,7 @@ std::map<std::string, T> step_inputs(const std::vector<int>& tokens, int start, 
 }
 
 TEST(ExportEval, Stories260KMatchesLlama2c) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   ExportOptions opt;
   opt.prefill_chunk = 8;
   opt.context = 32;

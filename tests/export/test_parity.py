@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "tests" / "reference"))
 CLI = os.environ.get("HFS_CLI", str(ROOT / "build" / "hfstatic"))
 sys.path.insert(0, str(ROOT / "tests"))
 from fixtures import DEFAULT_MODEL, STORIES as SHARED_STORIES, require  # noqa: E402
-PY = "/usr/bin/python3"
+PY = sys.executable  # the interpreter with torch that runs this suite (HFS_PYTHON)
 
 
 def sh(*args, **kw):

@@ -18,6 +18,7 @@
 #include "../../fuzz/targets/tokenizer_codec.h"
 #include "../../fuzz/targets/tokenizer_json.h"
 #include "support/program_fixtures.h"
+#include "support/require_fixture.h"
 
 namespace {
 
@@ -36,6 +37,9 @@ size_t replay_dir(const std::string& target, const Entry& entry) {
     for (const auto& e : fs::directory_iterator(dir))
       if (e.is_regular_file() && e.path().filename().string()[0] != '.') files.push_back(e.path());
   std::sort(files.begin(), files.end());
+  // Every target keeps at least one regression input, so an emptied or mistyped folder fails here
+  // instead of passing by replaying nothing.
+  EXPECT_GE(files.size(), 1u) << dir << " holds no regression input for the " << target << " target";
   for (const fs::path& f : files) {
     std::string bytes;
     EXPECT_TRUE(hfs::fuzz::read_text_file(f.string(), &bytes)) << f;
@@ -70,7 +74,7 @@ TEST(FuzzReplay, Safetensors) {
 TEST(FuzzReplay, TokenizerJson) { replay_dir("tokenizer_json", hfs::fuzz::fuzz_tokenizer_json); }
 
 TEST(FuzzReplay, TokenizerCodec) {
-  ASSERT_FALSE(hfs::fuzz::stories_dir().empty()) << hfs::test::missing(hfs::test::stories_dir());
+  HFS_REQUIRE_FIXTURE(hfs::test::stories_dir() + "/tokenizer.json");
   replay_dir("tokenizer_codec", hfs::fuzz::fuzz_tokenizer_codec);
   EXPECT_EQ(call(hfs::fuzz::fuzz_tokenizer_codec, std::string("\0Once upon a time", 17)), "");
 }

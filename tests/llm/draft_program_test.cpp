@@ -21,6 +21,7 @@
 #include "llm/program_draft.h"
 #include "support/fixtures.h"
 #include "support/hf_static_fixture.h"
+#include "support/require_fixture.h"
 
 namespace hfs {
 namespace {
@@ -73,6 +74,7 @@ double acceptance(const RunnerStats& s) {
 }
 
 TEST(DraftProgram, ItselfAsDraftIsTokenIdenticalAndAcceptsNearlyEverything) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
   const std::string target = stories_program(512, "stories");
   const auto prompt = encode(target, "Once upon a time, there was a little girl named Lily.");
@@ -112,6 +114,7 @@ TEST(DraftProgram, LoadsAndDraftsWithTheReferenceBackendNamed) {
 // distribution is checked in speculative_test.cpp for drafts drawn from any q); here the whole path runs:
 // drafts are verified and accepted under sampling, and the run ends where plain sampling's would (the budget).
 TEST(DraftProgram, SamplingWithADraftProgramVerifiesDrafts) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
   const std::string target = stories_program(512, "stories");
   const auto prompt = encode(target, "Once upon a time, there was a little girl named Lily.");
@@ -126,6 +129,7 @@ TEST(DraftProgram, SamplingWithADraftProgramVerifiesDrafts) {
 }
 
 TEST(DraftProgram, DifferentRandomDraftIsTokenIdenticalAndRejected) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
   test::TinyModel t{"llama", 4, 256};
   t.step_sizes = std::vector<int64_t>{2, 4, 8};
@@ -176,6 +180,7 @@ OneLayerDraft one_layer_draft(int context) {
 }
 
 TEST(DraftProgram, ProposalsAreTheDraftsGreedyContinuationAfterEveryRollback) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   auto [path, pd] = one_layer_draft(64);
   ASSERT_TRUE(pd);
   ProgramDraft& src = *pd;
@@ -209,6 +214,7 @@ TEST(DraftProgram, ProposalsAreTheDraftsGreedyContinuationAfterEveryRollback) {
 }
 
 TEST(DraftProgram, ProposesNothingPastItsContext) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   auto draft = one_layer_draft(32);
   ASSERT_TRUE(draft.source);
   ProgramDraft& src = *draft.source;
@@ -226,6 +232,7 @@ TEST(DraftProgram, ProposesNothingPastItsContext) {
 }
 
 TEST(DraftProgram, ShorterContextDraftStopsDraftingAtItsCapacityOutputUnchanged) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
   const std::string target = stories_program(512, "stories"), draft = stories_program(64, "stories_short");
   const auto prompt = encode(target, "Once upon a time, there was a little girl named Lily.");
@@ -285,6 +292,7 @@ std::string swapped_vocab_program(int32_t a, int32_t b, std::string* piece_a, st
 }
 
 TEST(DraftProgram, DifferentVocabularyIsRefusedAtLoadNamingTheFirstDifference) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
   const std::string target = stories_program(512, "stories");
   std::string piece_a, piece_b;
@@ -313,6 +321,7 @@ TEST(DraftProgram, DifferentVocabularyIsRefusedAtLoadNamingTheFirstDifference) {
 }
 
 TEST(DraftProgram, SmallerVocabularyIsRefusedNamingTheFirstMissingIdAndBothSizes) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
   const std::string target = stories_program(512, "stories");
   std::string last;  // the piece of id 511 (no merge makes it: dropping it leaves a valid tokenizer of 511)

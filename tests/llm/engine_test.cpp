@@ -12,6 +12,7 @@
 
 #include "hfstatic/metadata_keys.h"
 #include "support/hf_static_fixture.h"
+#include "support/require_fixture.h"
 
 namespace hfs {
 namespace {
@@ -525,6 +526,7 @@ TEST(Engine, SequencesDraftingWithProgramsGenerateWhatTheyGenerateAlone) {
 // A draft program that cannot draft for the target (here: only one of them embeds a tokenizer) is refused
 // by add(), with the draft named; nothing is added.
 TEST(Engine, ADraftProgramItCannotUseIsRefusedAndNothingIsAdded) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   TinyModel m{"llama", 4, 64};
   m.sequences = 2;
   m.tokenizer = true;

@@ -17,6 +17,7 @@
 #include "llm/ngram_draft.h"
 #include "support/fixtures.h"
 #include "support/hf_static_fixture.h"
+#include "support/require_fixture.h"
 
 namespace hfs {
 namespace {
@@ -54,6 +55,7 @@ std::vector<int32_t> repeating_prompt(int half, uint64_t seed) {
 }
 
 TEST(Speculative, GreedyWithDraftsEqualsGreedyOnStories260K) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string dir = test::stories_dir();
   ASSERT_TRUE(test::fixture_exists(dir + "/config.json")) << test::missing(dir);
   ExportOptions opt;

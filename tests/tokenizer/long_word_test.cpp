@@ -12,6 +12,7 @@
 
 #include "tokenizer/tokenizer_impl.h"
 #include "support/fixtures.h"
+#include "support/require_fixture.h"
 
 namespace hfs {
 namespace {
@@ -55,6 +56,7 @@ std::vector<int32_t> encode(const Tokenizer::Impl& t, const std::string& text) {
 }
 
 TEST(TokenizerLongWords, CuttingMergeSpansNeverChangesTheIds) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const auto texts = long_texts();
   ASSERT_GT(texts[0].size(), 4000u) << "corpus missing";
   for (const std::string name : {"stories260K", "gemma3", "llama3"}) {

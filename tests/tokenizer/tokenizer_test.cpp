@@ -13,6 +13,7 @@
 #include "tokenizer/regex.h"
 #include "core/utf8.h"
 #include "support/fixtures.h"
+#include "support/require_fixture.h"
 
 namespace {
 
@@ -335,6 +336,7 @@ json golden_line(size_t i) {
 }
 
 TEST(TokenizerReal, StoriesBosEosAndStreaming) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   std::string dir = stories_dir();
   ASSERT_FALSE(dir.empty()) << "stories260K fixture missing";
   auto t = hfs::Tokenizer::from_dir(dir);
@@ -369,6 +371,7 @@ TEST(TokenizerReal, StoriesBosEosAndStreaming) {
 // A generation's stream continues its prompt's text: primed with "Hello", the ids of " world" stream as
 // " world" (Metaspace drops the space of the text's first word only).
 TEST(TokenizerReal, StreamPrimedWithPromptContinuesIt) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   std::string dir = stories_dir();
   ASSERT_FALSE(dir.empty()) << "stories260K fixture missing";
   auto t = hfs::Tokenizer::from_dir(dir);
@@ -405,6 +408,7 @@ TEST(TokenizerStream, PrimeWithUnknownIdIsAnErrorAndLeavesTheStreamReset) {
 }
 
 TEST(TokenizerCli, EncodeDecodeStoriesDirectory) {
+  HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   std::string dir = stories_dir();
   ASSERT_FALSE(dir.empty());
   json g = golden_line(1);  // "Hello world", reference ids from transformers.js

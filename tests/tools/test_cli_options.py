@@ -12,6 +12,7 @@ import json
 import os
 import struct
 import subprocess
+import sys
 
 import pytest
 
@@ -259,7 +260,7 @@ def test_ngram_drafts_give_the_same_tokens_on_quantized_and_16bit_weights(tmp_pa
     step kernels that rounded differently from decode's, the int8 case gave different tokens on 2 threads.
     Pinned to 2 CPUs where there are 2, so decode splits attention over slot ranges as it did then."""
     ckpt = tmp_path / "ckpt"
-    r = subprocess.run(["/usr/bin/python3", ROOT / "scripts" / "make-checkpoint", "llama", ckpt, "--preset", "tiny",
+    r = subprocess.run([sys.executable, ROOT / "scripts" / "make-checkpoint", "llama", ckpt, "--preset", "tiny",
                         "--seed", "3"], capture_output=True, text=True, timeout=TIMEOUT)
     assert r.returncode == 0, r.stderr
     prog = tmp_path / f"{weights}.hfs"

@@ -54,7 +54,7 @@ def test_default_model_writes_kjv_english(tmp_path, kjv_words, penalty):
 
 def test_an_untrained_model_fails_the_same_measure(tmp_path, kjv_words):
     untrained = tmp_path / "untrained"
-    subprocess.run(["/usr/bin/python3", ROOT / "scripts" / "make-checkpoint", "llama", untrained,
+    subprocess.run([sys.executable, ROOT / "scripts" / "make-checkpoint", "llama", untrained,
                     "--tokenizer-from", DEFAULT_MODEL, "--vocab-size", "2048", "--seed", "3"], check=True,
                    capture_output=True)
     share = kjv_share(generated_words(untrained, tmp_path), kjv_words)

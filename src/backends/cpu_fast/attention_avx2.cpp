@@ -2,6 +2,7 @@
 // vectors and 16 registers: scores for blocks of 8 slots reduced by one add tree (no horizontal sum per
 // score), V accumulation with a head's output slice in registers, a vector softmax; f16 K/V rows are
 // widened once per chunk for all heads of the group.
+#if defined(__x86_64__)  // x86 kernels only: elsewhere the scalar path runs (cpu_features.h)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -386,3 +387,5 @@ void scan_rows_avx2(const float* mask, int64_t t, int64_t s, int32_t* row_slots,
 }  // namespace hfs::cpu_fast::detail
 
 HFS_TARGET_END
+
+#endif  // defined(__x86_64__)

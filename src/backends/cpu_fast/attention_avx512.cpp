@@ -1,3 +1,4 @@
+#if defined(__x86_64__)  // x86 kernels only: elsewhere the scalar path runs (cpu_features.h)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -553,3 +554,5 @@ void scan_rows_avx512(const float* mask, int64_t t, int64_t s, int32_t* row_slot
 }  // namespace hfs::cpu_fast::detail
 
 HFS_TARGET_END
+
+#endif  // defined(__x86_64__)

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "backends/cpu_fast/cpu_features.h"
 #include "hfstatic/dtype.h"
 
 namespace hfs::cpu_fast::detail {
@@ -55,22 +56,22 @@ inline bool attn_block_supports(int64_t d) {
   const int64_t nd = d / 16;
   return d % 16 == 0 && ((nd >= 1 && nd <= 8) || nd == 12 || nd == 16);
 }
-void attn_block_avx512(const AttnBlock& b);
+HFS_X86_KERNEL void attn_block_avx512(const AttnBlock& b);
 
 void attn_scores_scalar(const float*, int, const void*, const void*, bool, int64_t, const int32_t*, int64_t, float*);
-void attn_scores_avx2(const float*, int, const void*, const void*, bool, int64_t, const int32_t*, int64_t, float*);
-void attn_scores_avx512(const float*, int, const void*, const void*, bool, int64_t, const int32_t*, int64_t, float*);
+HFS_X86_KERNEL void attn_scores_avx2(const float*, int, const void*, const void*, bool, int64_t, const int32_t*, int64_t, float*);
+HFS_X86_KERNEL void attn_scores_avx512(const float*, int, const void*, const void*, bool, int64_t, const int32_t*, int64_t, float*);
 void attn_accum_scalar(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
-void attn_accum_avx2(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
-void attn_accum_avx512(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
+HFS_X86_KERNEL void attn_accum_avx2(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
+HFS_X86_KERNEL void attn_accum_avx512(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
 float attn_softmax_scalar(float*, int64_t, const float*, const int32_t*, float, float*);
-float attn_softmax_avx2(float*, int64_t, const float*, const int32_t*, float, float*);
-float attn_softmax_avx512(float*, int64_t, const float*, const int32_t*, float, float*);
+HFS_X86_KERNEL float attn_softmax_avx2(float*, int64_t, const float*, const int32_t*, float, float*);
+HFS_X86_KERNEL float attn_softmax_avx512(float*, int64_t, const float*, const int32_t*, float, float*);
 int64_t live_slots_scalar(const float*, int64_t, int64_t, int32_t*);
-int64_t live_slots_avx2(const float*, int64_t, int64_t, int32_t*);
-int64_t live_slots_avx512(const float*, int64_t, int64_t, int32_t*);
+HFS_X86_KERNEL int64_t live_slots_avx2(const float*, int64_t, int64_t, int32_t*);
+HFS_X86_KERNEL int64_t live_slots_avx512(const float*, int64_t, int64_t, int32_t*);
 void scan_rows_scalar(const float*, int64_t, int64_t, int32_t*, int64_t*, uint64_t*);
-void scan_rows_avx2(const float*, int64_t, int64_t, int32_t*, int64_t*, uint64_t*);
-void scan_rows_avx512(const float*, int64_t, int64_t, int32_t*, int64_t*, uint64_t*);
+HFS_X86_KERNEL void scan_rows_avx2(const float*, int64_t, int64_t, int32_t*, int64_t*, uint64_t*);
+HFS_X86_KERNEL void scan_rows_avx512(const float*, int64_t, int64_t, int32_t*, int64_t*, uint64_t*);
 
 }  // namespace hfs::cpu_fast::detail

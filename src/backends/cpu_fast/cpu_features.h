@@ -11,6 +11,16 @@
 
 #include <string_view>
 
+// The x86 kernels (the *_avx2, *_avx512 and *_amx files) are compiled only for x86-64; elsewhere those
+// files are empty and detect() never goes above kScalar, so only the portable scalar path runs. Their
+// declarations carry HFS_X86_KERNEL: weak outside x86-64, so the dispatch code that names them (and never
+// calls them there) still links.
+#if defined(__x86_64__)
+#define HFS_X86_KERNEL
+#else
+#define HFS_X86_KERNEL __attribute__((weak))
+#endif
+
 namespace hfs::cpu_fast {
 
 // Ordered: each level includes the kernels of the ones below it (kAmx runs every AVX-512 kernel).

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "backends/cpu_fast/cpu_features.h"
 #include "hfstatic/dtype.h"
 
 namespace hfs::cpu_fast {
@@ -21,14 +22,14 @@ void silu(const float* x, int64_t n, float* y);
 void silu_mul(const float* gate, const float* up, int64_t n, float* y);  // silu(gate) · up
 
 namespace detail {
-void silu_mul_avx512(const float* gate, const float* up, int64_t n, float* y);
-void rms_norm_avx512(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y);
-void rope_apply_avx512(const float* x, const float* cs, int64_t t, int64_t h, int64_t d, int64_t r, float* y);
-void f32_to_f16_avx512(const float* src, uint16_t* dst, int64_t n);
-void silu_mul_avx2(const float* gate, const float* up, int64_t n, float* y);
-void rms_norm_avx2(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y);
-void rope_apply_avx2(const float* x, const float* cs, int64_t t, int64_t h, int64_t d, int64_t r, float* y);
-void f32_to_f16_avx2(const float* src, uint16_t* dst, int64_t n);
+HFS_X86_KERNEL void silu_mul_avx512(const float* gate, const float* up, int64_t n, float* y);
+HFS_X86_KERNEL void rms_norm_avx512(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y);
+HFS_X86_KERNEL void rope_apply_avx512(const float* x, const float* cs, int64_t t, int64_t h, int64_t d, int64_t r, float* y);
+HFS_X86_KERNEL void f32_to_f16_avx512(const float* src, uint16_t* dst, int64_t n);
+HFS_X86_KERNEL void silu_mul_avx2(const float* gate, const float* up, int64_t n, float* y);
+HFS_X86_KERNEL void rms_norm_avx2(const float* x, const float* w, int64_t rows, int64_t d, float eps, bool unit_offset, float* y);
+HFS_X86_KERNEL void rope_apply_avx2(const float* x, const float* cs, int64_t t, int64_t h, int64_t d, int64_t r, float* y);
+HFS_X86_KERNEL void f32_to_f16_avx2(const float* src, uint16_t* dst, int64_t n);
 }  // namespace detail
 void gelu_tanh(const float* x, int64_t n, float* y);
 void add(const float* a, const float* b, int64_t n, float* y);

@@ -1,6 +1,7 @@
 // AVX2+FMA+F16C elementwise kernels, the AVX-512 file's loops on 8 lanes (CPUs without AVX-512, such as
 // Zen 2/3 and Intel client cores). silu·up is the one that matters: with scalar expf it ran over [T, I]
 // once per MLP and cost more than the attention of a prefill chunk.
+#if defined(__x86_64__)  // x86 kernels only: elsewhere the scalar path runs (cpu_features.h)
 #include <immintrin.h>
 
 #include <cstdint>
@@ -123,3 +124,5 @@ void f32_to_f16_avx2(const float* src, uint16_t* dst, int64_t n) {
 }  // namespace hfs::cpu_fast::detail
 
 HFS_TARGET_END
+
+#endif  // defined(__x86_64__)

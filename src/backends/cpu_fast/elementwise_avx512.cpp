@@ -1,5 +1,6 @@
 // AVX-512 elementwise kernels. silu·up runs once per MLP over [T, I] (I = 4864 for Qwen2.5-0.5B): with
 // scalar expf it took 9-15 % of a prefill, more than the attention of a 1024-token prompt.
+#if defined(__x86_64__)  // x86 kernels only: elsewhere the scalar path runs (cpu_features.h)
 #include <immintrin.h>
 
 #include <cstdint>
@@ -90,3 +91,5 @@ void f32_to_f16_avx512(const float* src, uint16_t* dst, int64_t n) {
 }  // namespace hfs::cpu_fast::detail
 
 HFS_TARGET_END
+
+#endif  // defined(__x86_64__)

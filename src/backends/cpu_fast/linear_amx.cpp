@@ -12,6 +12,7 @@
 // (convert, × block scales, fma with the activation scale), so the result is bit-identical to
 // linear_int_avx512. The epilogue, not the tile multiply, bounds the kernel: a ring of four C tiles
 // keeps the next blocks' multiplies running while this block's sums are scaled.
+#if defined(__x86_64__)  // x86 kernels only: elsewhere the scalar path runs (cpu_features.h)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -251,3 +252,5 @@ void linear_int_amx(const PackedWeight& w, const QuantizedActs& a, int64_t m, co
 }  // namespace hfs::cpu_fast::detail
 
 HFS_TARGET_END
+
+#endif  // defined(__x86_64__)

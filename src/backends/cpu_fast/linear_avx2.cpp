@@ -12,6 +12,7 @@
 //   i8/q8_0: |w| against sign(x, w) with w = stored ^ 0x80 (signed; |−128| = 128 is exact as the unsigned
 //         operand, and |x| ≤ 127); the pair sums reach 32512, so every vpmaddubsw is widened at once; no
 //         offset to remove.
+#if defined(__x86_64__)  // x86 kernels only: elsewhere the scalar path runs (cpu_features.h)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -396,3 +397,5 @@ void quantize_acts_avx2(const float* x, int64_t i0, int64_t i1, int64_t k, int o
 }  // namespace hfs::cpu_fast::detail
 
 HFS_TARGET_END
+
+#endif  // defined(__x86_64__)

@@ -1,6 +1,7 @@
 // AVX-512 kernels (F/BW/VL/VNNI/BF16). Every function here carries the target through
 // HFS_TARGET_AVX512_BEGIN (isa_target.h), so the file is safe to compile into a baseline x86-64 binary:
 // nothing runs unless dispatch picked it.
+#if defined(__x86_64__)  // x86 kernels only: elsewhere the scalar path runs (cpu_features.h)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -535,3 +536,5 @@ void pack_tile_avx512(const uint8_t* src, int64_t row_bytes, int64_t block_bytes
 }  // namespace hfs::cpu_fast::detail
 
 HFS_TARGET_END
+
+#endif  // defined(__x86_64__)

@@ -42,8 +42,10 @@ constexpr double kMargin = 1.03;
 std::span<const HalfGemvVariant> half_gemv_variants() {
   static const std::vector<HalfGemvVariant> all = [] {
     std::vector<HalfGemvVariant> v;
+#if defined(__x86_64__)  // the variants are x86 kernels (cpu_features.h); elsewhere there are none
     for (const auto& x : detail::half_gemv_variants_avx2()) v.push_back(x);
     for (const auto& x : detail::half_gemv_variants_avx512()) v.push_back(x);
+#endif
     return v;
   }();
   return all;

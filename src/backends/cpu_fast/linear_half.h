@@ -83,8 +83,8 @@ inline detail::FloatKernel half_rows_kernel(const PackedWeight& w, detail::Float
 }
 
 namespace detail {
-std::span<const HalfGemvVariant> half_gemv_variants_avx2();
-std::span<const HalfGemvVariant> half_gemv_variants_avx512();
+HFS_X86_KERNEL std::span<const HalfGemvVariant> half_gemv_variants_avx2();
+HFS_X86_KERNEL std::span<const HalfGemvVariant> half_gemv_variants_avx512();
 }  // namespace detail
 
 }  // namespace hfs::cpu_fast

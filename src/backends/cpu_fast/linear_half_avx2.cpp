@@ -1,6 +1,7 @@
 // AVX2 decode GEMV variants for f16 / bf16 weights (linear_half.h): 256-bit vectors, eligible on AVX2 and
 // AVX-512 CPUs alike (on a Zen 4, which runs each 512-bit op as two 256-bit halves, the narrower loop
 // may stream as fast with half the decode work in flight). "ymm-default" is the AVX2 float kernel itself.
+#if defined(__x86_64__)  // x86 kernels only: elsewhere the scalar path runs (cpu_features.h)
 #include <immintrin.h>
 
 #include <cstdint>
@@ -84,3 +85,5 @@ constexpr HalfGemvVariant kVariants[] = {
 std::span<const HalfGemvVariant> half_gemv_variants_avx2() { return kVariants; }
 
 }  // namespace hfs::cpu_fast::detail
+
+#endif  // defined(__x86_64__)

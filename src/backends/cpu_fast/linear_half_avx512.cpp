@@ -1,3 +1,4 @@
+#if defined(__x86_64__)  // x86 kernels only: elsewhere the scalar path runs (cpu_features.h)
 
 // "default" is the AVX-512 float kernel itself, so the tuning can only keep or beat it.
 #include <immintrin.h>
@@ -65,3 +66,5 @@ constexpr HalfGemvVariant kVariants[] = {
 std::span<const HalfGemvVariant> half_gemv_variants_avx512() { return kVariants; }
 
 }  // namespace hfs::cpu_fast::detail
+
+#endif  // defined(__x86_64__)

@@ -9,6 +9,7 @@
 // -offset·Σx, then convert, × the 16 block scales (q8_0/q4_0), one FMA with the row's block scale, in
 // block order; × the channel scales (i8) and + bias at the end. So every row is bit for bit what decode
 // gives it.
+#if defined(__x86_64__)  // x86 kernels only: elsewhere the scalar path runs (cpu_features.h)
 #include <immintrin.h>
 
 #include <cstdint>
@@ -228,3 +229,5 @@ void linear_int_rows_avx512(const PackedWeight& w, const QuantizedActs& a, int64
 }  // namespace hfs::cpu_fast::detail
 
 HFS_TARGET_END
+
+#endif  // defined(__x86_64__)

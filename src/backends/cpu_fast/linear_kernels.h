@@ -17,25 +17,25 @@ using IntKernel = void (*)(const PackedWeight& w, const QuantizedActs& a, int64_
                            int64_t t0, int64_t t1);
 
 void linear_float_scalar(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
-void linear_float_avx2(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
-void linear_float_avx512(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
+HFS_X86_KERNEL void linear_float_avx2(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
+HFS_X86_KERNEL void linear_float_avx512(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
 
 void linear_int_scalar(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
-void linear_int_avx2(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
-void linear_int_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+HFS_X86_KERNEL void linear_int_avx2(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+HFS_X86_KERNEL void linear_int_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 // 2..kIntRowsMax rows (multi-row steps): each weight block loaded once into registers for every row
 // (linear_int_rows_avx512.cpp); bit-identical to linear_int_avx512, decode included.
-void linear_int_rows_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+HFS_X86_KERNEL void linear_int_rows_avx512(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 inline constexpr int64_t kIntRowsMax = 16;
 // From this many rows it takes two adjacent tiles per pass: a task's range should hold whole pairs.
 inline constexpr int64_t kIntRowsPairMinRows = 4;
 // AMX tiles, for m ≥ 16 (prefill); bit-identical to linear_int_avx512 (linear_amx.cpp).
-void linear_int_amx(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
+HFS_X86_KERNEL void linear_int_amx(const PackedWeight&, const QuantizedActs&, int64_t, const float*, float*, int64_t, int64_t);
 inline constexpr int64_t kAmxMinRows = 16;
 
 // Rows [i0, i1) of x [m, k] into a (quantize_acts splits the rows over the pool).
-void quantize_acts_avx512(const float* x, int64_t i0, int64_t i1, int64_t k, int offset, QuantizedActs& a);
-void quantize_acts_avx2(const float* x, int64_t i0, int64_t i1, int64_t k, int offset, QuantizedActs& a);
+HFS_X86_KERNEL void quantize_acts_avx512(const float* x, int64_t i0, int64_t i1, int64_t k, int offset, QuantizedActs& a);
+HFS_X86_KERNEL void quantize_acts_avx2(const float* x, int64_t i0, int64_t i1, int64_t k, int offset, QuantizedActs& a);
 
 // Packs the whole 32-blocks of one tile whose 16 rows are all real (pack_weight's load-time fast path;
 // the same bytes as its portable loop). `src` is row 0's first block, rows `row_bytes` apart, blocks
@@ -43,7 +43,7 @@ void quantize_acts_avx2(const float* x, int64_t i0, int64_t i1, int64_t k, int o
 // every 4 value bytes are XORed with `flip` (0x80808080: i8/q8_0's +128; 0 for q4_0's nibble pairs).
 // Writes `blocks` × `steps` 64-byte vectors at `dst` and, if `scales` is non-null, the blocks' f16
 // scales [blocks][16] (read at each block's start).
-void pack_tile_avx512(const uint8_t* src, int64_t row_bytes, int64_t block_bytes, int64_t qs_offset, int64_t blocks,
+HFS_X86_KERNEL void pack_tile_avx512(const uint8_t* src, int64_t row_bytes, int64_t block_bytes, int64_t qs_offset, int64_t blocks,
                       int64_t steps, uint32_t flip, uint8_t* dst, uint16_t* scales);
 
 // Packed-layout geometry shared by the packer and the kernels (see linear.h).
@@ -60,12 +60,12 @@ inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 32) * st
 // other count).
 inline constexpr int64_t kFloatRowsMax = 16;
 // 2..kFloatRowsMax rows, each bit for bit what linear_float_<isa> gives it alone (its float_gemv).
-void linear_float_rows_avx2(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
-void linear_float_rows_avx512(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
+HFS_X86_KERNEL void linear_float_rows_avx2(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
+HFS_X86_KERNEL void linear_float_rows_avx512(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
 // The same for the AVX-512 half_group variants of linear_half_gemv.h ("zmm-r1-*"; f16 / bf16 only), which
 // finish with the lane sum and then the k % 16 tail one element at a time. (The AVX2 ones, "ymm-r1-*",
 // add exactly what float_gemv does, so linear_float_rows_avx2 serves them.)
-void linear_half_rows_r1_avx512(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
+HFS_X86_KERNEL void linear_half_rows_r1_avx512(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
 // Float weights: the output rows a pool task's range is a multiple of — 4 up to kFloatRowsMax rows (the
 // GEMV's weight groups), and the AVX-512 prefill GEMM's 32-row panel otherwise (a range ending mid-panel
 // would compute a whole panel for a few rows).
