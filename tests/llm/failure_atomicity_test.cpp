@@ -1,4 +1,4 @@
-// Failure atomicity (docs/io-contract-v1.md §6, docs/reliability.md §4): a step that fails part-way
+// Failure atomicity (docs/io-contract-v1.md §6, docs/reliability.md, "Runner steps"): a step that fails part-way
 // through execute() — after some layers already wrote their K/V rows — must not advance the position,
 // must mark the runner as needing reset, and every later request must fail with kNeedsReset without
 // running anything until reset(); after reset() the runner must behave exactly like a fresh one.
