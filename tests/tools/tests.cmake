@@ -5,3 +5,9 @@ add_test(NAME cli_end_to_end
                  --ignore=${CMAKE_CURRENT_LIST_DIR}/test_serve_nginx.py --ignore=${CMAKE_CURRENT_LIST_DIR}/test_serve_limits.py
                  ${CMAKE_CURRENT_LIST_DIR})
 set_tests_properties(cli_end_to_end PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 900)
+
+# docs/cli.md is generated from the CLI's --help (scripts/gen-cli-doc): a changed option without a
+# regenerated page fails here, so the reference never drifts from the program.
+add_test(NAME cli_reference_doc
+         COMMAND ${HFS_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/gen-cli-doc $<TARGET_FILE:hfstatic_cli> --check)
+set_tests_properties(cli_reference_doc PROPERTIES LABELS "unit;e2e" TIMEOUT 60)
