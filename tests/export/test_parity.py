@@ -157,6 +157,13 @@ def test_vulkan_arch_parity(tmp_path, arch):
     check_parity(tmp_path, make_checkpoint(tmp_path, arch), chunk=16, prompt_len=24, n=6, backend="vulkan")
 
 
+def test_vulkan_llama3_rope_scaling(tmp_path):
+    # The tiny preset's llama has no rope scaling; llama3's frequency bands (all three at head_dim 16)
+    # reach the rope kernel through the exported frequencies.
+    model = make_checkpoint(tmp_path, "llama", rope_scaling="llama3")
+    check_parity(tmp_path, model, chunk=16, prompt_len=24, n=6, tails=("pad",), backend="vulkan")
+
+
 @pytest.mark.parametrize("arch", ["mistral", "gemma3"])
 def test_vulkan_sliding_window_past_the_window(tmp_path, arch):
     # Window 8, chunk 4 < W: the ring caches wrap twice over the prompt and the generation.
