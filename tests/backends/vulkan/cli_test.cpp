@@ -6,7 +6,7 @@
 #include <string>
 #include <sys/wait.h>
 
-#include "stories_fixture.h"
+#include "test_support.h"
 
 namespace hfs::vulkan {
 namespace {

@@ -11,6 +11,7 @@
 #include "hfstatic/llm_runner.h"
 #include "support/engine_trace.h"
 #include "support/hf_static_fixture.h"
+#include "test_support.h"
 
 namespace hfs::vulkan {
 namespace {
@@ -101,15 +102,12 @@ TEST(VulkanEngine, StaggeredSequencesEqualTheirSoloRuns) {
 // One generate() on a fresh Runner over `program` on `backend`.
 hfs::test::Outcome generate_on(const std::string& backend, const std::string& program, std::span<const int32_t> prompt,
                                const GenerationConfig& g) {
-  RunnerOptions o;
-  o.io.method.backends.backends = {backend};
-  auto r = Runner::load(program, o);
-  EXPECT_TRUE(r.ok()) << r.error().to_string();
+  auto r = runner_on(program, backend);
   if (!r) return {};
-  auto out = (*r)->generate(prompt, g);
+  auto out = r->generate(prompt, g);
   EXPECT_TRUE(out.ok()) << out.error().to_string();
   if (!out) return {};
-  return {*out, (*r)->stats()};
+  return {*out, r->stats()};
 }
 
 // Greedy with drafts verified on Vulkan gives the tokens greedy without them gives, on Vulkan and on

@@ -14,7 +14,7 @@
 #include "hfstatic/tokenizer.h"
 #include "support/fixtures.h"
 #include "support/hf_static_fixture.h"
-#include "stories_fixture.h"
+#include "test_support.h"
 
 namespace hfs::vulkan {
 namespace {

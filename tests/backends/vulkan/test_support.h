@@ -1,5 +1,5 @@
-// stories260K (the shared fixture, tests/support/fixtures.h) as the Vulkan tests use it: one export per
-// test binary run and set of options, Runners on a chosen backend, and the fixture check.
+// What the Vulkan tests share: stories260K (the shared fixture, tests/support/fixtures.h) exported once
+// per test binary run and set of options, the fixture check, and Runners on a chosen backend.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "stories_fixture.h"
+#include "test_support.h"
 
 #include <map>
 
