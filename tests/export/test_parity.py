@@ -184,6 +184,22 @@ def test_vulkan_f16_cache_and_weights(tmp_path):
     assert float(np.abs(logits[0] - ref_logits[0]).max()) < 5e-2
 
 
+# Each architecture with one of the stored weight formats (each format on two or three architectures), on
+# Vulkan and on cpu_ref from the same program: the formats change the numbers for both alike, so the
+# shaders' decoding is held to the reference kernels' (1e-4, the same tokens) without PyTorch's slack.
+@pytest.mark.parametrize("arch,weights", [("llama", "int4"), ("qwen2", "int8"), ("qwen3", "int4"), ("mistral", "f16"),
+                                          ("gemma2", "int4"), ("gemma3", "int8"), ("phi3", "f16")])
+def test_vulkan_stored_formats_match_cpu_ref(tmp_path, arch, weights):
+    program = export(tmp_path, make_checkpoint(tmp_path, arch), 16, ["--weights", weights])
+    expect_whole_on(program, "vulkan")
+    prompt = [int(t) for t in np.random.default_rng(7).integers(3, 500, size=24)]
+    ref_tokens, ref_logits = run_hfstatic(tmp_path, program, prompt, 6, backend="cpu_ref")
+    tokens, logits = run_hfstatic(tmp_path, program, prompt, 6, backend="vulkan")
+    diff = float(np.abs(logits - ref_logits).max())
+    assert diff <= 1e-4, f"{weights}: max |vulkan - cpu_ref| = {diff:.3g} > 1e-4"
+    assert tokens == ref_tokens
+
+
 @pytest.mark.parametrize("weights,max_diff,same_tokens", [("int8", 0.3, 20), ("int4", 2.5, 5)])
 def test_vulkan_stories260k_int_weights(tmp_path, weights, max_diff, same_tokens):
     require(SHARED_STORIES)
