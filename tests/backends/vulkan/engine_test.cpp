@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <utility>
 
 #include "hfstatic/engine.h"
 #include "hfstatic/llm_runner.h"
@@ -66,12 +67,16 @@ TEST(VulkanEngine, SharedStepsGiveCpuRefsTokens) {
 }
 
 // Sequences of different lengths arriving at different steps (one with a one-token prompt, one running
-// into the end of the context, one added while others decode), on global and on sliding-window layers
-// (the ring caches wrap): each sequence's logits at every sampled position equal its solo run's.
+// into the end of the context, one added while others decode), on global layers, on sliding-window layers
+// (the ring caches wrap), and on sliding-window layers with f16 caches: each sequence's logits at every
+// sampled position equal its solo run's.
 TEST(VulkanEngine, StaggeredSequencesEqualTheirSoloRuns) {
-  for (const std::string arch : {"llama", "mistral"}) {
+  const std::pair<std::string, std::string> cases[] = {{"llama", "f32"}, {"mistral", "f32"}, {"mistral", "f16"}};
+  for (const auto& [arch, cache] : cases) {
+    SCOPED_TRACE(arch + " " + cache + " cache");
     hfs::test::TinyModel m{arch, 4, 32};
-    m.sliding_window = arch == "mistral" ? 8 : 0;
+    m.sliding_window = arch == "mistral" ? 6 : 0;
+    m.cache_dtype = cache;
     m.sequences = 3;
     m.step_sizes = std::vector<int64_t>{2, 4, 8};
     const std::string prog = hfs::test::tiny_program(m), solo = hfs::test::tiny_program(hfs::test::solo_of(m));
@@ -95,7 +100,7 @@ TEST(VulkanEngine, StaggeredSequencesEqualTheirSoloRuns) {
     hfs::test::expect_matches_solo(solo, traces, kSoloTol, "vulkan");
     auto full = (*e)->sequence(to_the_end);
     ASSERT_TRUE(full.ok());
-    EXPECT_EQ(full->stop, SequenceStop::kContextFull) << arch;
+    EXPECT_EQ(full->stop, SequenceStop::kContextFull);
   }
 }
 
