@@ -6,6 +6,9 @@ logits within 1e-4 (f32). Sliding-window models run past 2x (and 3x) the window 
 The real TinyStories Llama and the bundled default model (models/kjv-llama) must reproduce the reference
 greedy continuation token for token.
 
+The test_vulkan_* group runs the same checks on `--backend vulkan` (CTest: parity.vulkan, registered in
+builds with the Vulkan backend); with a CLI built without it, select `-k "not vulkan"`.
+
 Run: /usr/bin/python3 -m pytest tests/export/test_parity.py   (HFS_CLI=path/to/hfstatic)
 """
 import json
