@@ -57,6 +57,7 @@ class FusedCache {
       if (p->nbytes() != 0) std::memcpy(bytes->data() + at, p->ptr, p->nbytes());
       at += p->nbytes();
     }
+    std::erase_if(cache_, [](const auto& e) { return e.second.expired(); });  // programs unloaded since
     cache_[key] = bytes;
     return bytes;
   }

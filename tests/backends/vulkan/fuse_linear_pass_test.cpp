@@ -279,6 +279,31 @@ TEST(VulkanFuseLinearsMemory, MethodsShareOneFusedCopy) {
   EXPECT_EQ(std::memcmp(static_cast<const std::byte*>(x->ptr) + 64 * 64, k->ptr, k->nbytes()), 0);
 }
 
+// What the device holds with two methods loaded: one upload of each fused weight, read by both methods'
+// delegates, and none of the originals it replaces.
+TEST(VulkanFuseLinearsMemory, DeviceHoldsTheFusedWeightOnceAndNotTheOriginals) {
+  auto program = Program::load(export_tiny(Case{"llama_int8", "llama", WeightsMode::kInt8}));
+  ASSERT_TRUE(program.ok()) << program.error().to_string();
+  auto a = program_constants(*program), b = program_constants(*program);
+  auto decode = Method::create(*(*program)->method("decode"), a, vulkan_options(true));
+  auto prefill = Method::create(*(*program)->method("prefill"), b, vulkan_options(true));
+  ASSERT_TRUE(decode.ok() && prefill.ok());
+  auto ctx = Context::get(-1);
+  ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
+  const std::string qkv = "vulkan.concat(layers.1.self_attn.q_proj.weight+layers.1.self_attn.k_proj.weight+"
+                          "layers.1.self_attn.v_proj.weight)";
+  const TensorView* fused = a->find(qkv);
+  ASSERT_NE(fused, nullptr);
+  auto buf = (*ctx)->constant(fused->ptr, fused->nbytes(), qkv);
+  ASSERT_TRUE(buf.ok());
+  EXPECT_EQ(buf->use_count(), 3) << "the decode and prefill delegates hold the one upload (and this test)";
+  const TensorView* q = a->find("layers.1.self_attn.q_proj.weight");
+  ASSERT_NE(q, nullptr);
+  auto original = (*ctx)->constant(q->ptr, q->nbytes(), "q");
+  ASSERT_TRUE(original.ok());
+  EXPECT_EQ(original->use_count(), 1) << "no delegate uploaded the original Q weight";
+}
+
 // Groups that do not match exactly, or whose fused tensors would pass the device's binding limit, stay.
 TEST(VulkanFuseLinearsRules, OnlyExactMatchesWithinTheBindingLimit) {
   auto store = owned_constants();
