@@ -17,7 +17,9 @@ namespace {
 constexpr size_t kX = 0, kWeight = 1, kBias = 2, kScale = 3;
 constexpr size_t kParts = 3;  // weight, bias, scale: what gets concatenated
 
-std::string operand(const NodeDef& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : std::string(); }
+std::string operand(const NodeDef& n, size_t i) {
+  return i < n.inputs.size() ? n.inputs[i] : std::string();
+}
 
 // What must be equal for two linears to share one: the input, the weight format and K, and which of
 // bias/scale are present. Sources must be constants (a weight computed in the graph is left alone).
@@ -192,7 +194,8 @@ Status fuse(MethodDef& m, ConstantStore& store, uint64_t max_binding_bytes) {
 }  // namespace
 
 Pass fuse_linear_pass(uint64_t max_binding_bytes) {
-  return Pass{kFuseLinearsPass, [max_binding_bytes](MethodDef& m, ConstantStore& c) { return fuse(m, c, max_binding_bytes); }};
+  return Pass{kFuseLinearsPass,
+              [max_binding_bytes](MethodDef& m, ConstantStore& c) { return fuse(m, c, max_binding_bytes); }};
 }
 
 }  // namespace hfs::vulkan

@@ -10,13 +10,13 @@
 #include <cstring>
 #include <map>
 
+#include "backends/vulkan/backend.h"
+#include "backends/vulkan/fuse_linear_pass.h"
 #include "hfstatic/export.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/method.h"
 #include "hfstatic/ops.h"
 #include "hfstatic/program.h"
-#include "backends/vulkan/backend.h"
-#include "backends/vulkan/fuse_linear_pass.h"
 #include "support/checkpoint_writer.h"
 #include "support/hf_static_fixture.h"
 
@@ -78,7 +78,8 @@ MethodOptions vulkan_options(bool passes, std::vector<Pass> caller = {}) {
 }
 
 size_t count_op(const MethodDef& m, std::string_view op) {
-  return static_cast<size_t>(std::count_if(m.nodes.begin(), m.nodes.end(), [&](const NodeDef& n) { return n.op == op; }));
+  return static_cast<size_t>(
+      std::count_if(m.nodes.begin(), m.nodes.end(), [&](const NodeDef& n) { return n.op == op; }));
 }
 
 const NodeDef* producer(const MethodDef& m, const std::string& value) {
@@ -180,16 +181,13 @@ TEST_P(VulkanFuseLinears, LogitsEqualUnfusedAndCpuRef) {
   EXPECT_LT(w2, 1e-4f * s2) << "fused Vulkan vs cpu_ref";
 }
 
-INSTANTIATE_TEST_SUITE_P(Vulkan, VulkanFuseLinears,
-                         ::testing::Values(Case{"llama_f32", "llama", WeightsMode::kF32},
-                                           Case{"llama_f16", "llama", WeightsMode::kF16},
-                                           Case{"llama_bf16", "llama", WeightsMode::kBF16},
-                                           Case{"llama_int8", "llama", WeightsMode::kInt8},
-                                           Case{"llama_int4", "llama", WeightsMode::kInt4},
-                                           Case{"qwen2_f32", "qwen2", WeightsMode::kF32},
-                                           Case{"qwen2_int8", "qwen2", WeightsMode::kInt8},
-                                           Case{"qwen2_int4", "qwen2", WeightsMode::kInt4}),
-                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Vulkan, VulkanFuseLinears,
+    ::testing::Values(Case{"llama_f32", "llama", WeightsMode::kF32}, Case{"llama_f16", "llama", WeightsMode::kF16},
+                      Case{"llama_bf16", "llama", WeightsMode::kBF16}, Case{"llama_int8", "llama", WeightsMode::kInt8},
+                      Case{"llama_int4", "llama", WeightsMode::kInt4}, Case{"qwen2_f32", "qwen2", WeightsMode::kF32},
+                      Case{"qwen2_int8", "qwen2", WeightsMode::kInt8}, Case{"qwen2_int4", "qwen2", WeightsMode::kInt4}),
+    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 // A caller pass that moves layer 0's K projection onto a bf16 copy of its weight (a caller's own rewrite),
 // counting the linears it sees: it must see the unfused graph, and the backend pass must then fuse only
@@ -266,8 +264,9 @@ TEST(VulkanFuseLinearsMemory, MethodsShareOneFusedCopy) {
   auto a = program_constants(*program), b = program_constants(*program);
   ASSERT_TRUE(pass.run(decode, *a).ok());
   ASSERT_TRUE(pass.run(prefill, *b).ok());
-  const std::string qkv = "vulkan.concat(layers.0.self_attn.q_proj.weight+layers.0.self_attn.k_proj.weight+"
-                          "layers.0.self_attn.v_proj.weight)";
+  const std::string qkv =
+      "vulkan.concat(layers.0.self_attn.q_proj.weight+layers.0.self_attn.k_proj.weight+"
+      "layers.0.self_attn.v_proj.weight)";
   const TensorView *x = a->find(qkv), *y = b->find(qkv);
   ASSERT_TRUE(x && y);
   EXPECT_EQ(x->ptr, y->ptr);
@@ -290,8 +289,9 @@ TEST(VulkanFuseLinearsMemory, DeviceHoldsTheFusedWeightOnceAndNotTheOriginals) {
   ASSERT_TRUE(decode.ok() && prefill.ok());
   auto ctx = Context::get(-1);
   ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
-  const std::string qkv = "vulkan.concat(layers.1.self_attn.q_proj.weight+layers.1.self_attn.k_proj.weight+"
-                          "layers.1.self_attn.v_proj.weight)";
+  const std::string qkv =
+      "vulkan.concat(layers.1.self_attn.q_proj.weight+layers.1.self_attn.k_proj.weight+"
+      "layers.1.self_attn.v_proj.weight)";
   const TensorView* fused = a->find(qkv);
   ASSERT_NE(fused, nullptr);
   auto buf = (*ctx)->constant(fused->ptr, fused->nbytes(), qkv);
@@ -320,7 +320,8 @@ TEST(VulkanFuseLinearsRules, OnlyExactMatchesWithinTheBindingLimit) {
   m.nodes.push_back({"linear", {"x", "w1", "b0"}, {"y1"}, {}});  // has a bias: no partner
   m.nodes.push_back({"linear", {"x", "w2"}, {"y2"}, {}});        // f16: no partner
   m.nodes.push_back({"linear", {"x", "w1"}, {"y3"}, {}});        // w0's partner
-  for (const char* y : {"y0", "y1", "y2", "y3"}) m.outputs.push_back({y, {DType::kF32, {1, 1, 8}}, IORole::kOutput, ""});
+  for (const char* y : {"y0", "y1", "y2", "y3"})
+    m.outputs.push_back({y, {DType::kF32, {1, 1, 8}}, IORole::kOutput, ""});
 
   MethodDef tight = m;
   ASSERT_TRUE(fuse_linear_pass(16 * 4 * 4 - 1).run(tight, *store).ok());
