@@ -1,4 +1,5 @@
 #include "backends/vulkan/delegate.h"
+#include "backends/vulkan/slice_view.h"
 
 #include <cstring>
 #include <map>
@@ -120,9 +121,9 @@ class VulkanDelegate final : public Delegate {
 
   Result<std::pair<VkBuffer, VkDeviceSize>> locate(const Operand& o) const {
     switch (o.kind) {
-      case Operand::Kind::kInput: return std::make_pair(bound_in_[o.index].buffer, bound_in_[o.index].offset);
-      case Operand::Kind::kOutput: return std::make_pair(bound_out_[o.index].buffer, bound_out_[o.index].offset);
-      case Operand::Kind::kConstant: return std::make_pair(constants_[o.index]->buffer(), VkDeviceSize{0});
+      case Operand::Kind::kInput: return std::make_pair(bound_in_[o.index].buffer, bound_in_[o.index].offset + o.offset);
+      case Operand::Kind::kOutput: return std::make_pair(bound_out_[o.index].buffer, bound_out_[o.index].offset + o.offset);
+      case Operand::Kind::kConstant: return std::make_pair(constants_[o.index]->buffer(), VkDeviceSize{o.offset});
       case Operand::Kind::kScratch: return std::make_pair(scratch_->buffer(), static_cast<VkDeviceSize>(o.offset));
       case Operand::Kind::kNone: break;
     }
@@ -254,6 +255,17 @@ Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, c
     auto it = aliases.find(v);
     return it == aliases.end() ? v : it->second.root;
   };
+  // Slice views (slice_view.h): a value → its source and byte offset; `place` follows them to storage.
+  const SliceViews views = slice_views(sg, types, root_of);
+  auto place = [&](const std::string& v) {
+    std::string r = root_of(v);
+    uint64_t offset = 0;
+    for (auto it = views.find(r); it != views.end(); it = views.find(r)) {
+      offset += it->second.second;
+      r = root_of(it->second.first);
+    }
+    return std::make_pair(r, offset);
+  };
   auto d = std::make_unique<VulkanDelegate>(ctx);
   for (const IOSpec& s : sg.inputs) d->in_types_.push_back(s.type);
   for (const IOSpec& s : sg.outputs) d->out_types_.push_back(s.type);
@@ -274,7 +286,7 @@ Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, c
     const NodeDef& node = sg.nodes[i];
     for (const std::string& in : node.inputs) {
       if (in.empty()) continue;
-      const std::string root = root_of(in);
+      const std::string root = place(in).first;
       if (auto it = life.find(root); it != life.end()) {
         it->second.second = i;
         continue;
@@ -295,7 +307,7 @@ Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, c
                                                     it->first + "' in place");
     }
     for (const std::string& out : node.outputs) {
-      const std::string root = root_of(out);
+      const std::string root = place(out).first;
       if (storage.count(root)) continue;
       auto [it, fresh] = life.emplace(root, std::make_pair(i, i));
       if (!fresh) it->second.second = i;
@@ -317,14 +329,21 @@ Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, c
   // One dispatch per node (none for views); the host checks of ids/index/slots inputs.
   for (size_t i = 0; i < sg.nodes.size(); ++i) {
     const NodeDef& node = sg.nodes[i];
+    if (node.outputs.size() == 1 && views.count(node.outputs[0])) continue;  // a view: no dispatch
     std::vector<Operand> in, out;
     std::vector<const TensorType*> it, ot;
+    auto operand = [&](const std::string& v) {
+      auto [root, offset] = place(v);
+      Operand o = storage.at(root);
+      o.offset += offset;
+      return o;
+    };
     for (const std::string& v : node.inputs) {
-      in.push_back(v.empty() ? Operand{} : storage.at(root_of(v)));
+      in.push_back(v.empty() ? Operand{} : operand(v));
       it.push_back(v.empty() ? nullptr : &types.at(v));
     }
     for (const std::string& v : node.outputs) {
-      out.push_back(storage.at(root_of(v)));
+      out.push_back(operand(v));
       ot.push_back(&types.at(v));
     }
     HFS_ASSIGN_OR_RETURN(Lowered l, lower_node(i, node, in, it, out, ot));
@@ -332,8 +351,10 @@ Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, c
     if (l.check) d->checks_.push_back(*l.check);
   }
   for (size_t j = 0; j < sg.outputs.size(); ++j) {
-    const Operand src = storage.at(root_of(sg.outputs[j].name));
-    if (src.kind == Operand::Kind::kOutput && src.index == j) continue;
+    auto [root, offset] = place(sg.outputs[j].name);
+    Operand src = storage.at(root);
+    src.offset += offset;
+    if (src.kind == Operand::Kind::kOutput && src.index == j && src.offset == 0) continue;
     d->copies_.push_back(CopyOut{static_cast<uint32_t>(j), src, sg.outputs[j].type.nbytes()});
   }
   HFS_TRY(create_objects(*d));
