@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "backend_settings.h"
@@ -64,6 +65,19 @@ int inspect(const InspectArgs& a) {
                   {"unshared_bytes", plan.unshared_bytes},
                   {"delegate_scratch_bytes", plan.delegate_scratch},
                   {"partitions", plan.partition_backends}};
+    // What lowering passes (caller's, then the backends') made of the method: its node count and the
+    // constants they added (e.g. the vulkan backend's concatenated Q/K/V weights), which replace the
+    // program's in what the backends upload.
+    const MethodDef& lowered = (*loaded)->def();
+    std::set<std::string> defined;
+    for (const IOSpec& s : lowered.inputs) defined.insert(s.name);
+    for (const NodeDef& n : lowered.nodes) defined.insert(n.outputs.begin(), n.outputs.end());
+    std::set<std::string> added;
+    for (const NodeDef& n : lowered.nodes)
+      for (const std::string& v : n.inputs)
+        if (!v.empty() && !defined.count(v) && !p.constant(v).ok()) added.insert(v);
+    mj["plan"]["lowered_nodes"] = lowered.nodes.size();
+    mj["plan"]["pass_constants"] = added;
     // Which nodes each backend runs (a backend that does not claim a node leaves it to the next).
     for (size_t q = 0; q < plan.partition_nodes.size(); ++q) {
       std::map<std::string, int> part_ops;
@@ -105,6 +119,12 @@ int inspect(const InspectArgs& a) {
     outf("  ops:");
     for (auto& [op, n] : mj["ops"].items()) outf(" %s×%d", op.c_str(), n.get<int>());
     outf("\n");
+    if (mj["plan"]["lowered_nodes"].get<size_t>() != mj["nodes"].get<size_t>() || !mj["plan"]["pass_constants"].empty()) {
+      const auto& added = mj["plan"]["pass_constants"];
+      outf("  after passes: %zu nodes, %zu constants added%s", mj["plan"]["lowered_nodes"].get<size_t>(), added.size(),
+           added.empty() ? "\n" : ":\n");
+      for (const auto& c : added) outf("    %s\n", c.get<std::string>().c_str());
+    }
     size_t q = 0;
     for (const auto& part : mj["plan"]["placement"]) {
       outf("  partition %zu on %s: %zu nodes,", q++, part["backend"].get<std::string>().c_str(), part["nodes"].size());

@@ -36,6 +36,14 @@ class ConstantStore {
   virtual const TensorView* find(std::string_view name) const = 0;
   // Adds an owned constant (copied). Fails if the name exists.
   [[nodiscard]] virtual Status add(const std::string& name, const TensorType& type, std::span<const std::byte> bytes) = 0;
+  // Adds a constant over `type.nbytes()` bytes at `data` that `owner` keeps alive (not copied). Fails if
+  // the name exists. A pass that builds the same constant for several methods of a program shares one
+  // copy this way (and one device upload: backends key uploads by address). Default: a copy, as add().
+  [[nodiscard]] virtual Status add_shared(const std::string& name, const TensorType& type,
+                                          std::shared_ptr<const void> owner, const void* data) {
+    (void)owner;
+    return add(name, type, {static_cast<const std::byte*>(data), static_cast<size_t>(type.nbytes())});
+  }
   // Hint from a backend that keeps its own copy of bytes [offset, offset + length) of constant `name`
   // (e.g. pre-packed weights) and will not read them again soon: a store whose constants are file-mapped
   // drops their resident pages, so the process does not hold both copies. The bytes stay valid and

@@ -40,13 +40,28 @@ class OwningStore : public ConstantStore {
     HFS_ASSIGN_OR_RETURN_CTX(Buffer buf, heap_allocator()->allocate(bytes.size()),
                              "constant store: constant '" + name + "'");
     if (!bytes.empty()) std::memcpy(buf.data(), bytes.data(), bytes.size());
-    OwnedConstant c{std::move(buf), {}};
-    c.view = TensorView(c.buffer.data(), type.dtype, type.shape);
-    owned_.emplace(name, std::move(c));
+    keep(name, type, std::move(buf));
+    return Ok{};
+  }
+
+  Status add_shared(const std::string& name, const TensorType& type, std::shared_ptr<const void> owner,
+                    const void* data) override {
+    if (find(name))
+      return make_error(ErrorCode::kDuplicateName, "constant store: constant '" + name + "' already exists");
+    if (!owner || (!data && type.nbytes() != 0))
+      return make_error(ErrorCode::kInvalidArgument, "constant store: constant '" + name + "': no bytes to share");
+    // Buffer's owner is non-const only because allocators hand out writable memory; nothing writes here.
+    keep(name, type, Buffer(const_cast<void*>(data), type.nbytes(), std::const_pointer_cast<void>(owner)));
     return Ok{};
   }
 
  private:
+  void keep(const std::string& name, const TensorType& type, Buffer buf) {
+    OwnedConstant c{std::move(buf), {}};
+    c.view = TensorView(c.buffer.data(), type.dtype, type.shape);
+    owned_.emplace(name, std::move(c));
+  }
+
   std::map<std::string, OwnedConstant, std::less<>> owned_;
 };
 
@@ -91,6 +106,14 @@ class ProgramStore final : public OwningStore {
       return make_error(ErrorCode::kDuplicateName, "constant store: constant '" + name + "' already exists in program '" +
                                                        program_->path() + "'");
     return OwningStore::add(name, type, bytes);
+  }
+
+  Status add_shared(const std::string& name, const TensorType& type, std::shared_ptr<const void> owner,
+                    const void* data) override {
+    if (views_.count(name))
+      return make_error(ErrorCode::kDuplicateName, "constant store: constant '" + name + "' already exists in program '" +
+                                                       program_->path() + "'");
+    return OwningStore::add_shared(name, type, std::move(owner), data);
   }
 
  private:

@@ -12,10 +12,22 @@ const std::string& SubgraphStorage::root_of(const std::string& value) const {
   return it == aliases.end() ? value : it->second.root;
 }
 
-Result<SubgraphStorage> plan_subgraph_storage(const Subgraph& sg, const TypeMap& types, std::string_view where) {
+std::pair<std::string, uint64_t> SubgraphStorage::place(const std::string& value) const {
+  std::string r = root_of(value);
+  uint64_t offset = 0;
+  for (auto it = views.find(r); it != views.end(); it = views.find(r)) {
+    offset += it->second.second;
+    r = root_of(it->second.first);
+  }
+  return {r, offset};
+}
+
+Result<SubgraphStorage> plan_subgraph_storage(const Subgraph& sg, const TypeMap& types, std::string_view where,
+                                              ValueViews views) {
   if (!sg.constants) return make_error(ErrorCode::kInvalidArgument, std::string(where) + ": no constant store");
   SubgraphStorage p;
   p.aliases = alias_info(sg.nodes);
+  p.views = std::move(views);
   for (size_t i = 0; i < sg.inputs.size(); ++i)
     p.roots.emplace(sg.inputs[i].name, ValueStorage{ValueStorage::Kind::kInput, i, 0, nullptr});
   for (size_t j = 0; j < sg.outputs.size(); ++j)
@@ -26,7 +38,7 @@ Result<SubgraphStorage> plan_subgraph_storage(const Subgraph& sg, const TypeMap&
     const NodeDef& node = sg.nodes[i];
     for (const std::string& in : node.inputs) {
       if (in.empty()) continue;
-      const std::string& root = p.root_of(in);
+      const std::string root = p.place(in).first;
       if (auto it = life.find(root); it != life.end()) {
         it->second.second = i;
         continue;
@@ -45,7 +57,7 @@ Result<SubgraphStorage> plan_subgraph_storage(const Subgraph& sg, const TypeMap&
                                                     ": updates constant '" + it->first + "' in place");
     }
     for (const std::string& out : node.outputs) {
-      const std::string& root = p.root_of(out);
+      const std::string root = p.place(out).first;
       if (p.roots.count(root)) continue;
       auto [it, fresh] = life.emplace(root, std::make_pair(i, i));
       if (!fresh) it->second.second = i;

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "hfstatic/backend.h"
 #include "runtime/graph_analysis.h"
@@ -22,18 +23,26 @@ struct ValueStorage {
   const TensorView* constant = nullptr; // kConstant: the value in the subgraph's constant store
 };
 
+// Values a backend binds as a byte range of another value instead of computing them (the Vulkan
+// backend's contiguous slices): value → (source value, byte offset in the source). The planner gives a
+// view no storage of its own and keeps its source alive while the view is used.
+using ValueViews = std::map<std::string, std::pair<std::string, uint64_t>, std::less<>>;
+
 struct SubgraphStorage {
   std::map<std::string, AliasInfo, std::less<>> aliases;
+  ValueViews views;
   std::map<std::string, ValueStorage, std::less<>> roots;  // by root value name
   size_t scratch_bytes = 0;
 
   const std::string& root_of(const std::string& value) const;
+  // The root whose storage holds `value` and the byte offset of `value` in it (0 unless through views).
+  std::pair<std::string, uint64_t> place(const std::string& value) const;
   const ValueStorage& at(const std::string& value) const { return roots.at(root_of(value)); }
 };
 
 // Plans `sg` (with `types` from infer_value_types). Errors, prefixed with `where`: an operand that is no
 // input, constant or earlier node output (kUndefinedValue); an in-place update of a constant (kBadAlias).
 [[nodiscard]] Result<SubgraphStorage> plan_subgraph_storage(const Subgraph& sg, const TypeMap& types,
-                                                            std::string_view where);
+                                                            std::string_view where, ValueViews views = {});
 
 }  // namespace hfs::detail

@@ -584,6 +584,29 @@ TEST(ConstantStore, OwnedAddFindAndErrors) {
   EXPECT_EQ(c->find("w"), v);  // stable across additions
 }
 
+// add_shared: the bytes are not copied, the owner outlives the caller's handle, two stores share them.
+TEST(ConstantStore, AddSharedKeepsTheOwnersBytes) {
+  auto bytes = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3});
+  std::weak_ptr<std::vector<float>> alive = bytes;
+  const float* data = bytes->data();
+  auto a = owned_constants(), b = owned_constants();
+  ASSERT_TRUE(a->add_shared("w", f32({3}), bytes, data).ok());
+  ASSERT_TRUE(b->add_shared("w", f32({3}), bytes, data).ok());
+  bytes.reset();
+  EXPECT_FALSE(alive.expired()) << "the stores keep the owner";
+  ASSERT_NE(a->find("w"), nullptr);
+  EXPECT_EQ(a->find("w")->ptr, data);
+  EXPECT_EQ(b->find("w")->ptr, data);
+  EXPECT_EQ(a->find("w")->shape, (Shape{3}));
+  Status dup = a->add_shared("w", f32({3}), alive.lock(), data);
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.error().code(), ErrorCode::kDuplicateName);
+  EXPECT_FALSE(a->add_shared("u", f32({3}), nullptr, data).ok());
+  a.reset();
+  b.reset();
+  EXPECT_TRUE(alive.expired()) << "and release it with the last store";
+}
+
 std::string temp_path(const char* name) {
   return std::string(HFS_BINARY_DIR) + "/runtime_test_" + name + "_" + std::to_string(getpid()) + ".hfs";
 }

@@ -1,10 +1,13 @@
 #include "backends/vulkan/backend.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 
 #include "backends/vulkan/delegate.h"
+#include "backends/vulkan/fuse_linear_pass.h"
 #include "backends/vulkan/io_allocator.h"
 #include "backends/vulkan/lowering.h"
 
@@ -24,7 +27,8 @@ void notice_unclaimed(const NodeDef& node, const std::string& why) {
 
 }  // namespace
 
-VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)), allocator_(make_io_allocator(ctx_)) {}
+VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx, bool passes)
+    : ctx_(std::move(ctx)), allocator_(make_io_allocator(ctx_)), passes_(passes) {}
 
 bool VulkanBackend::supports(const NodeDef& node, std::span<const TensorType* const> types) const {
   std::string why;
@@ -43,10 +47,17 @@ bool VulkanBackend::supports(const NodeDef& node, std::span<const TensorType* co
 
 Result<std::unique_ptr<Delegate>> VulkanBackend::compile(const Subgraph& sg) { return build_delegate(ctx_, sg); }
 
-std::vector<Pass> VulkanBackend::passes() const { return {}; }
+std::vector<Pass> VulkanBackend::passes() const {
+  if (!passes_) return {};
+  return {fuse_linear_pass(ctx_->limits().maxStorageBufferRange)};
+}
 
 Result<std::unique_ptr<Backend>> make_vulkan_backend(const Value& settings) {
   int device = -1;
+  // HFS_VULKAN_PASSES=0 turns the backend's passes off where no setting can be given (the CLI), to
+  // compare with the unfused graph; the "passes" setting wins over it.
+  const char* env = std::getenv("HFS_VULKAN_PASSES");
+  bool passes = !(env && std::strcmp(env, "0") == 0);
   if (settings.is_object()) {
     for (const auto& [key, v] : settings.as_object()) {
       // `threads`, the host threads a CPU backend may use, is accepted and has nothing to size here (the
@@ -58,9 +69,15 @@ Result<std::unique_ptr<Backend>> make_vulkan_backend(const Value& settings) {
                             "vulkan: setting 'threads' must be an integer >= 1, got " + v.to_json());
         continue;
       }
+      if (key == "passes") {
+        if (!v.is_bool())
+          return make_error(ErrorCode::kInvalidArgument, "vulkan: setting 'passes' must be a bool, got " + v.to_json());
+        passes = v.as_bool();
+        continue;
+      }
       if (key != "device")
         return make_error(ErrorCode::kInvalidArgument,
-                          "vulkan: unknown setting '" + key + "' (known: device, threads)");
+                          "vulkan: unknown setting '" + key + "' (known: device, passes, threads)");
       if (!v.is_int() || v.as_int() < 0 || v.as_int() > 1024)
         return make_error(ErrorCode::kInvalidArgument,
                           "vulkan: setting 'device' must be a device index in [0, 1024], got " + v.to_json());
@@ -70,7 +87,7 @@ Result<std::unique_ptr<Backend>> make_vulkan_backend(const Value& settings) {
     return make_error(ErrorCode::kInvalidArgument, "vulkan: settings must be an object, got " + settings.to_json());
   }
   HFS_ASSIGN_OR_RETURN(std::shared_ptr<Context> ctx, Context::get(device));
-  return std::unique_ptr<Backend>(std::make_unique<VulkanBackend>(std::move(ctx)));
+  return std::unique_ptr<Backend>(std::make_unique<VulkanBackend>(std::move(ctx), passes));
 }
 
 namespace {

@@ -4,7 +4,8 @@
 // design.
 //
 // Settings: {"device": N} picks the N-th device the loader lists (default: the first discrete GPU, else
-// device 0).
+// device 0); {"passes": false} (or env HFS_VULKAN_PASSES=0) turns off the backend's lowering passes
+// (fuse_linear_pass.h), leaving the caller's graph as it is.
 //
 //   hfs::MethodOptions mo;
 //   mo.backends.backends = {"vulkan"};
@@ -21,7 +22,7 @@ namespace hfs::vulkan {
 
 class VulkanBackend final : public Backend {
  public:
-  explicit VulkanBackend(std::shared_ptr<Context> ctx);
+  VulkanBackend(std::shared_ptr<Context> ctx, bool passes = true);
   std::string_view name() const override { return "vulkan"; }
   bool supports(const NodeDef& node, std::span<const TensorType* const> types) const override;
   Result<std::unique_ptr<Delegate>> compile(const Subgraph& subgraph) override;
@@ -32,6 +33,7 @@ class VulkanBackend final : public Backend {
  private:
   std::shared_ptr<Context> ctx_;
   std::shared_ptr<Allocator> allocator_;
+  bool passes_ = true;
 };
 
 [[nodiscard]] Result<std::unique_ptr<Backend>> make_vulkan_backend(const Value& settings);

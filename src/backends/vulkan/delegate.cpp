@@ -1,4 +1,5 @@
 #include "backends/vulkan/delegate.h"
+#include "backends/vulkan/slice_view.h"
 
 #include <cstring>
 #include <map>
@@ -121,9 +122,9 @@ class VulkanDelegate final : public Delegate {
 
   Result<std::pair<VkBuffer, VkDeviceSize>> locate(const Operand& o) const {
     switch (o.kind) {
-      case Operand::Kind::kInput: return std::make_pair(bound_in_[o.index].buffer, bound_in_[o.index].offset);
-      case Operand::Kind::kOutput: return std::make_pair(bound_out_[o.index].buffer, bound_out_[o.index].offset);
-      case Operand::Kind::kConstant: return std::make_pair(constants_[o.index]->buffer(), VkDeviceSize{0});
+      case Operand::Kind::kInput: return std::make_pair(bound_in_[o.index].buffer, bound_in_[o.index].offset + o.offset);
+      case Operand::Kind::kOutput: return std::make_pair(bound_out_[o.index].buffer, bound_out_[o.index].offset + o.offset);
+      case Operand::Kind::kConstant: return std::make_pair(constants_[o.index]->buffer(), VkDeviceSize{o.offset});
       case Operand::Kind::kScratch: return std::make_pair(scratch_->buffer(), static_cast<VkDeviceSize>(o.offset));
       case Operand::Kind::kNone: break;
     }
@@ -250,7 +251,13 @@ Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, c
   const std::string where = "vulkan: subgraph";
   if (!sg.constants) return make_error(ErrorCode::kInvalidArgument, where + ": no constant store");
   HFS_ASSIGN_OR_RETURN(detail::TypeMap types, detail::infer_value_types(sg.inputs, sg.nodes, *sg.constants, where));
-  HFS_ASSIGN_OR_RETURN(detail::SubgraphStorage plan, detail::plan_subgraph_storage(sg, types, where));
+  // Slice views (slice_view.h): a slice that is a byte range of its source binds the source's storage.
+  const auto aliases = detail::alias_info(sg.nodes);
+  const detail::ValueViews views = slice_views(sg, types, [&](const std::string& v) {
+    auto it = aliases.find(v);
+    return it == aliases.end() ? v : it->second.root;
+  });
+  HFS_ASSIGN_OR_RETURN(detail::SubgraphStorage plan, detail::plan_subgraph_storage(sg, types, where, views));
   auto d = std::make_unique<VulkanDelegate>(ctx);
   for (const IOSpec& s : sg.inputs) d->in_types_.push_back(s.type);
   for (const IOSpec& s : sg.outputs) d->out_types_.push_back(s.type);
@@ -278,19 +285,25 @@ Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, c
     HFS_ASSIGN_OR_RETURN(d->scratch_,
                          DeviceBuffer::create(ctx, plan.scratch_bytes, Residency::kDevice, "intermediate values"));
   }
-  auto root_of = [&](const std::string& v) -> const std::string& { return plan.root_of(v); };
 
   // One dispatch per node (none for views); the host checks of ids/index/slots inputs.
   for (size_t i = 0; i < sg.nodes.size(); ++i) {
     const NodeDef& node = sg.nodes[i];
+    if (node.outputs.size() == 1 && plan.views.count(node.outputs[0])) continue;  // a view: no dispatch
     std::vector<Operand> in, out;
     std::vector<const TensorType*> it, ot;
+    auto operand = [&](const std::string& v) {
+      auto [root, offset] = plan.place(v);
+      Operand o = storage.at(root);
+      o.offset += offset;
+      return o;
+    };
     for (const std::string& v : node.inputs) {
-      in.push_back(v.empty() ? Operand{} : storage.at(root_of(v)));
+      in.push_back(v.empty() ? Operand{} : operand(v));
       it.push_back(v.empty() ? nullptr : &types.at(v));
     }
     for (const std::string& v : node.outputs) {
-      out.push_back(storage.at(root_of(v)));
+      out.push_back(operand(v));
       ot.push_back(&types.at(v));
     }
     HFS_ASSIGN_OR_RETURN(Lowered l, lower_node(i, node, in, it, out, ot));
@@ -298,8 +311,10 @@ Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, c
     if (l.check) d->checks_.push_back(*l.check);
   }
   for (size_t j = 0; j < sg.outputs.size(); ++j) {
-    const Operand src = storage.at(root_of(sg.outputs[j].name));
-    if (src.kind == Operand::Kind::kOutput && src.index == j) continue;
+    auto [root, offset] = plan.place(sg.outputs[j].name);
+    Operand src = storage.at(root);
+    src.offset += offset;
+    if (src.kind == Operand::Kind::kOutput && src.index == j && src.offset == 0) continue;
     d->copies_.push_back(CopyOut{static_cast<uint32_t>(j), src, sg.outputs[j].type.nbytes()});
   }
   HFS_TRY(create_objects(*d));

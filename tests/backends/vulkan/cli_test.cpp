@@ -42,8 +42,17 @@ TEST_F(VulkanCli, RunGreedyTellsTheKnownStory) {
 TEST_F(VulkanCli, InspectShowsWhereEveryNodeRuns) {
   Ran r = cli("", "inspect '" + program() + "' --backend vulkan");
   EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("partition 0 on vulkan: 114 nodes"), std::string::npos) << r.out;
+  // The backend's pass fused each of the 5 layers' Q/K/V and gate/up: 10 linears out, 10 slices in.
+  EXPECT_NE(r.out.find("after passes: 124 nodes, 10 constants added:\n    vulkan.concat(layers.0.mlp.gate_proj.weight+"
+                       "layers.0.mlp.up_proj.weight)\n"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("partition 0 on vulkan: 124 nodes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("linear×21 mul×5 reshape×20 rms_norm×11 rope×10 silu×5 slice×25"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("on cpu_ref"), std::string::npos) << r.out;
+  r = cli("HFS_VULKAN_PASSES=0", "inspect '" + program() + "' --backend vulkan");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("partition 0 on vulkan: 114 nodes"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("after passes"), std::string::npos) << r.out;
 }
 
 TEST_F(VulkanCli, DeviceNeedsTheVulkanBackendAndAnExistingIndex) {
