@@ -19,8 +19,8 @@ namespace hfs {
 
 // Default prefill chunk C (clamped to the context). 128 for every size: on the SmolLM2-135M and
 // Qwen2.5-0.5B shapes 512-token prefills ran 4–10 % faster than with 64 on 1 thread and 6–19 % on 2,
-// prompts of 100–300 tokens gained as well, and 256 was no faster (bench/results/HISTORY.md, "Prefill
-// chunk"; 64 had been 1.1–1.5× faster than 32 on the Xeon). Shorter prompts run through the C/16, C/4,
+// prompts of 100–300 tokens gained as well, and 256 was no faster (bench/results/log/cpu-fast-design.md,
+// "Prefill chunk"; 64 had been 1.1–1.5× faster than 32 on the Xeon). Shorter prompts run through the C/16, C/4,
 // C/2 variants and the runner's tail plan.
 inline constexpr int64_t kDefaultPrefillChunk = 128;
 

@@ -6,6 +6,9 @@ logits within 1e-4 (f32). Sliding-window models run past 2x (and 3x) the window 
 The real TinyStories Llama and the bundled default model (models/kjv-llama) must reproduce the reference
 greedy continuation token for token.
 
+The test_vulkan_* group runs the same checks on `--backend vulkan` (CTest: parity.vulkan, registered in
+builds with the Vulkan backend); with a CLI built without it, select `-k "not vulkan"`.
+
 Run: /usr/bin/python3 -m pytest tests/export/test_parity.py   (HFS_CLI=path/to/hfstatic)
 """
 import json
@@ -47,10 +50,11 @@ def export(tmp, model_dir, chunk, extra=()):
     return out
 
 
-def run_hfstatic(tmp, program, prompt, n, tail="pad"):
+def run_hfstatic(tmp, program, prompt, n, tail="pad", backend=None):
     dump = tmp / f"logits_{tail}.f32"
+    extra = ["--backend", backend] if backend else []
     out = sh(CLI, "run", "-m", program, "--tokens", ",".join(map(str, prompt)), "-n", n, "--temp", "0",
-             "--ignore-eos", "--json", "--tail", tail, "--dump-logits", dump)
+             "--ignore-eos", "--json", "--tail", tail, "--dump-logits", dump, *extra)
     tokens = json.loads(out)["tokens"]
     logits = np.fromfile(dump, dtype=np.float32).reshape(len(tokens), -1)
     return tokens, logits
@@ -64,16 +68,25 @@ def run_reference(tmp, model_dir, prompt, n):
     return [int(t) for t in z["tokens"][len(prompt):]], z["logits"]
 
 
-def check_parity(tmp, model_dir, chunk, prompt_len=40, n=20, tails=("pad", "decode"), extra=()):
+def check_parity(tmp, model_dir, chunk, prompt_len=40, n=20, tails=("pad", "decode"), extra=(), backend=None):
     rng = np.random.default_rng(chunk * 1000 + prompt_len)
     prompt = [int(t) for t in rng.integers(3, 500, size=prompt_len)]
     program = export(tmp, model_dir, chunk, extra)
+    if backend:
+        expect_whole_on(program, backend)
     ref_tokens, ref_logits = run_reference(tmp, model_dir, prompt, n)
     for tail in tails:
-        tokens, logits = run_hfstatic(tmp, program, prompt, n, tail)
+        tokens, logits = run_hfstatic(tmp, program, prompt, n, tail, backend)
         diff = float(np.abs(logits[:n] - ref_logits[:n]).max())
         assert diff <= 1e-4, f"tail={tail}: max |logits - reference| = {diff:.3g} > 1e-4"
         assert tokens == ref_tokens[:n], f"tail={tail}: tokens differ\n ours {tokens}\n ref  {ref_tokens[:n]}"
+
+
+def expect_whole_on(program, backend):
+    # A node the backend does not claim would run on cpu_ref and prove nothing about the backend.
+    info = json.loads(sh(CLI, "inspect", program, "--backend", backend, "--json"))
+    for m in info["methods"]:
+        assert m["plan"]["partitions"] == [backend], f"method {m['name']}: partitions {m['plan']['partitions']}"
 
 
 ARCHS = ["llama", "qwen2", "qwen3", "mistral", "gemma2", "gemma3", "phi3"]
@@ -133,6 +146,69 @@ def test_stories260k_quantized_weights_track_reference(tmp_path, weights, max_di
     require(SHARED_STORIES)
     program = export(tmp_path, SHARED_STORIES, 32, ["--weights", weights])
     tokens, logits = run_hfstatic(tmp_path, program, [1], same_tokens)
+    ref_tokens, ref_logits = run_reference(tmp_path, SHARED_STORIES, [1], same_tokens)
+    assert float(np.abs(logits[0] - ref_logits[0]).max()) < max_diff
+    assert tokens == ref_tokens[:same_tokens]
+
+
+# The Vulkan backend (lavapipe on a CPU-only machine, one dispatch after another: few tokens, tiny
+# presets) held to the same reference and tolerances as the CPU groups above, every method whole on
+# Vulkan. CTest runs these as parity.vulkan with the Khronos validation layer on.
+@pytest.mark.parametrize("arch", ARCHS)
+def test_vulkan_arch_parity(tmp_path, arch):
+    # chunk 16 with a 24-token prompt: a full chunk and a padded tail of 8, then decode steps (the prompt
+    # tail fed token by token is the CPU group's: on Vulkan it runs the same decode method).
+    check_parity(tmp_path, make_checkpoint(tmp_path, arch), chunk=16, prompt_len=24, n=6, tails=("pad",),
+                 backend="vulkan")
+
+
+def test_vulkan_llama3_rope_scaling(tmp_path):
+    # The tiny preset's llama has no rope scaling; llama3's frequency bands (all three at head_dim 16)
+    # reach the rope kernel through the exported frequencies.
+    model = make_checkpoint(tmp_path, "llama", rope_scaling="llama3")
+    check_parity(tmp_path, model, chunk=16, prompt_len=24, n=6, tails=("pad",), backend="vulkan")
+
+
+@pytest.mark.parametrize("arch", ["mistral", "gemma3"])
+def test_vulkan_sliding_window_past_the_window(tmp_path, arch):
+    # Window 8, chunk 4 < W: the ring caches wrap twice over the prompt and the generation.
+    model = make_checkpoint(tmp_path, arch, sliding_window=8)
+    check_parity(tmp_path, model, chunk=4, prompt_len=18, n=6, tails=("pad",), backend="vulkan")
+
+
+def test_vulkan_f16_cache_and_weights(tmp_path):
+    model = make_checkpoint(tmp_path, "llama")
+    rng = np.random.default_rng(5)
+    prompt = [int(t) for t in rng.integers(3, 500, size=24)]
+    program = export(tmp_path, model, 16, ["--cache-dtype", "f16", "--weights", "f16"])
+    expect_whole_on(program, "vulkan")
+    _, ref_logits = run_reference(tmp_path, model, prompt, 4)
+    _, logits = run_hfstatic(tmp_path, program, prompt, 4, backend="vulkan")
+    assert float(np.abs(logits[0] - ref_logits[0]).max()) < 5e-2
+
+
+# Each architecture with one of the stored weight formats (each format on two or three architectures), on
+# Vulkan and on cpu_ref from the same program: the formats change the numbers for both alike, so the
+# shaders' decoding is held to the reference kernels' (1e-4, the same tokens) without PyTorch's slack.
+@pytest.mark.parametrize("arch,weights", [("llama", "int4"), ("qwen2", "int8"), ("qwen3", "int4"), ("mistral", "f16"),
+                                          ("gemma2", "int4"), ("gemma3", "int8"), ("phi3", "f16")])
+def test_vulkan_stored_formats_match_cpu_ref(tmp_path, arch, weights):
+    program = export(tmp_path, make_checkpoint(tmp_path, arch), 16, ["--weights", weights])
+    expect_whole_on(program, "vulkan")
+    prompt = [int(t) for t in np.random.default_rng(7).integers(3, 500, size=24)]
+    ref_tokens, ref_logits = run_hfstatic(tmp_path, program, prompt, 6, backend="cpu_ref")
+    tokens, logits = run_hfstatic(tmp_path, program, prompt, 6, backend="vulkan")
+    diff = float(np.abs(logits - ref_logits).max())
+    assert diff <= 1e-4, f"{weights}: max |vulkan - cpu_ref| = {diff:.3g} > 1e-4"
+    assert tokens == ref_tokens
+
+
+@pytest.mark.parametrize("weights,max_diff,same_tokens", [("int8", 0.3, 20), ("int4", 2.5, 5)])
+def test_vulkan_stories260k_int_weights(tmp_path, weights, max_diff, same_tokens):
+    require(SHARED_STORIES)
+    program = export(tmp_path, SHARED_STORIES, 32, ["--weights", weights])
+    expect_whole_on(program, "vulkan")
+    tokens, logits = run_hfstatic(tmp_path, program, [1], same_tokens, backend="vulkan")
     ref_tokens, ref_logits = run_reference(tmp_path, SHARED_STORIES, [1], same_tokens)
     assert float(np.abs(logits[0] - ref_logits[0]).max()) < max_diff
     assert tokens == ref_tokens[:same_tokens]

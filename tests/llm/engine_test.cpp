@@ -11,6 +11,7 @@
 #include <random>
 
 #include "hfstatic/metadata_keys.h"
+#include "support/engine_trace.h"
 #include "support/hf_static_fixture.h"
 #include "support/require_fixture.h"
 
@@ -21,86 +22,15 @@ using test::TinyModel;
 
 constexpr float kTol = 1e-5f;  // f32: only the order of the attention sums over slots may differ
 
-float max_abs_diff(std::span<const float> a, std::span<const float> b) {
-  EXPECT_EQ(a.size(), b.size());
-  float m = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
+using test::max_abs_diff;
+using test::run_to_idle;
+using test::solo_logits;
+using test::solo_of;
+using test::step_and_record;
+using test::Trace;
 
-// The same weights, one sequence, contract version 1.
-TinyModel solo_of(TinyModel m) {
-  m.sequences = 1;
-  m.step_sizes = std::nullopt;
-  m.pool_slots = 0;
-  return m;
-}
-
-// Logits after each token of `tokens`, fed one token at a time through the Runner's decode: the reference.
-std::vector<std::vector<float>> solo_logits(const std::string& program, std::span<const int32_t> tokens) {
-  auto r = test::open_runner(program);
-  EXPECT_TRUE(r.ok()) << r.error().to_string();
-  std::vector<std::vector<float>> out;
-  for (int32_t t : tokens) {
-    auto l = (*r)->decode_step(t);
-    EXPECT_TRUE(l.ok()) << l.error().to_string();
-    if (!l) break;
-    out.emplace_back(l->begin(), l->end());
-  }
-  return out;
-}
-
-// What the engine showed for one sequence: every token fed (prompt and generated, in order) and the logits
-// at each position where it sampled.
-struct Trace {
-  std::vector<int32_t> fed;
-  std::map<int64_t, std::vector<float>> logits;  // position of the last fed token → logits after it
-};
-
-// One step, recording for each generated token the logits it was sampled from and the token (the engine
-// feeds it next, unless it was the last).
-void step_and_record(Engine& e, std::map<SequenceId, Trace>& traces) {
-  auto ev = e.step();
-  ASSERT_TRUE(ev.ok()) << ev.error().to_string();
-  for (const StepEvent& x : *ev) {
-    if (x.token < 0) continue;
-    auto info = e.sequence(x.sequence);
-    ASSERT_TRUE(info.ok());
-    auto l = e.logits(x.sequence);
-    ASSERT_FALSE(l.empty());
-    Trace& t = traces[x.sequence];
-    t.fed.resize(static_cast<size_t>(info->length));
-    t.logits[info->length - 1] = {l.begin(), l.end()};
-    t.fed.push_back(x.token);
-  }
-}
-
-// Steps until idle, recording as step_and_record does.
-void run_to_idle(Engine& e, std::map<SequenceId, Trace>& traces, int max_steps = 10000) {
-  for (int i = 0; i < max_steps && !e.idle(); ++i) {
-    step_and_record(e, traces);
-    if (::testing::Test::HasFatalFailure()) return;
-  }
-  ASSERT_TRUE(e.idle());
-}
-
-// Each traced sequence's logits equal the solo run's at the same positions, and its greedy tokens are the
-// solo argmaxes.
 void expect_matches_solo(const std::string& solo_program, const std::map<SequenceId, Trace>& traces) {
-  size_t compared = 0;
-  for (const auto& [id, t] : traces) {
-    if (t.logits.empty()) continue;  // removed or ended before its first token
-    // Up to the last position with logits: the last generated token may never have been fed.
-    const size_t upto = static_cast<size_t>(t.logits.rbegin()->first + 1);
-    ASSERT_LE(upto, t.fed.size()) << "sequence " << id;
-    auto ref = solo_logits(solo_program, std::span<const int32_t>(t.fed).first(upto));
-    compared += t.logits.size();
-    for (const auto& [pos, l] : t.logits) {
-      ASSERT_LT(static_cast<size_t>(pos), ref.size()) << "sequence " << id;
-      EXPECT_LE(max_abs_diff(l, ref[static_cast<size_t>(pos)]), kTol) << "sequence " << id << " position " << pos;
-    }
-  }
-  EXPECT_GT(compared, 0u);
+  test::expect_matches_solo(solo_program, traces, kTol);
 }
 
 GenerationConfig greedy(int max_new) {

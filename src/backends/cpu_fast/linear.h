@@ -89,7 +89,7 @@ struct PackedWeight {
 // prefill and decode methods of a program, several Runners sharing one Program) gets the same copy,
 // which lives while any of them holds it. Thread-safe. Float weights are copied too (into `copy`, on
 // huge pages, `done` reporting progress as for packing): Qwen2.5-0.5B f16 decode read its weights
-// 11-39 % faster from the copy than from the program's file mapping (bench/results/HISTORY.md, "Weight formats").
+// 11-39 % faster from the copy than from the program's file mapping (bench/results/log/cpu-fast-design.md, "Weight formats").
 // `pool`, if given, shares the float copy's memcpy (and its page faults) out: 1 GB in ~200 ms on two
 // threads against ~320 ms on one.
 [[nodiscard]] Result<std::shared_ptr<PackedWeight>> shared_packed_weight(DType format, const void* data, int64_t n,

@@ -29,7 +29,7 @@ enum class IntFmt { kI8, kQ8, kQ4 };
 // Software prefetch distance: twice decode's (linear_float_driver.h's kPrefetchAhead). With 8 rows a block
 // takes 8 times decode's arithmetic, so the weight stream comes in bursts between long stretches of
 // vpdpbusd, and a core 4 KiB ahead sat in its prefetches waiting for fill buffers (the distances tried:
-// bench/results/HISTORY.md, cpu_fast).
+// bench/results/log/cpu-fast-experiments.md).
 constexpr int64_t kRowsPrefetchAhead = 8192;
 
 // MR rows × one tile. Fewer than 4 rows keep the low and high half of each block in separate sums (two
@@ -99,7 +99,7 @@ inline void rows_tile(const PackedWeight& w, const QuantizedActs& a, int64_t t, 
 
 // From this many rows a task's tiles go through in pairs (rows_tile_pair): below, the broadcasts do not
 // bound a block and the pair's second weight stream gains nothing (a 3-row step takes the same time either
-// way, a 5-row one less in pairs; bench/results/HISTORY.md).
+// way, a 5-row one less in pairs; bench/results/log/cpu-fast-experiments.md).
 constexpr int kPairMinRows = static_cast<int>(kIntRowsPairMinRows);
 // A pair reads two streams, a tile apart; each is prefetched this far ahead, so the bytes in flight are the
 // one-tile kernel's kRowsPrefetchAhead.

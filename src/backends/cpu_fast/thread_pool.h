@@ -7,7 +7,7 @@
 // core), while on free cores every thread works on the same part of every job: consecutive GEMMs write
 // the same output columns from the same core, and the lines stay in that core's cache instead of
 // moving between cores (one shared counter dealt the columns out by arrival: the 2-thread prefill GEMMs
-// ran 5-10 % slower, bench/results/HISTORY.md, "Thread pool"). Idle workers spin briefly — steps issue kernels
+// ran 5-10 % slower, bench/results/log/cpu-fast-design.md, "Thread pool"). Idle workers spin briefly — steps issue kernels
 // microseconds apart — then sleep on a futex, so they never burn a core another process needs.
 //
 // A worker that shares its core with another busy process still stalls the step whenever it is

@@ -1,7 +1,8 @@
 // "cpu_ref": the portable reference backend. It claims every node whose op has a reference kernel and
-// runs a subgraph node by node with hfs::run_reference. Intermediate values are planned with plan_arena
-// into one scratch buffer allocated at compile time; views and in-place updates share their source's
-// storage (a subgraph input, output, constant or scratch slot) instead of copying.
+// runs a subgraph node by node with hfs::run_reference. Intermediate values are planned
+// (runtime/subgraph_storage.h) into one scratch buffer allocated at compile time; views and in-place
+// updates share their source's storage (a subgraph input, output, constant or scratch slot) instead of
+// copying.
 #include <cstring>
 #include <map>
 
@@ -9,6 +10,7 @@
 #include "hfstatic/method.h"
 #include "hfstatic/ops.h"
 #include "runtime/graph_analysis.h"
+#include "runtime/subgraph_storage.h"
 
 namespace hfs {
 namespace {
@@ -96,60 +98,20 @@ class CpuRefBackend final : public Backend {
     const std::string where = "cpu_ref: subgraph";
     if (!sg.constants) return make_error(ErrorCode::kInvalidArgument, where + ": no constant store");
     HFS_ASSIGN_OR_RETURN(detail::TypeMap types, detail::infer_value_types(sg.inputs, sg.nodes, *sg.constants, where));
-    auto aliases = detail::alias_info(sg.nodes);
-    auto root_of = [&](const std::string& v) {
-      auto it = aliases.find(v);
-      return it == aliases.end() ? v : it->second.root;
-    };
-
-    // Storage per root value: a subgraph input, the first subgraph output in its alias group, a
-    // constant, or a scratch slot whose lifetime spans every alias of the root.
+    // Storage per root value: runtime/subgraph_storage.h (the Vulkan backend plans the same way).
+    HFS_ASSIGN_OR_RETURN(detail::SubgraphStorage plan, detail::plan_subgraph_storage(sg, types, where));
     std::map<std::string, Ref, std::less<>> storage;
-    for (size_t i = 0; i < sg.inputs.size(); ++i) storage.emplace(sg.inputs[i].name, Ref{Ref::Kind::kInput, i, nullptr});
-    for (size_t j = 0; j < sg.outputs.size(); ++j) {
-      std::string root = root_of(sg.outputs[j].name);
-      if (!storage.count(root)) storage.emplace(root, Ref{Ref::Kind::kOutput, j, nullptr});
-    }
-    std::map<std::string, std::pair<size_t, size_t>, std::less<>> life;  // scratch roots: [first, last] node
-    std::map<std::string, size_t, std::less<>> scratch_item;
-    for (size_t i = 0; i < sg.nodes.size(); ++i) {
-      const NodeDef& node = sg.nodes[i];
-      for (const std::string& in : node.inputs) {
-        if (in.empty()) continue;
-        std::string root = root_of(in);
-        if (storage.count(root) || life.count(root)) {
-          if (life.count(root)) life[root].second = i;
-          continue;
-        }
-        const TensorView* c = sg.constants->find(root);
-        if (!c) return make_error(ErrorCode::kUndefinedValue, where + ": " + detail::node_label(i, node) +
-                                                                  ": operand '" + in + "' has no storage");
-        storage.emplace(root, Ref{Ref::Kind::kConstant, 0, c->ptr});
-      }
-      const OpSchema* s = find_op(node.op);
-      if (s && s->in_place && s->alias_input >= 0) {
-        auto it = storage.find(root_of(node.outputs.empty() ? std::string() : node.outputs[0]));
-        if (it != storage.end() && it->second.kind == Ref::Kind::kConstant)
-          return make_error(ErrorCode::kBadAlias, where + ": " + detail::node_label(i, node) +
-                                                      ": updates constant '" + it->first + "' in place");
-      }
-      for (const std::string& out : node.outputs) {
-        std::string root = root_of(out);
-        if (storage.count(root)) continue;
-        auto [it, fresh] = life.emplace(root, std::make_pair(i, i));
-        if (!fresh) it->second.second = i;
+    for (const auto& [root, s] : plan.roots) {
+      using K = detail::ValueStorage::Kind;
+      switch (s.kind) {
+        case K::kInput: storage.emplace(root, Ref{Ref::Kind::kInput, s.index, nullptr}); break;
+        case K::kOutput: storage.emplace(root, Ref{Ref::Kind::kOutput, s.index, nullptr}); break;
+        case K::kConstant: storage.emplace(root, Ref{Ref::Kind::kConstant, 0, s.constant->ptr}); break;
+        case K::kScratch: storage.emplace(root, Ref{Ref::Kind::kScratch, s.offset, nullptr}); break;
       }
     }
-    std::vector<PlanItem> items;
-    std::vector<std::string> item_roots;
-    for (const auto& [root, range] : life) {
-      scratch_item[root] = items.size();
-      items.push_back(PlanItem{types[root].nbytes(), range.first, range.second, 0});
-      item_roots.push_back(root);
-    }
-    size_t total = plan_arena(items);
-    for (size_t k = 0; k < items.size(); ++k)
-      storage.emplace(item_roots[k], Ref{Ref::Kind::kScratch, items[k].offset, nullptr});
+    auto root_of = [&](const std::string& v) -> const std::string& { return plan.root_of(v); };
+    const size_t total = plan.scratch_bytes;
 
     auto d = std::make_unique<CpuRefDelegate>();
     if (total) {

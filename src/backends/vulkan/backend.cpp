@@ -49,8 +49,18 @@ Result<std::unique_ptr<Backend>> make_vulkan_backend(const Value& settings) {
   int device = -1;
   if (settings.is_object()) {
     for (const auto& [key, v] : settings.as_object()) {
+      // `threads`, the host threads a CPU backend may use, is accepted and has nothing to size here (the
+      // device runs the work): options written for any backend, such as a draft program's runner asking
+      // for one thread, apply unchanged.
+      if (key == "threads") {
+        if (!v.is_int() || v.as_int() < 1)
+          return make_error(ErrorCode::kInvalidArgument,
+                            "vulkan: setting 'threads' must be an integer >= 1, got " + v.to_json());
+        continue;
+      }
       if (key != "device")
-        return make_error(ErrorCode::kInvalidArgument, "vulkan: unknown setting '" + key + "' (known: device)");
+        return make_error(ErrorCode::kInvalidArgument,
+                          "vulkan: unknown setting '" + key + "' (known: device, threads)");
       if (!v.is_int() || v.as_int() < 0 || v.as_int() > 1024)
         return make_error(ErrorCode::kInvalidArgument,
                           "vulkan: setting 'device' must be a device index in [0, 1024], got " + v.to_json());

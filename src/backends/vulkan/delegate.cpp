@@ -6,6 +6,7 @@
 #include "backends/vulkan/step_timer.h"
 #include "hfstatic/method.h"
 #include "runtime/graph_analysis.h"
+#include "runtime/subgraph_storage.h"
 
 namespace hfs::vulkan {
 namespace {
@@ -257,70 +258,35 @@ Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, c
   const std::string where = "vulkan: subgraph";
   if (!sg.constants) return make_error(ErrorCode::kInvalidArgument, where + ": no constant store");
   HFS_ASSIGN_OR_RETURN(detail::TypeMap types, detail::infer_value_types(sg.inputs, sg.nodes, *sg.constants, where));
-  auto aliases = detail::alias_info(sg.nodes);
-  auto root_of = [&](const std::string& v) {
-    auto it = aliases.find(v);
-    return it == aliases.end() ? v : it->second.root;
-  };
+  HFS_ASSIGN_OR_RETURN(detail::SubgraphStorage plan, detail::plan_subgraph_storage(sg, types, where));
   auto d = std::make_unique<VulkanDelegate>(ctx);
   for (const IOSpec& s : sg.inputs) d->in_types_.push_back(s.type);
   for (const IOSpec& s : sg.outputs) d->out_types_.push_back(s.type);
   d->bound_in_.resize(sg.inputs.size());
   d->bound_out_.resize(sg.outputs.size());
 
-  // Storage per root value, as cpu_ref: a subgraph input, the first subgraph output of its alias group,
-  // a constant (uploaded), or a scratch slot living from its first definition to its last use.
+  // Storage per root value (runtime/subgraph_storage.h, as cpu_ref): constants uploaded once per device,
+  // intermediate values in one device-local scratch buffer.
   std::map<std::string, Operand, std::less<>> storage;
-  for (size_t i = 0; i < sg.inputs.size(); ++i)
-    storage.emplace(sg.inputs[i].name, Operand{Operand::Kind::kInput, static_cast<uint32_t>(i), 0});
-  for (size_t j = 0; j < sg.outputs.size(); ++j) {
-    const std::string root = root_of(sg.outputs[j].name);
-    if (!storage.count(root)) storage.emplace(root, Operand{Operand::Kind::kOutput, static_cast<uint32_t>(j), 0});
-  }
-  std::map<std::string, std::pair<size_t, size_t>, std::less<>> life;
-  for (size_t i = 0; i < sg.nodes.size(); ++i) {
-    const NodeDef& node = sg.nodes[i];
-    for (const std::string& in : node.inputs) {
-      if (in.empty()) continue;
-      const std::string root = root_of(in);
-      if (auto it = life.find(root); it != life.end()) {
-        it->second.second = i;
-        continue;
+  for (const auto& [root, s] : plan.roots) {
+    using K = detail::ValueStorage::Kind;
+    switch (s.kind) {
+      case K::kInput: storage.emplace(root, Operand{Operand::Kind::kInput, static_cast<uint32_t>(s.index), 0}); break;
+      case K::kOutput: storage.emplace(root, Operand{Operand::Kind::kOutput, static_cast<uint32_t>(s.index), 0}); break;
+      case K::kScratch: storage.emplace(root, Operand{Operand::Kind::kScratch, 0, s.offset}); break;
+      case K::kConstant: {
+        HFS_ASSIGN_OR_RETURN(auto buf, ctx->constant(s.constant->ptr, s.constant->nbytes(), root));
+        storage.emplace(root, Operand{Operand::Kind::kConstant, static_cast<uint32_t>(d->constants_.size()), 0});
+        d->constants_.push_back(std::move(buf));
+        break;
       }
-      if (storage.count(root)) continue;
-      const TensorView* c = sg.constants->find(root);
-      if (!c) return make_error(ErrorCode::kUndefinedValue, where + ": " + detail::node_label(i, node) + ": operand '" +
-                                                                in + "' has no storage");
-      HFS_ASSIGN_OR_RETURN(auto buf, ctx->constant(c->ptr, c->nbytes(), root));
-      storage.emplace(root, Operand{Operand::Kind::kConstant, static_cast<uint32_t>(d->constants_.size()), 0});
-      d->constants_.push_back(std::move(buf));
-    }
-    const OpSchema* s = find_op(node.op);
-    if (s && s->in_place && s->alias_input >= 0 && !node.outputs.empty()) {
-      auto it = storage.find(root_of(node.outputs[0]));
-      if (it != storage.end() && it->second.kind == Operand::Kind::kConstant)
-        return make_error(ErrorCode::kBadAlias, where + ": " + detail::node_label(i, node) + ": updates constant '" +
-                                                    it->first + "' in place");
-    }
-    for (const std::string& out : node.outputs) {
-      const std::string root = root_of(out);
-      if (storage.count(root)) continue;
-      auto [it, fresh] = life.emplace(root, std::make_pair(i, i));
-      if (!fresh) it->second.second = i;
     }
   }
-  std::vector<PlanItem> items;
-  std::vector<std::string> item_roots;
-  for (const auto& [root, range] : life) {
-    items.push_back(PlanItem{types[root].nbytes(), range.first, range.second, 0});
-    item_roots.push_back(root);
+  if (plan.scratch_bytes) {
+    HFS_ASSIGN_OR_RETURN(d->scratch_,
+                         DeviceBuffer::create(ctx, plan.scratch_bytes, Residency::kDevice, "intermediate values"));
   }
-  const size_t scratch = plan_arena(items);
-  for (size_t k = 0; k < items.size(); ++k)
-    storage.emplace(item_roots[k], Operand{Operand::Kind::kScratch, 0, items[k].offset});
-  if (scratch) {
-    HFS_ASSIGN_OR_RETURN(d->scratch_, DeviceBuffer::create(ctx, scratch, Residency::kDevice, "intermediate values"));
-  }
+  auto root_of = [&](const std::string& v) -> const std::string& { return plan.root_of(v); };
 
   // One dispatch per node (none for views); the host checks of ids/index/slots inputs.
   for (size_t i = 0; i < sg.nodes.size(); ++i) {

@@ -9,6 +9,7 @@
 #include "hfstatic/method.h"
 #include "hfstatic/program.h"
 #include "support/hf_static_fixture.h"
+#include "test_support.h"
 
 namespace hfs::vulkan {
 namespace {
@@ -19,14 +20,6 @@ struct Case {
 };
 
 class Architectures : public ::testing::TestWithParam<Case> {};
-
-std::unique_ptr<Runner> runner(const std::string& path, const std::string& backend) {
-  RunnerOptions o;
-  o.io.method.backends.backends = {backend};
-  auto r = Runner::load(path, o);
-  EXPECT_TRUE(r.ok()) << r.error().to_string();
-  return r.ok() ? std::move(*r) : nullptr;
-}
 
 TEST_P(Architectures, WholeProgramOnVulkanMatchesCpuRef) {
   const std::string path = hfs::test::tiny_program(GetParam().model);
@@ -39,7 +32,7 @@ TEST_P(Architectures, WholeProgramOnVulkanMatchesCpuRef) {
     ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
     EXPECT_EQ((*loaded)->plan().partition_backends, std::vector<std::string>{"vulkan"}) << m.name;
   }
-  auto vk = runner(path, "vulkan"), ref = runner(path, "cpu_ref");
+  auto vk = runner_on(path, "vulkan"), ref = runner_on(path, "cpu_ref");
   ASSERT_TRUE(vk && ref);
   const std::vector<int32_t> prompt = hfs::test::random_tokens(6, 512, 11);
   ASSERT_TRUE(vk->prefill(prompt).ok());

@@ -6,9 +6,7 @@
 #include <string>
 #include <sys/wait.h>
 
-#include "hfstatic/export.h"
-#include "support/fixtures.h"
-#include "support/hf_static_fixture.h"
+#include "test_support.h"
 
 namespace hfs::vulkan {
 namespace {
@@ -31,27 +29,9 @@ Ran cli(const std::string& env, const std::string& args) {
   return r;
 }
 
-const std::string& program() {
-  static const std::string path = [] {
-    ExportOptions opt;
-    opt.context = 64;
-    opt.prefill_chunk = 8;
-    opt.weights = WeightsMode::kF32;
-    opt.progress = false;
-    const std::string p = hfs::test::temp_dir() + "/stories260K_cli.hfs";
-    EXPECT_TRUE(export_checkpoint(hfs::test::stories_dir(), p, opt).ok());
-    return p;
-  }();
-  return path;
-}
+std::string program() { return stories_program(); }
 
-class VulkanCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(hfs::test::fixture_exists(hfs::test::stories_dir() + "/config.json"))
-        << hfs::test::missing(hfs::test::stories_dir());
-  }
-};
+class VulkanCli : public StoriesTest {};
 
 TEST_F(VulkanCli, RunGreedyTellsTheKnownStory) {
   Ran r = cli("", "run -m '" + program() + "' -p 'Once upon a time' -n 12 --temp 0 --backend vulkan --device 0");

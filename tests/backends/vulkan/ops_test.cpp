@@ -287,6 +287,16 @@ TEST(VulkanBackend, SettingsAreChecked) {
   r = make_vulkan_backend(typo);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("unknown setting 'devcie'"), std::string::npos);
+  // `threads` (what CPU backends size their pool by; a draft program's runner asks every backend for one)
+  // is accepted when it is a thread count.
+  Value threads = Value::object();
+  threads.set("threads", Value(1));
+  EXPECT_TRUE(make_vulkan_backend(threads).ok());
+  threads.set("threads", Value(0));
+  r = make_vulkan_backend(threads);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("'threads' must be an integer >= 1, got 0"), std::string::npos)
+      << r.error().to_string();
 }
 
 // With HFS_VULKAN_VALIDATION set (the CTest registration sets it), every message of the Khronos

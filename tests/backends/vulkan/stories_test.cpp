@@ -14,44 +14,20 @@
 #include "hfstatic/tokenizer.h"
 #include "support/fixtures.h"
 #include "support/hf_static_fixture.h"
+#include "test_support.h"
 
 namespace hfs::vulkan {
 namespace {
 
 constexpr int kGreedyTokens = 40;  // lavapipe runs shaders on the CPU: a few dozen steps
 
-const std::string& stories_f32() {
-  static const std::string path = [] {
-    ExportOptions opt;
-    opt.context = 64;
-    opt.prefill_chunk = 8;
-    opt.weights = WeightsMode::kF32;
-    opt.progress = false;
-    const std::string p = hfs::test::temp_dir() + "/stories260K_f32.hfs";
-    const Status st = export_checkpoint(hfs::test::stories_dir(), p, opt);
-    EXPECT_TRUE(st.ok()) << st.error().to_string();
-    return p;
-  }();
-  return path;
-}
+std::string stories_f32() { return stories_program(); }
 
-std::unique_ptr<Runner> runner_on(const std::string& backend) {
-  RunnerOptions o;
-  o.io.method.backends.backends = {backend};
-  auto r = Runner::load(stories_f32(), o);
-  EXPECT_TRUE(r.ok()) << r.error().to_string();
-  return r.ok() ? std::move(*r) : nullptr;
-}
+std::unique_ptr<Runner> runner_on(const std::string& backend) { return vulkan::runner_on(stories_f32(), backend); }
 
 int32_t argmax(std::span<const float> v) { return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin()); }
 
-class StoriesOnVulkan : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(hfs::test::fixture_exists(hfs::test::stories_dir() + "/config.json"))
-        << hfs::test::missing(hfs::test::stories_dir());
-  }
-};
+class StoriesOnVulkan : public StoriesTest {};
 
 TEST_F(StoriesOnVulkan, EveryNodeRunsOnVulkan) {
   auto program = Program::load(stories_f32());
@@ -128,25 +104,10 @@ TEST_F(StoriesOnVulkan, ChunkedPrefillAndDecodeLogitsMatchCpuRef) {
 // and the f16 cache: still every node on Vulkan, and the same greedy tokens and logits (1e-4) as cpu_ref
 // on the same program.
 void expect_whole_model_matches_cpu_ref(WeightsMode weights, DType cache) {
-  ASSERT_TRUE(hfs::test::fixture_exists(hfs::test::stories_dir() + "/config.json"))
-      << hfs::test::missing(hfs::test::stories_dir());
-  ExportOptions opt;
-  opt.context = 32;
-  opt.prefill_chunk = 8;
-  opt.weights = weights;
-  opt.cache_dtype = cache;
-  opt.progress = false;
-  const std::string path = hfs::test::temp_dir() + "/stories260K_w" + std::to_string(static_cast<int>(weights)) + "_c" +
-                           std::string(dtype_name(cache)) + ".hfs";
-  ASSERT_TRUE(export_checkpoint(hfs::test::stories_dir(), path, opt).ok());
-  auto load = [&](const std::string& backend) {
-    RunnerOptions o;
-    o.io.method.backends.backends = {backend};
-    auto r = Runner::load(path, o);
-    EXPECT_TRUE(r.ok()) << r.error().to_string();
-    return r.ok() ? std::move(*r) : nullptr;
-  };
-  auto vk = load("vulkan"), ref = load("cpu_ref");
+  ASSERT_NO_FATAL_FAILURE(require_stories());
+  const std::string path = stories_program(weights, cache, 32);
+  ASSERT_FALSE(path.empty());
+  auto vk = vulkan::runner_on(path, "vulkan"), ref = vulkan::runner_on(path, "cpu_ref");
   ASSERT_TRUE(vk && ref);
   auto program = Program::load(path);
   ASSERT_TRUE(program.ok());
