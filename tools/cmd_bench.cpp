@@ -17,6 +17,7 @@
 #include "backend_settings.h"
 #include "bench_sequences.h"
 #include "bench_speculative.h"
+#include "core/device_timing.h"
 #include "core/regular_file.h"
 #include "cli.h"
 #include "common.h"
@@ -132,6 +133,30 @@ double decode_bytes_per_token(const Program& p, int64_t pos) {
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// A phase's steps split into device time and host overhead (accelerator backends; core/device_timing.h):
+// per step, the wall time the runner measured, the device's time, the delegates' execute and their
+// submit + wait. Host overhead = wall − device: the runner's input writes, the submit, the wait's
+// wake-up, reading the logits and sampling. Null when no accelerator delegate ran.
+nlohmann::json step_breakdown(const DeviceTiming& t, double wall_ms, int64_t steps) {
+  if (t.submits == 0 || steps <= 0) return nullptr;
+  const double n = static_cast<double>(steps);
+  nlohmann::json j = {{"steps", steps},
+                      {"submits_per_step", static_cast<double>(t.submits) / n},
+                      {"step_ms", wall_ms / n},
+                      {"delegate_execute_ms", t.execute_ms / n},
+                      {"submit_wait_ms", t.submit_wait_ms / n},
+                      {"device_timed", t.timed_submits == t.submits}};
+  if (t.timed_submits == t.submits) {
+    j["device_ms"] = t.device_ms / n;
+    j["host_overhead_ms"] = (wall_ms - t.device_ms) / n;
+    j["host_overhead_share"] = wall_ms > 0 ? (wall_ms - t.device_ms) / wall_ms : 0.0;
+  } else {  // no timestamps: the wait bounds the device time from above, so this share is a lower bound
+    j["host_overhead_ms"] = (wall_ms - t.submit_wait_ms) / n;
+    j["host_overhead_share"] = wall_ms > 0 ? (wall_ms - t.submit_wait_ms) / wall_ms : 0.0;
+  }
+  return j;
 }
 
 // --sequences: the counts, each ≥ 1, then the engine's benchmark with the same prompt/gen defaults.
@@ -250,11 +275,23 @@ int bench(const BenchArgs& a) {
   // prefill is a single ~0.1-1 s sample, and on a shared machine one sample can land in someone else's
   // burst: the median of a few (llama-bench's -r) is what a rerun reproduces.
   std::vector<RunnerStats> runs;
+  DeviceTiming prefill_dev, decode_dev;  // summed over the runs; the first token's callback splits the phases
   for (int rep = 0; rep < a.reps; ++rep) {
     const RunnerStats before = r.stats();
     r.reset();
-    auto out = r.generate(prompt, g);
+    const DeviceTiming t0 = device_timing();
+    DeviceTiming t1 = t0;
+    bool first = true;
+    auto out = r.generate(prompt, g, [&](int32_t) {
+      if (first) t1 = device_timing();
+      first = false;
+      return true;
+    });
     if (!out) return fail(out.error());
+    const DeviceTiming t2 = device_timing();
+    if (first) t1 = t2;
+    prefill_dev = prefill_dev + (t1 - t0);
+    decode_dev = decode_dev + (t2 - t1);
     RunnerStats d = r.stats();
     d.prompt_tokens -= before.prompt_tokens;
     d.prefill_ms -= before.prefill_ms;
@@ -341,6 +378,16 @@ int bench(const BenchArgs& a) {
   j["decode_bytes_per_token"] = bytes;
   j["roofline_decode_tok_s"] = roofline_tps;
   j["roofline_share"] = share;
+  double prefill_sum = 0, decode_sum = 0;
+  int64_t prefills = 0, decode_steps = 0;
+  for (const RunnerStats& x : runs) {
+    prefill_sum += x.prefill_ms;
+    decode_sum += x.decode_ms;
+    prefills += x.prompt_tokens > 0 ? 1 : 0;
+    decode_steps += x.decode_steps;
+  }
+  j["prefill_step"] = step_breakdown(prefill_dev, prefill_sum, prefills);
+  j["decode_step"] = step_breakdown(decode_dev, decode_sum, decode_steps);
   if (a.json) {
     outf("%s\n", j.dump().c_str());
   } else {
@@ -351,6 +398,13 @@ int bench(const BenchArgs& a) {
     outf("memory: weights %.1f MiB + caches %.1f MiB; peak RSS exceeds them by %.1f MiB\n",
                 static_cast<double>(weight_bytes) / (1 << 20), static_cast<double>(cache_bytes) / (1 << 20),
                 j["rss_overhead_mib"].get<double>());
+    if (const auto& d = j["decode_step"]; !d.is_null()) {
+      char device[32] = "untimed";
+      if (d.contains("device_ms")) std::snprintf(device, sizeof device, "%.3f", d["device_ms"].get<double>());
+      outf("decode step %.3f ms: device %s ms, delegates' submit + wait %.3f ms, host overhead %.3f ms (%.1f%%%s)\n",
+           d["step_ms"].get<double>(), device, d["submit_wait_ms"].get<double>(), d["host_overhead_ms"].get<double>(),
+           d["host_overhead_share"].get<double>() * 100, d["device_timed"].get<bool>() ? "" : ", a lower bound");
+    }
   }
   return 0;
 }

@@ -2,7 +2,7 @@
 // ggml/include/ggml-backend.h from the same release as the prebuilt libraries it links). It exists so the
 // llama.cpp numbers carry no wrapper overhead (no Node, no sampling chain, no tokenizer).
 //
-//   driver bench    MODEL.gguf --prompt 512 --gen 128 --threads 2 [--reps N]
+//   driver bench    MODEL.gguf --prompt 512 --gen 128 --threads 2 [--reps N] [--gpu-layers 99]
 //                                                                   -> one JSON line: prefill_tok_s, decode_tok_s, ...
 //                                                                      (medians of N runs, each from an empty cache)
 //   driver batched  MODEL.gguf --sequences 1,2,4,8 --prompt 512 --gen 128 --threads 2 [--reps N]
@@ -24,6 +24,10 @@
 //   driver eog      MODEL.gguf                                     -> {"eog": [...]}: the ids llama.cpp ends
 //                                                                      generation at (its EOS and the end
 //                                                                      tokens it recognises by their text)
+//
+// --gpu-layers N (bench, batched): layers offloaded to the GPU backend the loaded libraries bring (llama.cpp's
+// -ngl; 99 = all, with the output layer): needs the Vulkan or CUDA build of the libraries (compare --backend
+// vulkan links a driver per build). Default 0, the CPU. The JSON then names the GPU devices ggml found.
 //
 // Environment: HFS_GGML_BACKEND_DIR = folder holding libggml-cpu-*.so (the CPU variants are dlopen'ed; the best
 // one for this CPU wins, as in any llama.cpp build with GGML_BACKEND_DL).
@@ -54,7 +58,7 @@ int die(const std::string& msg) {
 
 struct Args {
   std::string cmd, model, out, qtype, grammar;
-  int prompt = 512, gen = 128, threads = 2, reps = 1;
+  int prompt = 512, gen = 128, threads = 2, reps = 1, gpu_layers = 0;
   std::vector<llama_token> tokens;
   std::vector<int> sequences;
 };
@@ -100,6 +104,7 @@ bool parse(int argc, char** argv, Args& a, std::string& err) {
     else if (k == "--gen") a.gen = std::atoi(v.c_str());
     else if (k == "--threads") a.threads = std::atoi(v.c_str());
     else if (k == "--reps") a.reps = std::atoi(v.c_str());
+    else if (k == "--gpu-layers") a.gpu_layers = std::atoi(v.c_str());
     else if (k == "--out") a.out = v;
     else if (k == "--grammar") a.grammar = v;
     else if (k == "--tokens") {
@@ -143,9 +148,27 @@ struct Loaded {
   }
 };
 
+// The GPU devices ggml's loaded backends offer, as a JSON array of "name: description" strings.
+std::string gpu_devices() {
+  std::string out = "[";
+  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+    ggml_backend_dev_t d = ggml_backend_dev_get(i);
+    if (ggml_backend_dev_type(d) != GGML_BACKEND_DEVICE_TYPE_GPU) continue;
+    std::string s = std::string(ggml_backend_dev_name(d)) + ": " + ggml_backend_dev_description(d);
+    for (char& c : s)
+      if (c == '"' || c == '\\') c = '\'';
+    out += (out.size() > 1 ? ", \"" : "\"") + s + "\"";
+  }
+  return out + "]";
+}
+
 bool load_model(const Args& a, Loaded& L, std::string& err) {
   llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = 0;
+  mp.n_gpu_layers = a.gpu_layers;
+  if (a.gpu_layers > 0 && gpu_devices() == "[]") {
+    err = "--gpu-layers " + std::to_string(a.gpu_layers) + ": ggml found no GPU device (a CPU-only build, or no driver)";
+    return false;
+  }
   mp.load_mode = LLAMA_LOAD_MODE_NONE;  // read weights up front: no page faults inside the timed region
   L.model = llama_model_load_from_file(a.model.c_str(), mp);
   if (!L.model) {
@@ -186,6 +209,10 @@ bool load(const Args& a, uint32_t n_ctx, uint32_t n_batch, bool f32_cache, Loade
   return load_model(a, L, err) && make_context(a, n_ctx, n_batch, 1, f32_cache, L, err);
 }
 
+// Untimed runs before the timed ones: on a GPU the first graph of each shape compiles its pipelines (and
+// uploads), which hfstatic does at load; on the CPU nothing is cached, so none.
+int warmup_runs(const Args& a) { return a.gpu_layers > 0 ? 1 : 0; }
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -213,7 +240,7 @@ int bench(const Args& a) {
   // Runs as `hfstatic bench --reps` does them: each from an empty cache, prefill and decode times medians.
   std::vector<double> prefill_s, decode_s;
   int steps = 0;
-  for (int rep = 0; rep < a.reps; ++rep) {
+  for (int rep = -warmup_runs(a); rep < a.reps; ++rep) {
     llama_memory_clear(llama_get_memory(L.ctx), true);
     double t0 = now_s();
     if (llama_decode(L.ctx, llama_batch_get_one(prompt.data(), a.prompt)) != 0) return die("llama_decode(prompt) failed");
@@ -228,16 +255,18 @@ int bench(const Args& a) {
       ++steps;
     }
     double t2 = now_s();
+    if (rep < 0) continue;
     prefill_s.push_back(t1 - t0);
     decode_s.push_back(t2 - t1);
   }
   const double pre = median(prefill_s), dec = median(decode_s);
   std::printf(
       "{\"prefill_tok_s\": %.4f, \"decode_tok_s\": %.4f, \"ttft_ms\": %.3f, \"prompt_tokens\": %d, "
-      "\"decode_steps\": %d, \"threads\": %d, \"reps\": %d, \"n_params\": %llu, \"model_size_bytes\": %llu}\n",
+      "\"decode_steps\": %d, \"threads\": %d, \"reps\": %d, \"n_params\": %llu, \"model_size_bytes\": %llu, "
+      "\"gpu_layers\": %d, \"gpu_devices\": %s}\n",
       a.prompt / pre, steps > 0 ? steps / dec : 0.0, pre * 1e3, a.prompt, steps, a.threads, a.reps,
       static_cast<unsigned long long>(llama_model_n_params(L.model)),
-      static_cast<unsigned long long>(llama_model_size(L.model)));
+      static_cast<unsigned long long>(llama_model_size(L.model)), a.gpu_layers, gpu_devices().c_str());
   return 0;
 }
 
@@ -276,7 +305,7 @@ int batched(const Args& a) {
     llama_batch batch = llama_batch_init(n_batch, 0, 1);
     std::vector<double> prefill_s, decode_s;
     int steps = 0;
-    for (int rep = 0; rep < a.reps; ++rep) {
+    for (int rep = -warmup_runs(a); rep < a.reps; ++rep) {
       llama_memory_clear(llama_get_memory(L.ctx), true);
       std::vector<llama_token> next(static_cast<size_t>(B)), prompts(static_cast<size_t>(B) * a.prompt);
       for (llama_token& t : prompts) t = static_cast<llama_token>(rng() % static_cast<uint32_t>(n_vocab));
@@ -304,6 +333,7 @@ int batched(const Args& a) {
         ++steps;
       }
       double t2 = now_s();
+      if (rep < 0) continue;
       prefill_s.push_back(t1 - t0);
       decode_s.push_back(t2 - t1);
     }
@@ -321,8 +351,8 @@ int batched(const Args& a) {
     rows += row;
   }
   std::printf("{\"prompt_tokens\": %d, \"gen_tokens\": %d, \"threads\": %d, \"reps\": %d, \"kv_unified\": false, "
-              "\"sequences\": [%s]}\n",
-              a.prompt, a.gen, a.threads, a.reps, rows.c_str());
+              "\"gpu_layers\": %d, \"gpu_devices\": %s, \"sequences\": [%s]}\n",
+              a.prompt, a.gen, a.threads, a.reps, a.gpu_layers, gpu_devices().c_str(), rows.c_str());
   return 0;
 }
 

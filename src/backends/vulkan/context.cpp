@@ -149,6 +149,7 @@ Status Context::open(int device) {
   for (uint32_t i = 0; i < nq && !found; ++i)
     if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
       queue_family_ = i;
+      timestamp_bits_ = families[i].timestampValidBits;
       found = true;
     }
   if (!found) return make_error(ErrorCode::kUnsupported, "vulkan backend: device '" + name_ + "' has no compute queue");

@@ -47,6 +47,8 @@ class Context : public std::enable_shared_from_this<Context> {
   int device_index() const { return index_; }
   uint32_t queue_family() const { return queue_family_; }
   const VkPhysicalDeviceLimits& limits() const { return limits_; }
+  // Valid bits of the compute queue's timestamps (0: the queue cannot time its commands).
+  uint32_t timestamp_bits() const { return timestamp_bits_; }
 
   // A memory type index among `bits` with `required` flags, preferring those that also have `preferred`.
   [[nodiscard]] Result<uint32_t> memory_type(uint32_t bits, VkMemoryPropertyFlags required,
@@ -82,6 +84,7 @@ class Context : public std::enable_shared_from_this<Context> {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
+  uint32_t timestamp_bits_ = 0;
   VkPhysicalDeviceMemoryProperties mem_{};
   VkPhysicalDeviceLimits limits_{};
   std::string name_;

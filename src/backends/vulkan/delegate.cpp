@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 
+#include "backends/vulkan/step_timer.h"
 #include "hfstatic/method.h"
 #include "runtime/graph_analysis.h"
 #include "runtime/subgraph_storage.h"
@@ -45,6 +46,7 @@ class VulkanDelegate final : public Delegate {
                                                     " inputs and " + std::to_string(out_types_.size()) +
                                                     " outputs, got " + std::to_string(inputs.size()) + " and " +
                                                     std::to_string(outputs.size()));
+    const auto start = StepTimer::now();
     HFS_TRY(check_indices(inputs));
     bool changed = !recorded_;
     for (size_t i = 0; i < inputs.size(); ++i) HFS_TRY(bind_io(inputs[i], in_types_[i], bound_in_[i], changed));
@@ -52,9 +54,12 @@ class VulkanDelegate final : public Delegate {
     if (changed) HFS_TRY(record());
     for (const IoBinding& b : bound_in_)
       if (b.shadow && b.bytes) std::memcpy(b.shadow->mapped(), b.host, b.bytes);
+    const auto submit = StepTimer::now();
     HFS_TRY(ctx_->submit_and_wait(cb_, fence_, "running a step of " + std::to_string(dispatches_.size()) + " dispatches"));
+    const auto waited = StepTimer::now();
     for (const IoBinding& b : bound_out_)
       if (b.shadow && b.bytes) std::memcpy(b.host, b.shadow->mapped(), b.bytes);
+    timer_.add(start, submit, waited);
     return Ok{};
   }
 
@@ -73,6 +78,7 @@ class VulkanDelegate final : public Delegate {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  StepTimer timer_;  // device and host time per step (core/device_timing.h)
   std::vector<IoBinding> bound_in_, bound_out_;
 
  private:
@@ -161,6 +167,7 @@ class VulkanDelegate final : public Delegate {
     if (VkResult r = vk.vkResetCommandBuffer(cb_, 0); r != VK_SUCCESS) return vk_error(r, "re-recording a step");
     auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
     if (VkResult r = vk.vkBeginCommandBuffer(cb_, &bi); r != VK_SUCCESS) return vk_error(r, "recording a step");
+    timer_.begin(cb_);
     auto barrier = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
     barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT;
@@ -187,6 +194,7 @@ class VulkanDelegate final : public Delegate {
     to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
     vk.vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                             VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
+    timer_.end(cb_);
     if (VkResult r = vk.vkEndCommandBuffer(cb_); r != VK_SUCCESS) return vk_error(r, "recording a step");
     recorded_ = true;
     return Ok{};
@@ -242,7 +250,7 @@ Status create_objects(VulkanDelegate& d) {
   auto fi = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
   if (VkResult r = vk.vkCreateFence(ctx.device(), &fi, nullptr, &d.fence_); r != VK_SUCCESS)
     return vk_error(r, "creating a fence");
-  return Ok{};
+  return d.timer_.create(d.ctx_);
 }
 
 }  // namespace

@@ -31,7 +31,9 @@ namespace hfs::vulkan {
   X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) X(vkFreeCommandBuffers) X(vkResetCommandBuffer) X(vkBeginCommandBuffer)    \
   X(vkEndCommandBuffer) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants)             \
   X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCreateFence) X(vkDestroyFence)          \
-  X(vkResetFences) X(vkWaitForFences) X(vkQueueSubmit) X(vkDeviceWaitIdle)
+  X(vkResetFences) X(vkWaitForFences) X(vkQueueSubmit) X(vkDeviceWaitIdle)                              \
+  X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkCmdResetQueryPool) X(vkCmdWriteTimestamp)              \
+  X(vkGetQueryPoolResults)
 
 // Environment variable naming the loader to dlopen instead of "libvulkan.so.1" (a loader outside the
 // library path, or a test of the missing-loader error).
