@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "hfstatic/error.h"
-#include "hfstatic/io_contract.h"
+#include "hfstatic/ext/io_contract.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/program.h"
 

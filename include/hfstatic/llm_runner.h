@@ -25,7 +25,7 @@
 
 #include "hfstatic/constraint.h"
 #include "hfstatic/error.h"
-#include "hfstatic/io_contract.h"
+#include "hfstatic/ext/io_contract.h"
 #include "hfstatic/program.h"
 #include "hfstatic/sampler.h"
 

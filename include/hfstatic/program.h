@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/tensor.h"
 #include "hfstatic/value.h"
 

@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "hfstatic/constraint.h"
-#include "hfstatic/io_contract.h"
+#include "hfstatic/ext/io_contract.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
 #include "support/hf_static_fixture.h"

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <map>
 
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 #include "runtime/graph_analysis.h"
 
 namespace hfs::vulkan {

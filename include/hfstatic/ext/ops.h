@@ -1,4 +1,4 @@
-// hfstatic/ops.h — the operator registry: schemas, shape/dtype rules, reference kernels.
+// hfstatic/ext/ops.h — the operator registry: schemas, shape/dtype rules, reference kernels.
 //
 // Each op lives in its own file under src/ops/ and registers itself at static-initialization time:
 //
@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/tensor.h"
 #include "hfstatic/value.h"
 

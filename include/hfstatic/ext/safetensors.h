@@ -1,4 +1,4 @@
-// hfstatic/safetensors.h — read-only access to HuggingFace safetensors checkpoints.
+// hfstatic/ext/safetensors.h — read-only access to HuggingFace safetensors checkpoints.
 //
 // A file is memory-mapped and its header fully validated before any tensor is handed out: the 8-byte
 // header length is bounded by the file size and kMaxSafetensorsHeader, the header is strict JSON, every

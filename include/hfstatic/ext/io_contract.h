@@ -1,4 +1,4 @@
-// hfstatic/io_contract.h — I/O contracts: who does what on the host side of a fixed-shape program.
+// hfstatic/ext/io_contract.h — I/O contracts: who does what on the host side of a fixed-shape program.
 //
 // A program's metadata names its contract (`io.contract`, `io.contract_version`). An IOManager
 // implements one contract: it validates the program against it, owns the I/O buffers (allocated once,
@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "hfstatic/allocator.h"
+#include "hfstatic/ext/allocator.h"
 #include "hfstatic/error.h"
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 #include "hfstatic/program.h"
 
 namespace hfs {

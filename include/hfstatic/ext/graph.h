@@ -1,4 +1,4 @@
-// hfstatic/graph.h — the in-memory form of a method: typed I/O, SSA nodes, attributes.
+// hfstatic/ext/graph.h — the in-memory form of a method: typed I/O, SSA nodes, attributes.
 //
 // The exporter and tests build MethodDefs; the program reader produces them; lowering passes rewrite
 // them. Values are named: a method input, a constant (program-wide tensor table), or a node output.

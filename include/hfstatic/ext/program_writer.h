@@ -1,4 +1,4 @@
-// hfstatic/program_writer.h — builds a program file (used by the exporter and tests).
+// hfstatic/ext/program_writer.h — builds a program file (used by the exporter and tests).
 //
 // Constants are streamed: a producer fills the tensor's bytes when the data section is written, so an
 // exporter never holds more than one converted tensor. The file is written to "<path>.tmp.<pid>" and
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/value.h"
 
 namespace hfs {

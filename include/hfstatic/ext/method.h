@@ -1,4 +1,4 @@
-// hfstatic/method.h — an executable method: lowered, partitioned, memory-planned at load.
+// hfstatic/ext/method.h — an executable method: lowered, partitioned, memory-planned at load.
 //
 // Lowering is one entry point: caller passes, then each selected backend's passes (priority order),
 // then partitioning and compilation. The memory plan gives every intermediate value an offset in one
@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/program.h"
 
 namespace hfs {

@@ -1,4 +1,4 @@
-// hfstatic/allocator.h — where I/O buffers and arenas live.
+// hfstatic/ext/allocator.h — where I/O buffers and arenas live.
 //
 // A backend names the allocator it wants its I/O buffers in (e.g. device-visible shared memory); the
 // runner asks the selected backend and never knows which one it got.

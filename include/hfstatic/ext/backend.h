@@ -1,4 +1,4 @@
-// hfstatic/backend.h — how execution backends plug in: kernels (delegates), passes, allocator, options.
+// hfstatic/ext/backend.h — how execution backends plug in: kernels (delegates), passes, allocator, options.
 //
 // A backend claims nodes (`supports`), compiles maximal connected subgraphs of claimed nodes into
 // Delegates, contributes transform passes that run before partitioning, and names the Allocator its
@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "hfstatic/allocator.h"
+#include "hfstatic/ext/allocator.h"
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/tensor.h"
 #include "hfstatic/value.h"
 
