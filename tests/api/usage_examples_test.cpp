@@ -1,4 +1,4 @@
-// The usage examples at the top of every public header (include/hfstatic/*.h) and README's C++ snippet,
+// The usage examples at the top of every public header (include/hfstatic/**.h) and README's C++ snippet,
 // compiled and run: each test holds its example's lines unchanged (only literal paths such as
 // "model.hfs" become fixture paths, and lines the examples leave to the reader are filled in), then
 // checks what they produced. A header whose example changes must change here too; the header says so.

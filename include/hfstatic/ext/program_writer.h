@@ -21,12 +21,13 @@
 #include <vector>
 
 #include "hfstatic/error.h"
+#include "hfstatic/export_macro.h"
 #include "hfstatic/ext/graph.h"
 #include "hfstatic/value.h"
 
 namespace hfs {
 
-class ProgramWriter {
+class HFS_API ProgramWriter {
  public:
   // Fills exactly `dst.size()` bytes. Called once, during write().
   using Producer = std::function<Status(std::span<std::byte> dst)>;
