@@ -17,11 +17,11 @@ if(NOT HFS_OPENBLAS OR NOT HFS_CBLAS_INCLUDE)
 endif()
 add_executable(kernel_bench ${CMAKE_SOURCE_DIR}/bench/kernel_bench.cpp)
 target_include_directories(kernel_bench PRIVATE ${CMAKE_SOURCE_DIR}/src ${HFS_CBLAS_INCLUDE})
-target_link_libraries(kernel_bench PRIVATE hfstatic ${HFS_OPENBLAS})
+target_link_libraries(kernel_bench PRIVATE hfstatic_internal ${HFS_OPENBLAS})
 
 add_executable(tokenizer_bench ${CMAKE_SOURCE_DIR}/bench/tokenizer_bench/main.cpp)
-target_link_libraries(tokenizer_bench PRIVATE hfstatic nlohmann_json::nlohmann_json)
+target_link_libraries(tokenizer_bench PRIVATE hfstatic_internal nlohmann_json::nlohmann_json)
 
 # build/constraint_bench  bench/constraint_bench/main.cpp: structured output's per-step token mask cost
 add_executable(constraint_bench ${CMAKE_SOURCE_DIR}/bench/constraint_bench/main.cpp)
-target_link_libraries(constraint_bench PRIVATE hfstatic)
+target_link_libraries(constraint_bench PRIVATE hfstatic_internal)

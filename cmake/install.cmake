@@ -1,5 +1,5 @@
 # `cmake --install <build> [--prefix P]` installs:
-#   <libdir>/libhfstatic.so, <includedir>/hfstatic/*.h, <bindir>/hfstatic (the CLI),
+#   <libdir>/libhfstatic.so, <includedir>/hfstatic/*.h and hfstatic/ext/*.h, <bindir>/hfstatic (the CLI),
 #   <libdir>/cmake/hfstatic/ (find_package(hfstatic) gives the imported target hfstatic::hfstatic),
 #   <libdir>/pkgconfig/hfstatic.pc, and the Python module under HFS_PYTHON_INSTALL_DIR when it is built.
 # Every path inside the installed tree is relative (RPATHs from $ORIGIN, the package config from its own

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 
 namespace hfs::cli {
 

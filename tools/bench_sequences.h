@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 #include "hfstatic/engine.h"
 #include "hfstatic/program.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common.h"
-#include "hfstatic/io_contract.h"
+#include "hfstatic/ext/io_contract.h"
 #include "io_util.h"
 
 namespace hfs::cli {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/program.h"
 

@@ -23,7 +23,7 @@
 #include "common.h"
 #include "io_util.h"
 #include "hfstatic/llm_runner.h"
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 #include "option_checks.h"
 #include "sampling_options.h"
 #include "hfstatic/tokenizer.h"

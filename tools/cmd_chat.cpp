@@ -16,7 +16,7 @@
 #include "io_util.h"
 #include "hfstatic/chat_template.h"
 #include "hfstatic/llm_runner.h"
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 #include "hfstatic/tokenizer.h"
 #include "option_checks.h"
 #include "constraint_options.h"

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "common.h"
 #include "hfstatic/export.h"
-#include "hfstatic/program_writer.h"
+#include "hfstatic/ext/program_writer.h"
 #include "option_checks.h"
 
 namespace {

@@ -9,8 +9,8 @@
 #include "cli.h"
 #include "common.h"
 #include "io_util.h"
-#include "hfstatic/io_contract.h"
-#include "hfstatic/method.h"
+#include "hfstatic/ext/io_contract.h"
+#include "hfstatic/ext/method.h"
 #include "hfstatic/program.h"
 #include "option_checks.h"
 

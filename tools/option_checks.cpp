@@ -6,7 +6,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 
 namespace hfs::cli {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "common.h"
 #include "hfstatic/export.h"
-#include "hfstatic/program_writer.h"
+#include "hfstatic/ext/program_writer.h"
 
 namespace hfs::cli {
 

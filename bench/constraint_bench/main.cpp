@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hfstatic/constraint.h"
+#include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
 
 namespace {
@@ -82,7 +83,7 @@ ws ::= [ ]?
       return 1;
     }
     auto t0 = Clock::now();
-    auto vocab = hfs::TokenVocabulary::from_tokenizer(**tok, (*tok)->eos_ids());
+    auto vocab = hfs::token_vocabulary(**tok, (*tok)->eos_ids());
     const double build_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (!vocab) {
       std::fprintf(stderr, "%s\n", vocab.error().to_string().c_str());

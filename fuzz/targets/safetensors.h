@@ -7,7 +7,7 @@
 #include <span>
 
 #include "common.h"
-#include "hfstatic/safetensors.h"
+#include "hfstatic/ext/safetensors.h"
 
 namespace hfs::fuzz {
 

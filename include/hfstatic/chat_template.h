@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "hfstatic/error.h"
+#include "hfstatic/export_macro.h"
 #include "hfstatic/value.h"
 
 namespace hfs {
@@ -43,7 +44,7 @@ namespace chat {
 struct Program;  // parsed template (src/chat/ast.h)
 }  // namespace chat
 
-struct ChatMessage {
+struct HFS_API ChatMessage {
   std::string role;     // "system" | "user" | "assistant" | "tool" | ...
   std::string content;
   // Extra message fields visible to the template as message.<key> (e.g. "reasoning_content",
@@ -53,13 +54,13 @@ struct ChatMessage {
 };
 
 // Bounds for untrusted templates and inputs. Exceeding one is an error, never a crash or hang.
-struct RenderLimits {
+struct HFS_API RenderLimits {
   size_t max_output_bytes = 16u << 20;   // rendered text
   int max_depth = 200;                   // nested expression/statement/macro evaluation
   int64_t max_steps = 10'000'000;        // loop iterations + statements executed + macro calls
 };
 
-struct ChatContext {
+struct HFS_API ChatContext {
   std::vector<ChatMessage> messages;
   bool add_generation_prompt = false;
   std::string bos_token;   // exposed as bos_token; an empty string leaves the variable undefined
@@ -73,7 +74,7 @@ struct ChatContext {
   RenderLimits limits;
 };
 
-class ChatTemplate {
+class HFS_API ChatTemplate {
  public:
   // Parses Jinja source. Errors name the line and column of the offending token.
   [[nodiscard]] static Result<ChatTemplate> parse(std::string_view source);

@@ -32,17 +32,17 @@
 #include <vector>
 
 #include "hfstatic/error.h"
+#include "hfstatic/export_macro.h"
 
 namespace hfs {
 
-class Tokenizer;
 
 // Bounds on compiling a constraint, so that no schema, regex or grammar — from a request or the command
 // line — can exhaust the stack, memory or time of the process compiling it. Each is checked before the
 // work it bounds, and running into one is kInvalidArgument naming the limit, its value and how to raise
 // it ("json schema: /properties/a/items: nesting deeper than 64 levels (ConstraintLimits::max_nesting)").
 // The defaults hold every practical schema (docs/structured-output.md, "Limits").
-struct ConstraintLimits {
+struct HFS_API ConstraintLimits {
   // Levels of nesting in the source: JSON arrays/objects in a schema document and subschemas inside
   // subschemas (a $ref chain counts), groups inside groups in a regex or GBNF rule. Also bounds how deeply
   // the compiled grammar's rules start with other rules (× 16: each source level adds a few helper rules).
@@ -57,7 +57,7 @@ struct ConstraintLimits {
   int32_t max_states = 1024;
 };
 
-class Grammar {
+class HFS_API Grammar {
  public:
   struct Impl;
   ~Grammar();
@@ -91,7 +91,7 @@ class Grammar {
 };
 
 // Bytes through a grammar. Copyable (a copy continues independently).
-class GrammarMatcher {
+class HFS_API GrammarMatcher {
  public:
   explicit GrammarMatcher(std::shared_ptr<const Grammar> grammar);
   ~GrammarMatcher();
@@ -116,7 +116,7 @@ class GrammarMatcher {
 
 // Each token id's bytes, arranged as a byte trie, built once per vocabulary and shared by every
 // TokenConstraint over it.
-class TokenVocabulary {
+class HFS_API TokenVocabulary {
  public:
   struct Impl;
   ~TokenVocabulary();
@@ -125,10 +125,7 @@ class TokenVocabulary {
   [[nodiscard]] static Result<std::shared_ptr<const TokenVocabulary>> create(std::vector<std::string> bytes,
                                                                             std::span<const int32_t> excluded,
                                                                             std::span<const int32_t> end_ids);
-  // From a tokenizer: Tokenizer::token_bytes for every id, its special tokens excluded, `end_ids` (the
-  // program's EOS ids) ending.
-  [[nodiscard]] static Result<std::shared_ptr<const TokenVocabulary>> from_tokenizer(const Tokenizer& tok,
-                                                                                    std::span<const int32_t> end_ids);
+  // From a tokenizer: hfs::token_vocabulary (llm_runner.h; the grammar layer knows bytes, not tokenizers).
   int32_t size() const;
   std::string_view bytes(int32_t id) const;
   bool is_end(int32_t id) const;
@@ -142,9 +139,9 @@ class TokenVocabulary {
 // A grammar over a vocabulary during one generation: mask, sample, accept, repeat. All scratch is sized
 // at construction and by the first steps; later steps do not allocate.
 // out[i] = logits[i] where allowed[i], else −inf; past the shorter of the two inputs, −inf.
-void apply_mask(std::span<const uint8_t> allowed, std::span<const float> logits, std::span<float> out);
+HFS_API void apply_mask(std::span<const uint8_t> allowed, std::span<const float> logits, std::span<float> out);
 
-class TokenConstraint {
+class HFS_API TokenConstraint {
  public:
   TokenConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocab);
   ~TokenConstraint();

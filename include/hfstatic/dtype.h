@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "hfstatic/error.h"
+#include "hfstatic/export_macro.h"
 
 namespace hfs {
 
@@ -32,7 +33,7 @@ enum class DType : uint8_t {
   kQ4_0 = 17,  // int4, groups of 32: see format doc
 };
 
-struct DTypeInfo {
+struct HFS_API DTypeInfo {
   std::string_view name;
   uint32_t block_elems;  // values per block (1 for plain types)
   uint32_t block_bytes;  // bytes per block
@@ -40,10 +41,10 @@ struct DTypeInfo {
 };
 
 // Entry for a dtype; aborts on a value outside the enum (callers validate raw bytes with dtype_from_code).
-const DTypeInfo& dtype_info(DType t);
-std::string_view dtype_name(DType t);
-Result<DType> dtype_from_name(std::string_view name);
+HFS_API const DTypeInfo& dtype_info(DType t);
+HFS_API std::string_view dtype_name(DType t);
+HFS_API Result<DType> dtype_from_name(std::string_view name);
 // Byte size of `numel` elements, or nullopt when numel is not a whole number of blocks or overflows.
-std::optional<uint64_t> dtype_bytes(DType t, uint64_t numel);
+HFS_API std::optional<uint64_t> dtype_bytes(DType t, uint64_t numel);
 
 }  // namespace hfs

@@ -27,6 +27,8 @@
 #include <utility>
 #include <variant>
 
+#include "hfstatic/export_macro.h"
+
 namespace hfs {
 
 // Codes are grouped by layer (high byte) so callers can branch on the group without listing codes.
@@ -85,9 +87,9 @@ enum class ErrorCode : uint16_t {
 };
 
 // Stable lower-case name of a code, e.g. "tensor_out_of_range".
-std::string_view error_code_name(ErrorCode code);
+HFS_API std::string_view error_code_name(ErrorCode code);
 
-class [[nodiscard]] Error {
+class [[nodiscard]] HFS_API Error {
  public:
   Error(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
   ErrorCode code() const { return code_; }
@@ -104,7 +106,7 @@ class [[nodiscard]] Error {
 
 namespace detail {
 // Prints "hfstatic: Result::<what>() called on ..." with the error (if any) to stderr, then aborts.
-[[noreturn]] void result_access_failed(const char* what, const Error* error);
+[[noreturn]] HFS_API void result_access_failed(const char* what, const Error* error);
 }  // namespace detail
 
 // A Status is a Result with no value.
@@ -148,7 +150,7 @@ class [[nodiscard]] Result {
   std::variant<T, Error> v_;
 };
 
-struct Ok {};
+struct HFS_API Ok {};
 template <>
 class [[nodiscard]] Result<void> {
  public:

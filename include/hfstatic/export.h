@@ -32,8 +32,9 @@
 #include <vector>
 
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
-#include "hfstatic/program_writer.h"
+#include "hfstatic/export_macro.h"
+#include "hfstatic/ext/graph.h"
+#include "hfstatic/ext/program_writer.h"
 #include "hfstatic/value.h"
 
 namespace hfs {
@@ -46,9 +47,10 @@ enum class WeightsMode : uint8_t {
   kInt8,  // every matrix int8 per output row (+ f32 scale [N]), the embedding table included
   kInt4,  // layer weights q4_0 (groups of 32; i8 where K % 32 != 0); embedding table and LM head i8
 };
-Result<WeightsMode> weights_mode_from_name(std::string_view s);  // "keep" | "f32" | "f16" | "bf16" | "int8" | "int4"
+// "keep" | "f32" | "f16" | "bf16" | "int8" | "int4"
+HFS_API Result<WeightsMode> weights_mode_from_name(std::string_view s);
 
-struct ExportOptions {
+struct HFS_API ExportOptions {
   int64_t prefill_chunk = 0;  // C; 0 = min(128, context); more than the context: kInvalidArgument
   // Step sizes of the smaller prefill methods ("prefill_<T>", each 1 ≤ T < C, distinct) that spare short
   // prompts and tails a padded C-row chunk. nullopt = C/16, C/4 and C/2 (those ≥ 2); empty = none.
@@ -73,7 +75,7 @@ struct ExportOptions {
 };
 
 // One constant of the program: bytes are produced (converted) only when the file is written.
-struct PlannedConstant {
+struct HFS_API PlannedConstant {
   std::string name;
   TensorType type;
   std::string content_key;
@@ -84,7 +86,7 @@ struct PlannedConstant {
   uint64_t source_offset = 0;
 };
 
-struct ExportPlan {
+struct HFS_API ExportPlan {
   Metadata metadata;
   std::vector<PlannedConstant> constants;  // one content per name; methods refer to these names
   std::vector<MethodDef> methods;          // prefill, decode, the prefill_<T> variants, then step_<T>
@@ -93,15 +95,15 @@ struct ExportPlan {
 
 // Reads and validates the checkpoint and builds the complete program description. Writes nothing; reads
 // every weight once (the value check).
-[[nodiscard]] Result<ExportPlan> build_export_plan(const std::string& model_dir, const ExportOptions& options);
+[[nodiscard]] HFS_API Result<ExportPlan> build_export_plan(const std::string& model_dir, const ExportOptions& options);
 
 // Writes a plan through ProgramWriter (which verifies the methods, then writes atomically). Two constants
 // under one name with different types or content keys are kInvalidArgument naming the constant, before
 // anything is written: no method could say which of them it reads.
-[[nodiscard]] Status write_export_plan(ExportPlan plan, const std::string& out_path, bool progress);
+[[nodiscard]] HFS_API Status write_export_plan(ExportPlan plan, const std::string& out_path, bool progress);
 
 // build_export_plan + write_export_plan.
-[[nodiscard]] Status export_checkpoint(const std::string& model_dir, const std::string& out_path,
-                                       const ExportOptions& options = {});
+[[nodiscard]] HFS_API Status export_checkpoint(const std::string& model_dir, const std::string& out_path,
+                                               const ExportOptions& options = {});
 
 }  // namespace hfs

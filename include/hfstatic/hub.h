@@ -39,11 +39,12 @@
 #include <string_view>
 
 #include "hfstatic/error.h"
+#include "hfstatic/export_macro.h"
 
 namespace hfs::hub {
 
 // "ORG/NAME" or "ORG/NAME@REVISION" (a branch, tag or commit hash; default "main").
-struct RepoRef {
+struct HFS_API RepoRef {
   std::string repo_id;             // "ORG/NAME"
   std::string revision = "main";
 };
@@ -51,16 +52,16 @@ struct RepoRef {
 // Parses "ORG/NAME[@REVISION]". ORG and NAME: letters, digits, '-', '_', '.', not starting or ending with
 // '-' or '.', no "--" or "..", at most 96 characters together (the Hub's rules). REVISION: non-empty, no
 // ".." path segment, no leading '/', no control characters. kInvalidArgument names the part at fault.
-Result<RepoRef> parse_repo_ref(std::string_view text);
+HFS_API Result<RepoRef> parse_repo_ref(std::string_view text);
 
 // True when `text` parses as a RepoRef and does not end in ".hfs": how the CLI tells a Hub name from a
 // program path that does not exist (the caller checks the file system first).
-bool looks_like_repo_ref(std::string_view text);
+HFS_API bool looks_like_repo_ref(std::string_view text);
 
 // Progress of one file: called with done = 0 when its transfer starts, as bytes arrive (at most ~10 times a
 // second), and once with finished = true. total is -1 when the server did not say. Not called for files
 // the cache already holds.
-struct DownloadProgress {
+struct HFS_API DownloadProgress {
   std::string file;        // path inside the repository, e.g. "model.safetensors"
   int64_t done = 0;        // bytes of the file present, including a resumed part
   int64_t total = -1;
@@ -68,7 +69,7 @@ struct DownloadProgress {
   bool finished = false;
 };
 
-struct HubOptions {
+struct HFS_API HubOptions {
   std::string endpoint = "https://huggingface.co";  // no trailing '/'
   std::string cache_dir;                            // the hub cache root (models--*/ live here)
   std::string token;                                // sent as "Authorization: Bearer <token>"; "" = none
@@ -96,9 +97,9 @@ struct HubOptions {
 //                      max_unsized_bytes): stopped there, the partial file deleted
 //   kBadCheckpoint     a malformed model.safetensors.index.json or an unsafe shard name
 //   kIo                the cache cannot be written
-Result<std::string> download_checkpoint(const RepoRef& ref, const HubOptions& options);
+HFS_API Result<std::string> download_checkpoint(const RepoRef& ref, const HubOptions& options);
 
 // The cache folder of a repository: <cache_dir>/models--ORG--NAME.
-std::string repo_cache_folder(const std::string& cache_dir, const std::string& repo_id);
+HFS_API std::string repo_cache_folder(const std::string& cache_dir, const std::string& repo_id);
 
 }  // namespace hfs::hub

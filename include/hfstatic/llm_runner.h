@@ -25,11 +25,14 @@
 
 #include "hfstatic/constraint.h"
 #include "hfstatic/error.h"
-#include "hfstatic/io_contract.h"
+#include "hfstatic/export_macro.h"
+#include "hfstatic/ext/io_contract.h"
 #include "hfstatic/program.h"
 #include "hfstatic/sampler.h"
 
 namespace hfs {
+
+class Tokenizer;
 
 // How a prompt's tail (the tokens after its full C-token chunks) runs: a plan of smaller full chunks (where
 // the program has prefill variants), at most one padded chunk (the smallest prefill method that holds the
@@ -40,7 +43,7 @@ enum class TailPolicy : uint8_t {
   kDecode,  // no padded chunk: full chunks of every size, the rest token by token
 };
 
-struct RunnerOptions {
+struct HFS_API RunnerOptions {
   IOManagerOptions io;
   TailPolicy tail = TailPolicy::kAuto;
   LoadOptions load;
@@ -62,7 +65,7 @@ enum class DraftKind : uint8_t {
   kProgram,  // a draft program: a smaller export sharing the tokenizer, decoding greedily on its own caches
 };
 
-struct DraftConfig {
+struct HFS_API DraftConfig {
   DraftKind kind = DraftKind::kNone;
   // kProgram: the draft program, loaded (`program`) or by path (`program_path`, loaded by the first
   // generate() that names it). Its tokenizer must be the target's: the same vocabulary size and the same
@@ -81,7 +84,7 @@ struct DraftConfig {
   int32_t max_tokens = 8;
 };
 
-struct GenerationConfig {
+struct HFS_API GenerationConfig {
   int32_t max_new_tokens = 128;
   DraftConfig draft;
   std::vector<int32_t> stop_tokens;  // in addition to the program's eos ids (unless ignore_eos)
@@ -104,7 +107,7 @@ struct GenerationConfig {
   std::shared_ptr<const TokenVocabulary> constraint_vocab;
 };
 
-struct RunnerStats {
+struct HFS_API RunnerStats {
   double load_ms = 0;
   int64_t prompt_tokens = 0;
   double prefill_ms = 0;
@@ -131,7 +134,7 @@ struct RunnerStats {
   double decode_tok_s() const { return decode_ms > 0 ? decode_steps * 1000.0 / decode_ms : 0; }
 };
 
-struct GenerationResult {
+struct HFS_API GenerationResult {
   std::vector<int32_t> tokens;  // generated ids (the stop token included if one ended generation)
   enum class Stop : uint8_t { kMaxTokens, kStopToken, kCancelled, kContextFull } stop = Stop::kMaxTokens;
 };
@@ -144,7 +147,7 @@ class Runner;
 // Stepwise generation (streaming APIs, Python iterators). Each next() feeds the previously returned
 // token (if any) through decode and samples one more. The Generation borrows its Runner: keep the
 // Runner alive and do not interleave other calls on it until the Generation is done.
-class Generation {
+class HFS_API Generation {
  public:
   ~Generation();
   // The next token, or nullopt once generation has ended (stop_reason() says why).
@@ -159,7 +162,7 @@ class Generation {
   std::unique_ptr<Impl> impl_;
 };
 
-class Runner {
+class HFS_API Runner {
  public:
   [[nodiscard]] static Result<std::unique_ptr<Runner>> load(const std::string& path, const RunnerOptions& options = {});
   [[nodiscard]] static Result<std::unique_ptr<Runner>> create(std::shared_ptr<const Program> program,
@@ -219,5 +222,11 @@ class Runner {
   explicit Runner(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The vocabulary a constrained generation masks with, from a tokenizer: Tokenizer::token_bytes for every
+// id, its special tokens excluded, `end_ids` (the program's EOS ids) ending. The runner builds it itself
+// from the program's tokenizer; give it as RunnerOptions::constraint_vocab to share one across runners.
+[[nodiscard]] HFS_API Result<std::shared_ptr<const TokenVocabulary>> token_vocabulary(const Tokenizer& tok,
+                                                                                      std::span<const int32_t> end_ids);
 
 }  // namespace hfs

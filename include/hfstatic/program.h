@@ -20,7 +20,8 @@
 #include <vector>
 
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/export_macro.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/tensor.h"
 #include "hfstatic/value.h"
 
@@ -30,12 +31,12 @@ inline constexpr char kProgramMagic[8] = {'H', 'F', 'S', 'T', 'A', 'T', 'I', 'C'
 inline constexpr uint32_t kProgramFormatVersion = 1;
 inline constexpr uint64_t kTensorAlignment = 64;
 
-struct LoadOptions {
+struct HFS_API LoadOptions {
   bool use_mmap = true;  // false: read() the whole file into an aligned buffer
   bool verify = true;    // structural verification (never disable for untrusted files)
 };
 
-class Program {
+class HFS_API Program {
  public:
   ~Program();
   Program(const Program&) = delete;
@@ -78,7 +79,7 @@ using ValueTypes = std::map<std::string, TensorType, std::less<>>;
 // unknown ops/attributes, operand counts, shape rules, outputs produced, aliases, use after in-place
 // update (rules and error codes: docs/program-format.md). `types` (optional) receives the type of every
 // value on success. Messages are prefixed "method 'decode' node 12 (rope): ".
-[[nodiscard]] Status verify_method(const MethodDef& method, std::span<const ConstantInfo> constants,
-                                   ValueTypes* types = nullptr);
+[[nodiscard]] HFS_API Status verify_method(const MethodDef& method, std::span<const ConstantInfo> constants,
+                                           ValueTypes* types = nullptr);
 
 }  // namespace hfs

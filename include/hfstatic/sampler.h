@@ -20,10 +20,11 @@
 #include <vector>
 
 #include "hfstatic/error.h"
+#include "hfstatic/export_macro.h"
 
 namespace hfs {
 
-struct SamplingConfig {
+struct HFS_API SamplingConfig {
   float temperature = 0.0f;        // 0 → greedy
   int32_t top_k = 0;               // 0 → off
   float top_p = 1.0f;              // 1 → off
@@ -39,7 +40,7 @@ struct SamplingConfig {
 };
 
 // A field of a SamplingConfig outside its accepted values, and those values in words.
-struct InvalidSamplingField {
+struct HFS_API InvalidSamplingField {
   std::string_view field;     // "top_p"
   std::string_view expected;  // "a number in (0, 1] (1 = off)"
   double value;               // the field's value
@@ -47,13 +48,13 @@ struct InvalidSamplingField {
 // Accepted: temperature finite ≥ 0; top_k ≥ 0; top_p in (0, 1]; min_p in [0, 1]; repetition_penalty finite > 0;
 // presence_penalty, frequency_penalty in [-2, 2]; logit_bias ids ≥ 0 with finite biases (NaN is outside every range). The first field outside, in declaration order, or nullopt. Front ends that name
 // fields their own way (the CLI's flags) word their errors from this; everyone else calls validate().
-std::optional<InvalidSamplingField> find_invalid_field(const SamplingConfig& config);
+HFS_API std::optional<InvalidSamplingField> find_invalid_field(const SamplingConfig& config);
 // kInvalidArgument naming the field, its accepted values and the value given, e.g.
 // "sampling: top_p: expected a number in (0, 1] (1 = off), got 2". Runner::start/generate call it before
 // running anything; a Sampler assumes a config that passes it.
-[[nodiscard]] Status validate(const SamplingConfig& config);
+[[nodiscard]] HFS_API Status validate(const SamplingConfig& config);
 
-class Sampler {
+class HFS_API Sampler {
  public:
   Sampler(const SamplingConfig& config, int64_t vocab_size);
   // `history`: tokens the repetition penalty applies to (prompt + generated, as HF does).
@@ -86,10 +87,10 @@ class Sampler {
 
 // logit_bias, then presence/frequency penalties over `history`, on the logits `w` in place. `counts` is
 // zero on entry and on return (scratch sized to the vocabulary, or empty when no penalty is set).
-void apply_bias_and_penalties(std::span<float> w, std::span<const int32_t> history, const SamplingConfig& config,
-                              std::span<int32_t> counts);
+HFS_API void apply_bias_and_penalties(std::span<float> w, std::span<const int32_t> history,
+                                      const SamplingConfig& config, std::span<int32_t> counts);
 
 // Index of the largest value, lowest index on ties.
-int32_t argmax(std::span<const float> logits);
+HFS_API int32_t argmax(std::span<const float> logits);
 
 }  // namespace hfs

@@ -18,13 +18,14 @@
 #include <vector>
 
 #include "hfstatic/dtype.h"
+#include "hfstatic/export_macro.h"
 
 namespace hfs {
 
 inline constexpr int kMaxRank = 6;
 
 // Fixed-capacity shape. Dimensions are ≥ 0.
-class Shape {
+class HFS_API Shape {
  public:
   Shape() = default;
   Shape(std::initializer_list<int64_t> dims);
@@ -45,7 +46,7 @@ class Shape {
 };
 
 // The static type of a value: what shape rules consume and produce.
-struct TensorType {
+struct HFS_API TensorType {
   DType dtype = DType::kF32;
   Shape shape;
   bool operator==(const TensorType& o) const { return dtype == o.dtype && shape == o.shape; }
@@ -54,7 +55,7 @@ struct TensorType {
 };
 
 // Non-owning view of contiguous tensor data.
-struct TensorView {
+struct HFS_API TensorView {
   void* ptr = nullptr;
   DType dtype = DType::kF32;
   Shape shape;

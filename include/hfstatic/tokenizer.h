@@ -36,12 +36,13 @@
 #include <vector>
 
 #include "hfstatic/error.h"
+#include "hfstatic/export_macro.h"
 
 namespace hfs {
 
 class Program;
 
-class Tokenizer {
+class HFS_API Tokenizer {
  public:
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;
@@ -102,7 +103,7 @@ class Tokenizer {
 // decode(prompt): "▁upon" after the prompt "Once" streams as " upon", not "upon". (Where clean-up of
 // tokenization spaces rewrites the prompt's own last characters — a prompt ending in a space followed by
 // "." — decode(prompt) is no prefix of the whole and the generated text is the stream's own.)
-class StreamDecoder {
+class HFS_API StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tok, bool skip_special = false);
   // Starts the stream after `context` (the prompt, or the conversation so far): its text is taken as

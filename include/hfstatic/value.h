@@ -16,10 +16,11 @@
 #include <vector>
 
 #include "hfstatic/error.h"
+#include "hfstatic/export_macro.h"
 
 namespace hfs {
 
-class Value {
+class HFS_API Value {
  public:
   enum class Kind : uint8_t { kNull, kBool, kInt, kFloat, kString, kArray, kObject };
   using Array = std::vector<Value>;

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "common.h"
-#include "hfstatic/allocator.h"
+#include "hfstatic/ext/allocator.h"
 
 namespace hfs::py_bind {
 

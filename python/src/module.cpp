@@ -1,6 +1,6 @@
 // The `hfstatic._hfstatic` extension module; python/hfstatic/__init__.py re-exports it.
 #include "common.h"
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 
 PYBIND11_MODULE(_hfstatic, m) {
   m.doc() = "hfstatic: run HuggingFace decoder LLMs as fixed-shape programs";

@@ -2,7 +2,7 @@
 #include <string>
 
 #include "common.h"
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 
 namespace hfs::py_bind {
 

@@ -1,5 +1,5 @@
 // Buffer: the one owning handle for allocator memory; the allocator's release function travels with it.
-#include "hfstatic/allocator.h"
+#include "hfstatic/ext/allocator.h"
 
 namespace hfs {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "hfstatic/allocator.h"
+#include "hfstatic/ext/allocator.h"
 
 namespace hfs {
 namespace {

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "hfstatic/tokenizer.h"
 
 namespace hfs::cst {
 namespace {
@@ -161,24 +160,6 @@ Result<std::shared_ptr<const TokenVocabulary>> TokenVocabulary::create(std::vect
   impl->trie = cst::build_trie(bytes, keep);
   impl->bytes = std::move(bytes);
   return std::shared_ptr<const TokenVocabulary>(new TokenVocabulary(std::move(impl)));
-}
-
-Result<std::shared_ptr<const TokenVocabulary>> TokenVocabulary::from_tokenizer(const Tokenizer& tok,
-                                                                               std::span<const int32_t> end_ids) {
-  std::vector<std::string> bytes(static_cast<size_t>(tok.vocab_size()));
-  std::vector<int32_t> excluded;
-  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
-    std::optional<std::string> b = tok.token_bytes(id);
-    if (!b || tok.is_special(id)) {
-      excluded.push_back(id);
-      continue;
-    }
-    bytes[static_cast<size_t>(id)] = std::move(*b);
-  }
-  std::vector<int32_t> ends;
-  for (int32_t id : end_ids)
-    if (id >= 0 && id < tok.vocab_size()) ends.push_back(id);
-  return create(std::move(bytes), excluded, ends);
 }
 
 int32_t TokenVocabulary::size() const { return static_cast<int32_t>(impl_->bytes.size()); }

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 
 namespace hfs {
 namespace {

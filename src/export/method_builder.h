@@ -13,7 +13,7 @@
 
 #include "export/model_spec.h"
 #include "hfstatic/export.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/ext/graph.h"
 
 namespace hfs {
 

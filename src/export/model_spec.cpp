@@ -8,7 +8,7 @@
 #include <limits>
 #include <map>
 
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 
 namespace hfs {
 

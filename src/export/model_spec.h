@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "export/hf_config.h"
-#include "hfstatic/graph.h"
-#include "hfstatic/safetensors.h"
+#include "hfstatic/ext/graph.h"
+#include "hfstatic/ext/safetensors.h"
 
 namespace hfs {
 

@@ -13,7 +13,7 @@
 #include "export/method_builder.h"
 #include "export/weight_plan.h"
 #include "export/weight_values.h"
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 #include "hfstatic/tokenizer.h"
 
 namespace hfs {

@@ -13,7 +13,7 @@
 #include "export/hf_config.h"
 #include "export/model_spec.h"
 #include "hfstatic/export.h"
-#include "hfstatic/safetensors.h"
+#include "hfstatic/ext/safetensors.h"
 
 namespace hfs {
 

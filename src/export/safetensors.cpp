@@ -1,5 +1,5 @@
 // Safetensors reader: strict header validation, mmap'd data, sharded index support.
-#include "hfstatic/safetensors.h"
+#include "hfstatic/ext/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

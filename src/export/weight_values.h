@@ -12,7 +12,7 @@
 
 #include "hfstatic/dtype.h"
 #include "hfstatic/error.h"
-#include "hfstatic/safetensors.h"
+#include "hfstatic/ext/safetensors.h"
 
 namespace hfs {
 

@@ -1,5 +1,5 @@
 // Names of IORole as spelled in the manifest ("role" fields).
-#include "hfstatic/graph.h"
+#include "hfstatic/ext/graph.h"
 
 namespace hfs {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/value.h"
 
 namespace hfs::format {

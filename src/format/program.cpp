@@ -18,7 +18,7 @@
 #include "format/layout.h"
 #include "format/manifest.h"
 #include "hfstatic/program.h"
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 
 namespace hfs {
 namespace format {

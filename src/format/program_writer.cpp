@@ -1,6 +1,6 @@
 // ProgramWriter: collects metadata, constants (eager or lazy) and methods, then writes a version-1 file
 // atomically (temp file, fsync, rename). Layout: docs/program-format.md.
-#include "hfstatic/program_writer.h"
+#include "hfstatic/ext/program_writer.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

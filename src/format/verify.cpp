@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "format/checks.h"
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/ops.h"
 #include "hfstatic/program.h"
 
 namespace hfs {

@@ -3,4 +3,4 @@
 find_package(CURL REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 target_link_libraries(hfs_hub PRIVATE CURL::libcurl OpenSSL::Crypto)  # headers
-target_link_libraries(hfstatic PRIVATE CURL::libcurl OpenSSL::Crypto)  # the link
+target_link_libraries(hfs_layer_deps INTERFACE CURL::libcurl OpenSSL::Crypto)  # the link

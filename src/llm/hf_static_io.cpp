@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "hfstatic/io_contract.h"
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/io_contract.h"
+#include "hfstatic/ext/metadata_keys.h"
 #include "llm/hf_static_spec.h"
 #include "llm/sequence_pool.h"
 

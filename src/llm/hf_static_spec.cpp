@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 
 namespace hfs::hf_static {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "hfstatic/dtype.h"
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/program.h"
 
 namespace hfs::hf_static {

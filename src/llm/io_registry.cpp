@@ -1,8 +1,8 @@
 // Contract name → IO manager factory. Concrete managers register from their own files.
 #include <map>
 
-#include "hfstatic/io_contract.h"
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/io_contract.h"
+#include "hfstatic/ext/metadata_keys.h"
 
 namespace hfs {
 namespace {

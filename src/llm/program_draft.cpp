@@ -4,7 +4,7 @@
 #include <chrono>
 #include <optional>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 #include "hfstatic/tokenizer.h"
 
 namespace hfs {

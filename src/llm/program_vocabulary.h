@@ -7,6 +7,7 @@
 #include <span>
 
 #include "hfstatic/constraint.h"
+#include "hfstatic/llm_runner.h"
 #include "hfstatic/program.h"
 #include "hfstatic/tokenizer.h"
 
@@ -22,7 +23,7 @@ namespace hfs {
                             "tokenizer to take the vocabulary from)");
   HFS_ASSIGN_OR_RETURN_CTX(auto tok, Tokenizer::from_program(*program), who + ": constraint");
   std::vector<int32_t> eos(eos_token_ids.begin(), eos_token_ids.end());
-  HFS_ASSIGN_OR_RETURN_CTX(auto vocab, TokenVocabulary::from_tokenizer(*tok, eos), who + ": constraint");
+  HFS_ASSIGN_OR_RETURN_CTX(auto vocab, token_vocabulary(*tok, eos), who + ": constraint");
   return vocab;
 }
 

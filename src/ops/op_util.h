@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/half.h"
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs::ops {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <memory>
 
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs {
 namespace {

@@ -2,7 +2,7 @@
 #include <map>
 #include <mutex>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 
 namespace hfs {
 namespace {

@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 
 namespace hfs {
 namespace {

@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "hfstatic/backend.h"
-#include "hfstatic/graph.h"
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/backend.h"
+#include "hfstatic/ext/graph.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs::detail {
 

@@ -5,8 +5,8 @@
 #include <numeric>
 #include <vector>
 
-#include "hfstatic/allocator.h"
-#include "hfstatic/method.h"
+#include "hfstatic/ext/allocator.h"
+#include "hfstatic/ext/method.h"
 
 namespace hfs {
 namespace {

@@ -13,7 +13,7 @@
 // A plain output bound with a null pointer is not wanted: execute skips every partition whose results
 // reach only unwanted outputs — no state update, no wanted output, no needed partition downstream (a
 // prompt chunk whose logits nobody reads skips a separately partitioned LM head).
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 
 #include <algorithm>
 #include <cstring>

@@ -9,7 +9,7 @@
 #include <queue>
 #include <set>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 #include "runtime/graph_analysis.h"
 
 namespace hfs {

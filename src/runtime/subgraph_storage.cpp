@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 
 namespace hfs::detail {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <utility>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 #include "runtime/graph_analysis.h"
 
 namespace hfs::detail {

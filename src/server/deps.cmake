@@ -16,5 +16,10 @@ file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/generated/server/web_page.h
 
 file(GLOB HFS_SERVER_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/server/*.cpp)
 add_library(hfs_server STATIC ${HFS_SERVER_SOURCES})
-target_include_directories(hfs_server PUBLIC ${CMAKE_SOURCE_DIR}/src ${CMAKE_BINARY_DIR}/generated)
-target_link_libraries(hfs_server PUBLIC hfstatic nlohmann_json::nlohmann_json Threads::Threads)
+# It uses src/ beyond the exported API (core/json_depth.h, constrain/compiled_grammar.h), so it sees the
+# headers of the layers its row of cmake/layers.cmake allows, and whatever links it links the layers'
+# objects too (hfs_layer_objects or hfstatic_internal), not libhfstatic.
+target_include_directories(hfs_server PUBLIC ${CMAKE_BINARY_DIR}/generated)
+hfs_use_layer_view(hfs_server server)
+set_target_properties(hfs_server PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+target_link_libraries(hfs_server PUBLIC nlohmann_json::nlohmann_json Threads::Threads)

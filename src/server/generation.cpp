@@ -63,7 +63,7 @@ Result<std::shared_ptr<const TokenVocabulary>> constraint_vocabulary(State& s) {
   if (!s.constraint_vocab) {
     std::vector<int32_t> eos;
     for (int64_t id : s.scheduler->info().eos_token_ids) eos.push_back(static_cast<int32_t>(id));
-    HFS_ASSIGN_OR_RETURN(s.constraint_vocab, TokenVocabulary::from_tokenizer(*s.tokenizer, eos));
+    HFS_ASSIGN_OR_RETURN(s.constraint_vocab, token_vocabulary(*s.tokenizer, eos));
   }
   return s.constraint_vocab;
 }

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "hfstatic/engine.h"
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 #include "hfstatic/program.h"
 #include "server/http_server.h"
 #include "server/routes.h"

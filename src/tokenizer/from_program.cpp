@@ -1,5 +1,5 @@
 // Tokenizer from the tokenizer files an exported program embeds, so one program file runs end to end.
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 #include "hfstatic/program.h"
 #include "hfstatic/tokenizer.h"
 

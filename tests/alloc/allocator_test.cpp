@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "hfstatic/allocator.h"
+#include "hfstatic/ext/allocator.h"
 
 namespace hfs {
 namespace {

@@ -1,4 +1,4 @@
-// The usage examples at the top of every public header (include/hfstatic/*.h) and README's C++ snippet,
+// The usage examples at the top of every public header (include/hfstatic/**.h) and README's C++ snippet,
 // compiled and run: each test holds its example's lines unchanged (only literal paths such as
 // "model.hfs" become fixture paths, and lines the examples leave to the reader are filled in), then
 // checks what they produced. A header whose example changes must change here too; the header says so.
@@ -14,24 +14,24 @@
 #include <string>
 #include <vector>
 
-#include "hfstatic/allocator.h"
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/allocator.h"
+#include "hfstatic/ext/backend.h"
 #include "hfstatic/chat_template.h"
 #include "hfstatic/dtype.h"
 #include "hfstatic/engine.h"
 #include "hfstatic/error.h"
 #include "hfstatic/export.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/hub.h"
-#include "hfstatic/io_contract.h"
+#include "hfstatic/ext/io_contract.h"
 #include "hfstatic/constraint.h"
 #include "hfstatic/llm_runner.h"
-#include "hfstatic/metadata_keys.h"
-#include "hfstatic/method.h"
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/metadata_keys.h"
+#include "hfstatic/ext/method.h"
+#include "hfstatic/ext/ops.h"
 #include "hfstatic/program.h"
-#include "hfstatic/program_writer.h"
-#include "hfstatic/safetensors.h"
+#include "hfstatic/ext/program_writer.h"
+#include "hfstatic/ext/safetensors.h"
 #include "hfstatic/sampler.h"
 #include "hfstatic/tensor.h"
 #include "hfstatic/tokenizer.h"

@@ -11,7 +11,7 @@ if(HFS_VULKAN_ENABLED)
   add_executable(hfstatic_vulkan_tests ${HFS_VULKAN_TEST_SOURCES} ${HFS_TEST_SUPPORT})
   target_include_directories(hfstatic_vulkan_tests PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR}
                              ${HFS_VULKAN_INCLUDE_DIR})
-  target_link_libraries(hfstatic_vulkan_tests PRIVATE hfstatic GTest::gtest GTest::gtest_main nlohmann_json::nlohmann_json)
+  target_link_libraries(hfstatic_vulkan_tests PRIVATE hfstatic_internal GTest::gtest GTest::gtest_main nlohmann_json::nlohmann_json)
   target_compile_definitions(hfstatic_vulkan_tests PRIVATE HFS_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
                              HFS_BINARY_DIR="${CMAKE_BINARY_DIR}" HFS_CLI_PATH="$<TARGET_FILE:hfstatic_cli>")
   hfs_test_precompiled_headers(hfstatic_vulkan_tests)

@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "hfstatic/constraint.h"
-#include "hfstatic/io_contract.h"
+#include "hfstatic/ext/io_contract.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
 #include "support/hf_static_fixture.h"
@@ -39,7 +39,7 @@ TEST(RunnerConstraint, GreedyIsTheArgmaxOfTheAllowedTokens) {
   ASSERT_TRUE(tok);
   auto grammar = Grammar::from_regex("[0-9]{2}x");
   ASSERT_TRUE(grammar);
-  auto vocab = TokenVocabulary::from_tokenizer(**tok, (*tok)->eos_ids());
+  auto vocab = token_vocabulary(**tok, (*tok)->eos_ids());
   ASSERT_TRUE(vocab);
   auto ref = test::open_runner(path);
   ASSERT_TRUE(ref);
@@ -148,7 +148,7 @@ TEST(RunnerConstraint, RunnerWithoutProgramNeedsAVocabulary) {
   EXPECT_EQ((*runner)->position(), 0);  // nothing ran
   auto tok = Tokenizer::from_program(**prog);
   ASSERT_TRUE(tok);
-  auto vocab = TokenVocabulary::from_tokenizer(**tok, (*tok)->eos_ids());
+  auto vocab = token_vocabulary(**tok, (*tok)->eos_ids());
   ASSERT_TRUE(vocab);
   g.constraint_vocab = *vocab;
   out = (*runner)->generate(std::vector<int32_t>{1}, g);

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "hfstatic/constraint.h"
+#include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
 #include "support/fixtures.h"
 
@@ -37,7 +38,7 @@ const Vocab& load(const std::string& name) {
   EXPECT_TRUE(t) << t.error().to_string();
   if (!t) return v;
   v.tok = *t;
-  auto voc = TokenVocabulary::from_tokenizer(*v.tok, v.tok->eos_ids());
+  auto voc = token_vocabulary(*v.tok, v.tok->eos_ids());
   EXPECT_TRUE(voc) << voc.error().to_string();
   if (!voc) return v;
   v.vocab = *voc;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "hfstatic/constraint.h"
+#include "hfstatic/llm_runner.h"
 #include "hfstatic/tokenizer.h"
 #include "support/fixtures.h"
 #include "support/require_fixture.h"
@@ -41,7 +42,7 @@ TEST(TokenBytes, ByteFallbackAndByteLevelTokens) {
 void check_masks(const std::shared_ptr<const Tokenizer>& tok, const std::shared_ptr<const Grammar>& g, int steps,
                  uint64_t seed) {
   std::vector<int32_t> eos = tok->eos_ids();
-  auto vocab = TokenVocabulary::from_tokenizer(*tok, eos);
+  auto vocab = token_vocabulary(*tok, eos);
   ASSERT_TRUE(vocab) << vocab.error().to_string();
   TokenConstraint c(g, *vocab);
   GrammarMatcher ref(g);

@@ -15,8 +15,8 @@
 
 #include "core/json_duplicate_keys.h"
 #include "hfstatic/export.h"
-#include "hfstatic/metadata_keys.h"
-#include "hfstatic/safetensors.h"
+#include "hfstatic/ext/metadata_keys.h"
+#include "hfstatic/ext/safetensors.h"
 #include "support/checkpoint_writer.h"
 #include "support/address_space.h"
 

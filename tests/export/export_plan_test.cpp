@@ -10,9 +10,9 @@
 
 #include "export/convert.h"
 #include "hfstatic/export.h"
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 #include "hfstatic/program.h"
-#include "hfstatic/safetensors.h"
+#include "hfstatic/ext/safetensors.h"
 #include "support/checkpoint_writer.h"
 #include "support/fixtures.h"
 #include "support/require_fixture.h"

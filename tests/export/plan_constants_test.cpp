@@ -10,7 +10,7 @@
 #include "export/plan_assembly.h"
 #include "hfstatic/export.h"
 #include "hfstatic/program.h"
-#include "hfstatic/safetensors.h"
+#include "hfstatic/ext/safetensors.h"
 #include "support/checkpoint_writer.h"
 
 namespace hfs {

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "hfstatic/export.h"
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 #include "support/fixtures.h"
 #include "support/require_fixture.h"
 

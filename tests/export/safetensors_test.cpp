@@ -1,5 +1,5 @@
 // Safetensors reader: valid files, every malformed-header case, sharded checkpoints.
-#include "hfstatic/safetensors.h"
+#include "hfstatic/ext/safetensors.h"
 
 #include <gtest/gtest.h>
 

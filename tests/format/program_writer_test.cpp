@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "hfstatic/program.h"
-#include "hfstatic/program_writer.h"
+#include "hfstatic/ext/program_writer.h"
 #include "support/program_fixtures.h"
 
 namespace hfs {

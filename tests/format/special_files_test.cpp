@@ -15,7 +15,7 @@
 
 #include "core/regular_file.h"
 #include "hfstatic/program.h"
-#include "hfstatic/program_writer.h"
+#include "hfstatic/ext/program_writer.h"
 #include "hfstatic/tokenizer.h"
 #include "support/program_fixtures.h"
 

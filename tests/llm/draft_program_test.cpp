@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 #include "hfstatic/export.h"
 #include "hfstatic/llm_runner.h"
 #include "hfstatic/program.h"

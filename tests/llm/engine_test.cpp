@@ -10,7 +10,7 @@
 #include <map>
 #include <random>
 
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/metadata_keys.h"
 #include "support/engine_trace.h"
 #include "support/hf_static_fixture.h"
 #include "support/require_fixture.h"

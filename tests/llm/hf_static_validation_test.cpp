@@ -5,8 +5,8 @@
 
 #include <cstdio>
 
-#include "hfstatic/io_contract.h"
-#include "hfstatic/metadata_keys.h"
+#include "hfstatic/ext/io_contract.h"
+#include "hfstatic/ext/metadata_keys.h"
 #include "support/hf_static_fixture.h"
 #include "support/program_rewrite.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hfstatic/allocator.h"
+#include "hfstatic/ext/allocator.h"
 #include "hfstatic/llm_runner.h"
 #include "support/hf_static_fixture.h"
 

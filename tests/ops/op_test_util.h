@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs::optest {
 

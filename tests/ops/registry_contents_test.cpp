@@ -1,8 +1,8 @@
-// Every built-in op listed in hfstatic/ops.h is registered with its operand counts, attributes, aliasing,
+// Every built-in op listed in hfstatic/ext/ops.h is registered with its operand counts, attributes, aliasing,
 // a rule and a reference kernel.
 #include <gtest/gtest.h>
 
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 
 namespace hfs {
 namespace {

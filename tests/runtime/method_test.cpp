@@ -10,9 +10,9 @@
 
 #include <cstdio>
 
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 #include "hfstatic/program.h"
-#include "hfstatic/program_writer.h"
+#include "hfstatic/ext/program_writer.h"
 #include "runtime/test_support.h"
 
 namespace hfs {

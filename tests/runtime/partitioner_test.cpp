@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "hfstatic/backend.h"
-#include "hfstatic/method.h"
+#include "hfstatic/ext/backend.h"
+#include "hfstatic/ext/method.h"
 #include "runtime/test_support.h"
 #include "support/fault_backend.h"
 #include "support/hf_static_fixture.h"

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 #include "runtime/test_support.h"
 
 namespace hfs {

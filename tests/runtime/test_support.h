@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "hfstatic/backend.h"
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/backend.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs::testing_rt {
 

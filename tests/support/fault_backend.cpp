@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 
 namespace hfs::test {
 namespace {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <mutex>
 
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs::test {
 namespace {

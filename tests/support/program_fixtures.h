@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
-#include "hfstatic/program_writer.h"
+#include "hfstatic/ext/graph.h"
+#include "hfstatic/ext/program_writer.h"
 #include "hfstatic/value.h"
 
 namespace hfs::test {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "hfstatic/program_writer.h"
+#include "hfstatic/ext/program_writer.h"
 
 namespace hfs::test {
 

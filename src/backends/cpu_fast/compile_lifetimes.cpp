@@ -6,7 +6,7 @@
 
 #include "backends/cpu_fast/compile_steps.h"
 #include "backends/cpu_fast/huge_slab.h"
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 
 namespace hfs::cpu_fast {
 namespace {

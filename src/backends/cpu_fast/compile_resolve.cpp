@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "backends/cpu_fast/compile_steps.h"
-#include "hfstatic/method.h"
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/method.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs::cpu_fast {
 namespace {

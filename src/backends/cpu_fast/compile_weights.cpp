@@ -5,7 +5,7 @@
 #include <string>
 
 #include "backends/cpu_fast/compile_steps.h"
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 
 namespace hfs::cpu_fast {
 namespace {

@@ -17,7 +17,7 @@
 #include "backends/cpu_fast/linear.h"
 #include "backends/cpu_fast/step_profile.h"
 #include "backends/cpu_fast/thread_pool.h"
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 
 namespace hfs::cpu_fast {
 

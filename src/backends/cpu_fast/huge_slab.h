@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "hfstatic/allocator.h"
+#include "hfstatic/ext/allocator.h"
 
 namespace hfs::cpu_fast {
 

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <map>
 
-#include "hfstatic/backend.h"
-#include "hfstatic/method.h"
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/backend.h"
+#include "hfstatic/ext/method.h"
+#include "hfstatic/ext/ops.h"
 #include "runtime/graph_analysis.h"
 #include "runtime/subgraph_storage.h"
 

@@ -16,7 +16,7 @@
 #include <memory>
 
 #include "backends/vulkan/context.h"
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 
 namespace hfs::vulkan {
 

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "backends/vulkan/step_timer.h"
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 #include "runtime/graph_analysis.h"
 #include "runtime/subgraph_storage.h"
 

@@ -18,7 +18,7 @@
 #include "backends/vulkan/context.h"
 #include "backends/vulkan/device_buffer.h"
 #include "backends/vulkan/lowering.h"
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 
 namespace hfs::vulkan {
 

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 
 namespace hfs::vulkan {
 

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "backends/vulkan/context.h"
-#include "hfstatic/allocator.h"
+#include "hfstatic/ext/allocator.h"
 
 namespace hfs::vulkan {
 

@@ -4,7 +4,7 @@
 #include <bit>
 #include <climits>
 
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs::vulkan {
 namespace {

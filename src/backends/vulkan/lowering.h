@@ -12,7 +12,7 @@
 
 #include "backends/vulkan/kernels.h"
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/tensor.h"
 
 namespace hfs::vulkan {

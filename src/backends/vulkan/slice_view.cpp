@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs::vulkan {
 

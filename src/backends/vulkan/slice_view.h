@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "hfstatic/backend.h"
+#include "hfstatic/ext/backend.h"
 #include "runtime/graph_analysis.h"
 #include "runtime/subgraph_storage.h"
 

@@ -15,7 +15,7 @@
 
 #include "backends/cpu_fast/backend.h"
 #include "backends/cpu_fast/linear.h"
-#include "hfstatic/allocator.h"
+#include "hfstatic/ext/allocator.h"
 #include "hfstatic/value.h"
 
 namespace hfs::cpu_fast {

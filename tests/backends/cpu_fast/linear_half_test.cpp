@@ -16,7 +16,7 @@
 #include "backends/cpu_fast/backend.h"
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/thread_pool.h"
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 #include "isa_fixture.h"
 #include "linear_reference.h"
 

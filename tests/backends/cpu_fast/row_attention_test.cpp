@@ -15,7 +15,7 @@
 #include "backends/cpu_fast/cpu_features.h"
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/thread_pool.h"
-#include "hfstatic/ops.h"
+#include "hfstatic/ext/ops.h"
 #include "isa_fixture.h"
 
 namespace hfs::cpu_fast {

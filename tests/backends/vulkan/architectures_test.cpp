@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 #include "hfstatic/program.h"
 #include "support/hf_static_fixture.h"
 #include "test_support.h"

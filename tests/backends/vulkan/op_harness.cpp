@@ -7,7 +7,7 @@
 
 #include "backends/vulkan/backend.h"
 #include "core/half.h"
-#include "hfstatic/allocator.h"
+#include "hfstatic/ext/allocator.h"
 
 namespace hfs::vulkan::test {
 

@@ -9,7 +9,7 @@
 #include "backends/vulkan/context.h"
 #include "hfstatic/export.h"
 #include "hfstatic/llm_runner.h"
-#include "hfstatic/method.h"
+#include "hfstatic/ext/method.h"
 #include "hfstatic/program.h"
 #include "hfstatic/tokenizer.h"
 #include "support/fixtures.h"

@@ -1,4 +1,4 @@
-// hfstatic/io_contract.h — I/O contracts: who does what on the host side of a fixed-shape program.
+// hfstatic/ext/io_contract.h — I/O contracts: who does what on the host side of a fixed-shape program.
 //
 // A program's metadata names its contract (`io.contract`, `io.contract_version`). An IOManager
 // implements one contract: it validates the program against it, owns the I/O buffers (allocated once,
@@ -22,14 +22,15 @@
 #include <string>
 #include <vector>
 
-#include "hfstatic/allocator.h"
 #include "hfstatic/error.h"
-#include "hfstatic/method.h"
+#include "hfstatic/export_macro.h"
+#include "hfstatic/ext/allocator.h"
+#include "hfstatic/ext/method.h"
 #include "hfstatic/program.h"
 
 namespace hfs {
 
-struct IOManagerOptions {
+struct HFS_API IOManagerOptions {
   MethodOptions method;            // backends, caller passes
   // Where every I/O buffer (K/V caches, each method's inputs and outputs) is allocated, once, at load.
   // Null: the highest-priority backend's allocator (Method::io_allocator), or shared memory when
@@ -44,13 +45,13 @@ struct IOManagerOptions {
 };
 
 // Rows of one sequence in a step: its next tokens, at its next positions.
-struct SequenceTokens {
+struct HFS_API SequenceTokens {
   int32_t seq = 0;
   std::span<const int32_t> tokens;
 };
 
 // Static facts of a loaded program under its contract.
-struct ModelInfo {
+struct HFS_API ModelInfo {
   std::string contract;
   int64_t contract_version = 0;
   int64_t prefill_tokens = 0;   // C: tokens per prefill call (the largest prefill method)
@@ -88,7 +89,7 @@ enum class StepLogits : uint8_t {
              // and last_step_logits() holds them, [rows, vocab] in part order
 };
 
-class IOManager {
+class HFS_API IOManager {
  public:
   virtual ~IOManager() = default;
   virtual const ModelInfo& info() const = 0;
@@ -179,14 +180,14 @@ using IOManagerFactory =
 // signatures, with the errors the factory would return.
 using ContractValidator = std::function<Status(const Program&)>;
 
-bool register_io_manager(std::string contract, IOManagerFactory factory, ContractValidator validate = {});
-std::vector<std::string> registered_contracts();
+HFS_API bool register_io_manager(std::string contract, IOManagerFactory factory, ContractValidator validate = {});
+HFS_API std::vector<std::string> registered_contracts();
 // The checks create_io_manager would make before allocating anything: the same errors, nothing allocated.
 // A contract registered without a validator passes once it is known.
-[[nodiscard]] Status validate_contract(const Program& program);
+[[nodiscard]] HFS_API Status validate_contract(const Program& program);
 // Picks the IO manager named by the program's `io.contract`. No contract metadata → kMissingMetadata;
 // unknown → kUnknownContract listing the registered ones.
-[[nodiscard]] Result<std::unique_ptr<IOManager>> create_io_manager(std::shared_ptr<const Program> program,
-                                                                   const IOManagerOptions& options = {});
+[[nodiscard]] HFS_API Result<std::unique_ptr<IOManager>> create_io_manager(std::shared_ptr<const Program> program,
+                                                                           const IOManagerOptions& options = {});
 
 }  // namespace hfs

@@ -1,4 +1,4 @@
-// hfstatic/safetensors.h — read-only access to HuggingFace safetensors checkpoints.
+// hfstatic/ext/safetensors.h — read-only access to HuggingFace safetensors checkpoints.
 //
 // A file is memory-mapped and its header fully validated before any tensor is handed out: the 8-byte
 // header length is bounded by the file size and kMaxSafetensorsHeader, the header is strict JSON, every
@@ -28,6 +28,7 @@
 
 #include "hfstatic/dtype.h"
 #include "hfstatic/error.h"
+#include "hfstatic/export_macro.h"
 #include "hfstatic/tensor.h"
 
 namespace hfs {
@@ -35,7 +36,7 @@ namespace hfs {
 // Headers beyond this are rejected before parsing (real checkpoints stay well under 10 MB).
 inline constexpr uint64_t kMaxSafetensorsHeader = 100ull << 20;
 
-struct SafetensorInfo {
+struct HFS_API SafetensorInfo {
   std::string name;
   DType dtype = DType::kF32;  // F32, F16, BF16, I8, U8, I32, I64
   Shape shape;
@@ -45,11 +46,11 @@ struct SafetensorInfo {
 
 // Parses and validates the header of a complete safetensors file held in `file_bytes` (fuzz entry point).
 // `file_name` only prefixes messages. Tensors are returned sorted by name.
-[[nodiscard]] Result<std::vector<SafetensorInfo>> parse_safetensors(std::span<const std::byte> file_bytes,
-                                                                    std::string_view file_name);
+[[nodiscard]] HFS_API Result<std::vector<SafetensorInfo>> parse_safetensors(std::span<const std::byte> file_bytes,
+                                                                            std::string_view file_name);
 
 // One mapped safetensors file.
-class SafetensorsFile {
+class HFS_API SafetensorsFile {
  public:
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
@@ -72,7 +73,7 @@ class SafetensorsFile {
 };
 
 // A checkpoint directory: one file or shards, looked up by tensor name.
-class Checkpoint {
+class HFS_API Checkpoint {
  public:
   // Opens DIR/model.safetensors, else DIR/model.safetensors.index.json and its shards.
   [[nodiscard]] static Result<std::shared_ptr<const Checkpoint>> open(const std::string& dir);

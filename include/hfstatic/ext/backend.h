@@ -1,4 +1,4 @@
-// hfstatic/backend.h — how execution backends plug in: kernels (delegates), passes, allocator, options.
+// hfstatic/ext/backend.h — how execution backends plug in: kernels (delegates), passes, allocator, options.
 //
 // A backend claims nodes (`supports`), compiles maximal connected subgraphs of claimed nodes into
 // Delegates, contributes transform passes that run before partitioning, and names the Allocator its
@@ -20,9 +20,10 @@
 #include <string_view>
 #include <vector>
 
-#include "hfstatic/allocator.h"
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/export_macro.h"
+#include "hfstatic/ext/allocator.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/tensor.h"
 #include "hfstatic/value.h"
 
@@ -30,7 +31,7 @@ namespace hfs {
 
 // Name → tensor for every constant a method may use: the program's (zero-copy) plus those that passes
 // add (e.g. pre-packed weights), which the store owns.
-class ConstantStore {
+class HFS_API ConstantStore {
  public:
   virtual ~ConstantStore() = default;
   virtual const TensorView* find(std::string_view name) const = 0;
@@ -55,7 +56,7 @@ class ConstantStore {
 };
 
 // A graph rewrite run at lowering time. Passes see the whole method and may add constants.
-struct Pass {
+struct HFS_API Pass {
   std::string name;
   std::function<Status(MethodDef& method, ConstantStore& constants)> run;
 };
@@ -65,14 +66,14 @@ struct Pass {
 // the values it produces that are used outside (by later partitions or as method outputs). Buffers follow
 // the ops' aliasing: an output with role kState lives in the buffer of input `alias_of` (a view or an
 // in-place update of it), and outputs that alias one another are handed the same pointer.
-struct Subgraph {
+struct HFS_API Subgraph {
   std::vector<NodeDef> nodes;
   std::vector<IOSpec> inputs;
   std::vector<IOSpec> outputs;
   const ConstantStore* constants = nullptr;
 };
 
-class Delegate {
+class HFS_API Delegate {
  public:
   virtual ~Delegate() = default;
   // Buffers for the subgraph's inputs (subgraph order) and outputs (in this delegate's own order:
@@ -86,7 +87,7 @@ class Delegate {
   virtual size_t scratch_bytes() const { return 0; }
 };
 
-class Backend {
+class HFS_API Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
@@ -101,21 +102,21 @@ class Backend {
 
 // Builds a backend from its settings object (e.g. {"threads": 2}).
 using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(const Value& settings)>;
-bool register_backend(std::string name, BackendFactory factory);  // from the backend's own file
-std::vector<std::string> registered_backends();
+HFS_API bool register_backend(std::string name, BackendFactory factory);  // from the backend's own file
+HFS_API std::vector<std::string> registered_backends();
 inline constexpr std::string_view kReferenceBackend = "cpu_ref";
 
-struct BackendOptions {
+struct HFS_API BackendOptions {
   std::vector<std::string> backends;      // priority order; kReferenceBackend is always appended last
   std::map<std::string, Value> settings;  // per-backend settings, by backend name
 };
 
-struct Partition {
+struct HFS_API Partition {
   size_t backend = 0;             // index into Partitioner::backends()
   std::vector<size_t> nodes;      // node indices in the method, execution order
 };
 
-class Partitioner {
+class HFS_API Partitioner {
  public:
   // Unknown backend name → kNotFound naming it and listing the registered ones.
   [[nodiscard]] static Result<Partitioner> from_options(const BackendOptions& options);

@@ -1,4 +1,4 @@
-// hfstatic/graph.h — the in-memory form of a method: typed I/O, SSA nodes, attributes.
+// hfstatic/ext/graph.h — the in-memory form of a method: typed I/O, SSA nodes, attributes.
 //
 // The exporter and tests build MethodDefs; the program reader produces them; lowering passes rewrite
 // them. Values are named: a method input, a constant (program-wide tensor table), or a node output.
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "hfstatic/export_macro.h"
 #include "hfstatic/tensor.h"
 #include "hfstatic/value.h"
 
@@ -25,24 +26,24 @@ enum class IORole : uint8_t {
   kState,   // input: a buffer the method updates in place; output: the updated state, with alias_of
   kOutput,  // outputs only
 };
-std::string_view io_role_name(IORole r);
-Result<IORole> io_role_from_name(std::string_view s);
+HFS_API std::string_view io_role_name(IORole r);
+HFS_API Result<IORole> io_role_from_name(std::string_view s);
 
-struct IOSpec {
+struct HFS_API IOSpec {
   std::string name;  // for outputs: the value (node result or input) returned
   TensorType type;
   IORole role = IORole::kInput;
   std::string alias_of;  // outputs with role kState: the input whose buffer holds the result
 };
 
-struct NodeDef {
+struct HFS_API NodeDef {
   std::string op;
   std::vector<std::string> inputs;  // "" marks an absent optional operand
   std::vector<std::string> outputs;
   Attrs attrs;
 };
 
-struct MethodDef {
+struct HFS_API MethodDef {
   std::string name;
   std::vector<IOSpec> inputs;
   std::vector<IOSpec> outputs;
@@ -50,7 +51,7 @@ struct MethodDef {
 };
 
 // A constant in the program's tensor table (data lives in the file's data section).
-struct ConstantInfo {
+struct HFS_API ConstantInfo {
   std::string name;
   TensorType type;
   uint64_t offset = 0;  // from the start of the data section; a multiple of 64

@@ -1,4 +1,4 @@
-// hfstatic/program_writer.h — builds a program file (used by the exporter and tests).
+// hfstatic/ext/program_writer.h — builds a program file (used by the exporter and tests).
 //
 // Constants are streamed: a producer fills the tensor's bytes when the data section is written, so an
 // exporter never holds more than one converted tensor. The file is written to "<path>.tmp.<pid>" and
@@ -21,12 +21,13 @@
 #include <vector>
 
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/export_macro.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/value.h"
 
 namespace hfs {
 
-class ProgramWriter {
+class HFS_API ProgramWriter {
  public:
   // Fills exactly `dst.size()` bytes. Called once, during write().
   using Producer = std::function<Status(std::span<std::byte> dst)>;

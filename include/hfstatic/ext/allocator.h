@@ -1,4 +1,4 @@
-// hfstatic/allocator.h — where I/O buffers and arenas live.
+// hfstatic/ext/allocator.h — where I/O buffers and arenas live.
 //
 // A backend names the allocator it wants its I/O buffers in (e.g. device-visible shared memory); the
 // runner asks the selected backend and never knows which one it got.
@@ -22,13 +22,14 @@
 #include <string_view>
 
 #include "hfstatic/error.h"
+#include "hfstatic/export_macro.h"
 
 namespace hfs {
 
 inline constexpr size_t kBufferAlignment = 64;
 
 // An owned allocation (RAII). Move-only. Memory returned by every allocator here is zero-filled.
-class Buffer {
+class HFS_API Buffer {
  public:
   Buffer() = default;
   Buffer(void* data, size_t size, int fd, void (*release)(void*, size_t, int))
@@ -54,7 +55,7 @@ class Buffer {
   std::shared_ptr<void> owner_;
 };
 
-class Allocator {
+class HFS_API Allocator {
  public:
   virtual ~Allocator() = default;
   virtual std::string_view name() const = 0;
@@ -64,9 +65,9 @@ class Allocator {
 };
 
 // 64-byte-aligned, zero-filled heap memory.
-std::shared_ptr<Allocator> heap_allocator();
+HFS_API std::shared_ptr<Allocator> heap_allocator();
 // memfd_create + mmap(MAP_SHARED), zero-filled; Buffer::fd() exposes the memfd (our analogue of
 // Qualcomm's rpcmem: a second process or a driver maps the same pages).
-std::shared_ptr<Allocator> shared_memory_allocator();
+HFS_API std::shared_ptr<Allocator> shared_memory_allocator();
 
 }  // namespace hfs

@@ -1,4 +1,4 @@
-// hfstatic/ops.h — the operator registry: schemas, shape/dtype rules, reference kernels.
+// hfstatic/ext/ops.h — the operator registry: schemas, shape/dtype rules, reference kernels.
 //
 // Each op lives in its own file under src/ops/ and registers itself at static-initialization time:
 //
@@ -43,13 +43,14 @@
 #include <vector>
 
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/export_macro.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/tensor.h"
 #include "hfstatic/value.h"
 
 namespace hfs {
 
-struct KernelArgs {
+struct HFS_API KernelArgs {
   std::span<const TensorView> inputs;   // absent optional operands have ptr == nullptr
   std::span<const TensorView> outputs;  // caller-provided storage (for aliasing ops: the input's buffer)
   const Attrs& attrs;
@@ -60,13 +61,13 @@ using KernelFn = Status (*)(const KernelArgs&);
 // and say expected vs got; the verifier prefixes method and node.
 using InferFn = Result<std::vector<TensorType>> (*)(std::span<const TensorType* const> inputs, const Attrs& attrs);
 
-struct AttrSpec {
+struct HFS_API AttrSpec {
   std::string_view name;
   Value::Kind kind;  // kFloat accepts ints too; kArray means an array of ints
   bool required = false;
 };
 
-struct OpSchema {
+struct HFS_API OpSchema {
   std::string_view name;
   int min_inputs = 1;  // operands beyond min_inputs are optional
   int max_inputs = 1;
@@ -82,20 +83,21 @@ struct OpSchema {
 
 // Registers a schema; returns true (for `static const bool` registration). A duplicate name aborts:
 // it is a programming error caught by every test binary at start-up.
-bool register_op(OpSchema schema);
-const OpSchema* find_op(std::string_view name);
-std::vector<const OpSchema*> all_ops();  // sorted by name
+HFS_API bool register_op(OpSchema schema);
+HFS_API const OpSchema* find_op(std::string_view name);
+HFS_API std::vector<const OpSchema*> all_ops();  // sorted by name
 
 // Checks node attributes against the schema: unknown names, missing required, wrong kinds.
-Status check_attrs(const OpSchema& schema, const Attrs& attrs);
+HFS_API Status check_attrs(const OpSchema& schema, const Attrs& attrs);
 
 // Attribute readers for kernels and rules (defaults when absent; no validation — check_attrs did it).
-double attr_float(const Attrs& a, std::string_view name, double def = 0.0);
-int64_t attr_int(const Attrs& a, std::string_view name, int64_t def = 0);
-bool attr_bool(const Attrs& a, std::string_view name, bool def = false);
-std::vector<int64_t> attr_ints(const Attrs& a, std::string_view name);
+HFS_API double attr_float(const Attrs& a, std::string_view name, double def = 0.0);
+HFS_API int64_t attr_int(const Attrs& a, std::string_view name, int64_t def = 0);
+HFS_API bool attr_bool(const Attrs& a, std::string_view name, bool def = false);
+HFS_API std::vector<int64_t> attr_ints(const Attrs& a, std::string_view name);
 
 // Runs one node with the reference kernel (tests and the cpu reference backend).
-Status run_reference(const NodeDef& node, std::span<const TensorView> inputs, std::span<const TensorView> outputs);
+HFS_API Status run_reference(const NodeDef& node, std::span<const TensorView> inputs,
+                             std::span<const TensorView> outputs);
 
 }  // namespace hfs

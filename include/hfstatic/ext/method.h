@@ -1,4 +1,4 @@
-// hfstatic/method.h — an executable method: lowered, partitioned, memory-planned at load.
+// hfstatic/ext/method.h — an executable method: lowered, partitioned, memory-planned at load.
 //
 // Lowering is one entry point: caller passes, then each selected backend's passes (priority order),
 // then partitioning and compilation. The memory plan gives every intermediate value an offset in one
@@ -18,19 +18,20 @@
 #include <string>
 #include <vector>
 
-#include "hfstatic/backend.h"
 #include "hfstatic/error.h"
-#include "hfstatic/graph.h"
+#include "hfstatic/export_macro.h"
+#include "hfstatic/ext/backend.h"
+#include "hfstatic/ext/graph.h"
 #include "hfstatic/program.h"
 
 namespace hfs {
 
-struct MethodOptions {
+struct HFS_API MethodOptions {
   BackendOptions backends;
   std::vector<Pass> passes;  // caller passes, run first
 };
 
-struct MethodPlan {
+struct HFS_API MethodPlan {
   size_t arena_bytes = 0;       // intermediate values between/inside partitions, after sharing
   size_t unshared_bytes = 0;    // what the same values would take without sharing
   size_t delegate_scratch = 0;  // sum of Delegate::scratch_bytes()
@@ -38,7 +39,7 @@ struct MethodPlan {
   std::vector<std::vector<size_t>> partition_nodes;  // per partition, its nodes' indices in def().nodes
 };
 
-class Method {
+class HFS_API Method {
  public:
   ~Method();
   [[nodiscard]] static Result<std::unique_ptr<Method>> load(std::shared_ptr<const Program> program,
@@ -71,18 +72,18 @@ class Method {
 };
 
 // A ConstantStore over a Program's tensor table (zero-copy), which can also own added constants.
-std::shared_ptr<ConstantStore> program_constants(std::shared_ptr<const Program> program);
+HFS_API std::shared_ptr<ConstantStore> program_constants(std::shared_ptr<const Program> program);
 // An empty store that owns whatever is added (tests, fakes).
-std::shared_ptr<ConstantStore> owned_constants();
+HFS_API std::shared_ptr<ConstantStore> owned_constants();
 
 // Memory planning (exposed for tests and backends): values with [first, last] use ranges (node indices)
 // and sizes get offsets so that overlapping lifetimes never overlap in bytes. Offsets are 64-aligned.
-struct PlanItem {
+struct HFS_API PlanItem {
   size_t size = 0;
   size_t first = 0;  // defining step
   size_t last = 0;   // last using step (≥ first)
   size_t offset = 0; // output
 };
-size_t plan_arena(std::span<PlanItem> items);  // returns total bytes
+HFS_API size_t plan_arena(std::span<PlanItem> items);  // returns total bytes
 
 }  // namespace hfs

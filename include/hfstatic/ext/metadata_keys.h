@@ -1,4 +1,4 @@
-// hfstatic/metadata_keys.h — every metadata key and contract tensor name, in one place.
+// hfstatic/ext/metadata_keys.h — every metadata key and contract tensor name, in one place.
 //
 // Writers (the exporter) and readers (the hf_static IO manager, inspect) use these constants; no key is
 // spelled as a literal anywhere else. The meaning of each hf_static key is specified in
