@@ -75,7 +75,7 @@ double acceptance(const RunnerStats& s) {
 
 TEST(DraftProgram, ItselfAsDraftIsTokenIdenticalAndAcceptsNearlyEverything) {
   HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
-  ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
+  HFS_REQUIRE_FIXTURE(test::stories_dir() + "/config.json");
   const std::string target = stories_program(512, "stories");
   const auto prompt = encode(target, "Once upon a time, there was a little girl named Lily.");
   const Outcome plain = test::generate_fresh(target, prompt, greedy(250));
@@ -93,7 +93,7 @@ TEST(DraftProgram, ItselfAsDraftIsTokenIdenticalAndAcceptsNearlyEverything) {
 // Naming the reference backend (which takes no settings) runs the draft program too: the draft's runner
 // gives its thread count only to backends that take one.
 TEST(DraftProgram, LoadsAndDraftsWithTheReferenceBackendNamed) {
-  ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
+  HFS_REQUIRE_FIXTURE(test::stories_dir() + "/config.json");
   const std::string target = stories_program(512, "stories");
   const auto prompt = encode(target, "Once upon a time, there was a little girl named Lily.");
   const Outcome plain = test::generate_fresh(target, prompt, greedy(40));
@@ -115,7 +115,7 @@ TEST(DraftProgram, LoadsAndDraftsWithTheReferenceBackendNamed) {
 // drafts are verified and accepted under sampling, and the run ends where plain sampling's would (the budget).
 TEST(DraftProgram, SamplingWithADraftProgramVerifiesDrafts) {
   HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
-  ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
+  HFS_REQUIRE_FIXTURE(test::stories_dir() + "/config.json");
   const std::string target = stories_program(512, "stories");
   const auto prompt = encode(target, "Once upon a time, there was a little girl named Lily.");
   GenerationConfig g = with_program(200, target);
@@ -130,7 +130,7 @@ TEST(DraftProgram, SamplingWithADraftProgramVerifiesDrafts) {
 
 TEST(DraftProgram, DifferentRandomDraftIsTokenIdenticalAndRejected) {
   HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
-  ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
+  HFS_REQUIRE_FIXTURE(test::stories_dir() + "/config.json");
   test::TinyModel t{"llama", 4, 256};
   t.step_sizes = std::vector<int64_t>{2, 4, 8};
   t.tokenizer = true;
@@ -233,7 +233,7 @@ TEST(DraftProgram, ProposesNothingPastItsContext) {
 
 TEST(DraftProgram, ShorterContextDraftStopsDraftingAtItsCapacityOutputUnchanged) {
   HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
-  ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
+  HFS_REQUIRE_FIXTURE(test::stories_dir() + "/config.json");
   const std::string target = stories_program(512, "stories"), draft = stories_program(64, "stories_short");
   const auto prompt = encode(target, "Once upon a time, there was a little girl named Lily.");
   ASSERT_LT(prompt.size(), 64u);
@@ -293,7 +293,7 @@ std::string swapped_vocab_program(int32_t a, int32_t b, std::string* piece_a, st
 
 TEST(DraftProgram, DifferentVocabularyIsRefusedAtLoadNamingTheFirstDifference) {
   HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
-  ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
+  HFS_REQUIRE_FIXTURE(test::stories_dir() + "/config.json");
   const std::string target = stories_program(512, "stories");
   std::string piece_a, piece_b;
   const std::string draft = swapped_vocab_program(300, 301, &piece_a, &piece_b);
@@ -322,7 +322,7 @@ TEST(DraftProgram, DifferentVocabularyIsRefusedAtLoadNamingTheFirstDifference) {
 
 TEST(DraftProgram, SmallerVocabularyIsRefusedNamingTheFirstMissingIdAndBothSizes) {
   HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
-  ASSERT_TRUE(test::fixture_exists(test::stories_dir() + "/config.json")) << test::missing(test::stories_dir());
+  HFS_REQUIRE_FIXTURE(test::stories_dir() + "/config.json");
   const std::string target = stories_program(512, "stories");
   std::string last;  // the piece of id 511 (no merge makes it: dropping it leaves a valid tokenizer of 511)
   const std::string draft = edited_vocab_program("smaller_vocab", [&](nlohmann::json& vocab) {
