@@ -19,6 +19,8 @@ set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 set(ENV{PKG_CONFIG_PATH} "")
 # Programs built here (the test binary, the CLI the tests start) run under qemu's user-mode emulator with
-# the arm64 loader and libraries from the multiarch tree.
+# the arm64 loader and libraries of the multiarch tree (libc6:arm64 puts /lib/ld-linux-aarch64.so.1 where
+# the binaries ask for it). Not `-L /usr/aarch64-linux-gnu`, the cross compiler's own copy of libc: with
+# it, qemu 7.2 hangs in a program's first pthread_create.
 find_program(HFS_QEMU_AARCH64 qemu-aarch64 REQUIRED)
-set(CMAKE_CROSSCOMPILING_EMULATOR ${HFS_QEMU_AARCH64} -L /usr/aarch64-linux-gnu)
+set(CMAKE_CROSSCOMPILING_EMULATOR ${HFS_QEMU_AARCH64})
