@@ -192,7 +192,12 @@ TEST_P(CpuFastHalfGemv, ForcedVariantIsCheckedAgainstTheFormatAndTheIsa) {
     ScopedEnv e("HFS_CPU_FAST_HALF_GEMV", "ymm-split-pf4k");
     auto r = forced_half_gemv(DType::kF16);
     ASSERT_FALSE(r.ok());
+#if defined(__x86_64__)
     EXPECT_NE(r.error().message().find("cannot run f16"), std::string::npos) << r.error().message();
+#else
+    // Only x86-64 builds compile the x86 variants: elsewhere the name is not a variant at all.
+    EXPECT_NE(r.error().message().find("is not a GEMV variant for f16"), std::string::npos) << r.error().message();
+#endif
     auto b = forced_half_gemv(DType::kBF16);
     if (GetParam() == Isa::kScalar) {
       EXPECT_FALSE(b.ok());
