@@ -38,14 +38,6 @@ std::string with_nan_row(const std::string& path, const std::string& tensor, int
   return path;
 }
 
-std::unique_ptr<Runner> runner_on(const std::string& path, const std::string& backend) {
-  RunnerOptions o;
-  o.io.method.backends.backends = {backend};
-  auto r = Runner::load(path, o);
-  EXPECT_TRUE(r.ok()) << r.error().to_string();
-  return r.ok() ? std::move(*r) : nullptr;
-}
-
 GenerationConfig greedy(int n) {
   GenerationConfig g;
   g.max_new_tokens = n;
@@ -60,7 +52,7 @@ class NonFiniteLogits : public ::testing::TestWithParam<std::string> {};
 // NaN in one LM-head row: the logits after the prompt hold NaN at that id.
 TEST_P(NonFiniteLogits, NanAfterThePromptNamesTheStepAndId) {
   const std::string prog = with_nan_row(test::tiny_program({}), "lm_head.weight", 7, "nan_head_" + GetParam());
-  auto r = runner_on(prog, GetParam());
+  auto r = test::runner_on(prog, GetParam());
   ASSERT_TRUE(r);
   std::vector<int32_t> streamed;
   auto out = r->generate(kPrompt, greedy(5), [&](int32_t t) {
@@ -90,7 +82,7 @@ TEST_P(NonFiniteLogits, NanAfterThePromptNamesTheStepAndId) {
 // feeds it yields all-NaN logits.
 TEST_P(NonFiniteLogits, NanFromADecodeStepNamesThatStep) {
   const std::string clean = test::tiny_program({});
-  auto ok = runner_on(clean, GetParam());
+  auto ok = test::runner_on(clean, GetParam());
   ASSERT_TRUE(ok);
   auto ref = ok->generate(kPrompt, greedy(3));
   ASSERT_TRUE(ref.ok()) << ref.error().to_string();
@@ -99,7 +91,7 @@ TEST_P(NonFiniteLogits, NanFromADecodeStepNamesThatStep) {
   ASSERT_TRUE(first != 1 && first != 5 && first != 9 && first != 2) << first;
 
   const std::string prog = with_nan_row(clean, "embed_tokens.weight", first, "nan_embed_" + GetParam());
-  auto r = runner_on(prog, GetParam());
+  auto r = test::runner_on(prog, GetParam());
   ASSERT_TRUE(r);
   std::vector<int32_t> streamed;
   auto out = r->generate(kPrompt, greedy(5), [&](int32_t t) {

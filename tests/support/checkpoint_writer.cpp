@@ -194,4 +194,23 @@ void write_tiny_model(CheckpointWriter& w, DType dtype) {
   }
 }
 
+nlohmann::json tiny_config(const std::string& model_type, const std::string& architecture, int layers) {
+  return {{"model_type", model_type},
+          {"architectures", {architecture}},
+          {"vocab_size", 512},
+          {"hidden_size", 64},
+          {"intermediate_size", 96},
+          {"num_hidden_layers", layers},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"head_dim", 16},
+          {"max_position_embeddings", 4096},
+          {"rms_norm_eps", 1e-5},
+          {"rope_theta", 10000.0},
+          {"tie_word_embeddings", false},
+          {"bos_token_id", 1},
+          {"eos_token_id", 2},
+          {"torch_dtype", "float32"}};
+}
+
 }  // namespace hfs::testing

@@ -59,6 +59,11 @@ class CheckpointWriter {
   std::vector<TestTensor> tensors_;
 };
 
+// The config of the tiny decoders the tests export: vocabulary 512, hidden 64 (a multiple of the q4_0
+// block), 4 query heads over 2 KV heads of dim 16 — small, with grouped-query attention and enough width
+// that logits are not degenerate.
+nlohmann::json tiny_config(const std::string& model_type, const std::string& architecture, int layers);
+
 // Writes a tiny but complete checkpoint for `config` (model_type decides the tensor names: llama, qwen2,
 // qwen3, mistral, gemma2, gemma3_text, phi3), all weights in `dtype`.
 void write_tiny_model(CheckpointWriter& w, DType dtype = DType::kF32);

@@ -32,31 +32,22 @@ std::string key_of(const TinyModel& m) {
 
 std::string temp_dir() { return hfs::testing::temp_dir("hf_static"); }
 
+std::unique_ptr<Runner> runner_on(const std::string& path, const std::string& backend) {
+  RunnerOptions o;
+  o.io.method.backends.backends = {backend};
+  auto r = Runner::load(path, o);
+  EXPECT_TRUE(r.ok()) << r.error().to_string();
+  return r.ok() ? std::move(*r) : nullptr;
+}
+
 std::string tiny_program(const TinyModel& m) {
   static std::map<std::string, std::string> cache;
   const std::string key = key_of(m);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
 
-  // Vocabulary 512, hidden 64, 4 query heads over 2 KV heads of dim 16: small, but with grouped-query
-  // attention and enough width that logits are not degenerate.
   hfs::testing::CheckpointWriter w(hfs::testing::temp_dir("ckpt_" + key));
-  w.config = {{"model_type", m.arch},
-              {"architectures", {m.arch == "mistral" ? "MistralForCausalLM" : "LlamaForCausalLM"}},
-              {"vocab_size", 512},
-              {"hidden_size", 64},
-              {"intermediate_size", 96},
-              {"num_hidden_layers", m.layers},
-              {"num_attention_heads", 4},
-              {"num_key_value_heads", 2},
-              {"head_dim", 16},
-              {"max_position_embeddings", 4096},
-              {"rms_norm_eps", 1e-5},
-              {"rope_theta", 10000.0},
-              {"tie_word_embeddings", false},
-              {"bos_token_id", 1},
-              {"eos_token_id", 2},
-              {"torch_dtype", "float32"}};
+  w.config = hfs::testing::tiny_config(m.arch, m.arch == "mistral" ? "MistralForCausalLM" : "LlamaForCausalLM", m.layers);
   if (m.arch == "mistral") w.config["sliding_window"] = m.sliding_window > 0 ? nlohmann::json(m.sliding_window) : nlohmann::json();
   hfs::testing::write_tiny_model(w, DType::kF32);
   w.write();

@@ -34,6 +34,8 @@ struct TinyModel {
 
 // Exports (once per distinct options, cached for the test binary's lifetime) and returns the path.
 std::string tiny_program(const TinyModel& m);
+// A Runner over `path` whose methods run on `backend` (nullptr, with a test failure, when it does not load).
+std::unique_ptr<Runner> runner_on(const std::string& path, const std::string& backend);
 // A fresh directory under the system temp dir, removed at exit.
 std::string temp_dir();
 // Runner over a program path (aborts the test on failure via gtest assertions in the caller).

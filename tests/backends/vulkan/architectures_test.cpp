@@ -32,7 +32,7 @@ TEST_P(Architectures, WholeProgramOnVulkanMatchesCpuRef) {
     ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
     EXPECT_EQ((*loaded)->plan().partition_backends, std::vector<std::string>{"vulkan"}) << m.name;
   }
-  auto vk = runner_on(path, "vulkan"), ref = runner_on(path, "cpu_ref");
+  auto vk = test::runner_on(path, "vulkan"), ref = test::runner_on(path, "cpu_ref");
   ASSERT_TRUE(vk && ref);
   const std::vector<int32_t> prompt = hfs::test::random_tokens(6, 512, 11);
   ASSERT_TRUE(vk->prefill(prompt).ok());

@@ -107,7 +107,7 @@ TEST(VulkanEngine, StaggeredSequencesEqualTheirSoloRuns) {
 // One generate() on a fresh Runner over `program` on `backend`.
 hfs::test::Outcome generate_on(const std::string& backend, const std::string& program, std::span<const int32_t> prompt,
                                const GenerationConfig& g) {
-  auto r = runner_on(program, backend);
+  auto r = test::runner_on(program, backend);
   if (!r) return {};
   auto out = r->generate(prompt, g);
   EXPECT_TRUE(out.ok()) << out.error().to_string();

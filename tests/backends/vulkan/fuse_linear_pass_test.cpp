@@ -38,22 +38,7 @@ std::string export_tiny(const Case& c) {
   if (auto it = cache.find(c.name); it != cache.end()) return it->second;
   hfs::testing::CheckpointWriter w(hfs::testing::temp_dir(std::string("fuse_") + c.name));
   const bool qwen = std::string(c.arch) == "qwen2";
-  w.config = {{"model_type", c.arch},
-              {"architectures", {qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
-              {"vocab_size", 512},
-              {"hidden_size", 64},
-              {"intermediate_size", 96},
-              {"num_hidden_layers", kLayers},
-              {"num_attention_heads", 4},
-              {"num_key_value_heads", 2},
-              {"head_dim", 16},
-              {"max_position_embeddings", 4096},
-              {"rms_norm_eps", 1e-5},
-              {"rope_theta", 10000.0},
-              {"tie_word_embeddings", false},
-              {"bos_token_id", 1},
-              {"eos_token_id", 2},
-              {"torch_dtype", "float32"}};
+  w.config = hfs::testing::tiny_config(c.arch, qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM", kLayers);
   hfs::testing::write_tiny_model(w, DType::kF32);
   w.write();
   ExportOptions opt;

@@ -15,17 +15,9 @@
 namespace hfs::vulkan {
 namespace {
 
-std::unique_ptr<Runner> runner(const std::string& path, const std::string& backend) {
-  RunnerOptions o;
-  o.io.method.backends.backends = {backend};
-  auto r = Runner::load(path, o);
-  EXPECT_TRUE(r.ok()) << r.error().to_string();
-  return r.ok() ? std::move(*r) : nullptr;
-}
-
 TEST(VulkanStepTiming, EachStepAddsOneSubmissionWhoseDeviceTimeFitsTheWait) {
   const std::string path = hfs::test::tiny_program(hfs::test::TinyModel{});
-  auto vk = runner(path, "vulkan");
+  auto vk = test::runner_on(path, "vulkan");
   ASSERT_TRUE(vk);
   ASSERT_TRUE(vk->prefill(hfs::test::random_tokens(6, 512, 3)).ok());
   const DeviceTiming before = device_timing();
@@ -45,7 +37,7 @@ TEST(VulkanStepTiming, EachStepAddsOneSubmissionWhoseDeviceTimeFitsTheWait) {
 
 TEST(VulkanStepTiming, CpuBackendsAddNothing) {
   const std::string path = hfs::test::tiny_program(hfs::test::TinyModel{});
-  auto ref = runner(path, "cpu_ref");
+  auto ref = test::runner_on(path, "cpu_ref");
   ASSERT_TRUE(ref);
   const DeviceTiming before = device_timing();
   ASSERT_TRUE(ref->prefill(hfs::test::random_tokens(6, 512, 3)).ok());

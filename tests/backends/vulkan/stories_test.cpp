@@ -14,6 +14,7 @@
 #include "hfstatic/tokenizer.h"
 #include "support/fixtures.h"
 #include "support/hf_static_fixture.h"
+#include "support/require_fixture.h"
 #include "test_support.h"
 
 namespace hfs::vulkan {
@@ -23,7 +24,7 @@ constexpr int kGreedyTokens = 40;  // lavapipe runs shaders on the CPU: a few do
 
 std::string stories_f32() { return stories_program(); }
 
-std::unique_ptr<Runner> runner_on(const std::string& backend) { return vulkan::runner_on(stories_f32(), backend); }
+std::unique_ptr<Runner> runner_on(const std::string& backend) { return test::runner_on(stories_f32(), backend); }
 
 int32_t argmax(std::span<const float> v) { return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin()); }
 
@@ -104,10 +105,9 @@ TEST_F(StoriesOnVulkan, ChunkedPrefillAndDecodeLogitsMatchCpuRef) {
 // and the f16 cache: still every node on Vulkan, and the same greedy tokens and logits (1e-4) as cpu_ref
 // on the same program.
 void expect_whole_model_matches_cpu_ref(WeightsMode weights, DType cache) {
-  ASSERT_NO_FATAL_FAILURE(require_stories());
   const std::string path = stories_program(weights, cache, 32);
   ASSERT_FALSE(path.empty());
-  auto vk = vulkan::runner_on(path, "vulkan"), ref = vulkan::runner_on(path, "cpu_ref");
+  auto vk = test::runner_on(path, "vulkan"), ref = test::runner_on(path, "cpu_ref");
   ASSERT_TRUE(vk && ref);
   auto program = Program::load(path);
   ASSERT_TRUE(program.ok());
@@ -134,9 +134,15 @@ void expect_whole_model_matches_cpu_ref(WeightsMode weights, DType cache) {
 
 class StoriesWeightFormats : public ::testing::TestWithParam<WeightsMode> {};
 
-TEST_P(StoriesWeightFormats, WholeModelOnVulkanMatchesCpuRef) { expect_whole_model_matches_cpu_ref(GetParam(), DType::kF32); }
+TEST_P(StoriesWeightFormats, WholeModelOnVulkanMatchesCpuRef) {
+  HFS_REQUIRE_FIXTURE(hfs::test::stories_dir() + "/config.json");
+  expect_whole_model_matches_cpu_ref(GetParam(), DType::kF32);
+}
 
-TEST(StoriesF16Cache, WholeModelOnVulkanMatchesCpuRef) { expect_whole_model_matches_cpu_ref(WeightsMode::kF32, DType::kF16); }
+TEST(StoriesF16Cache, WholeModelOnVulkanMatchesCpuRef) {
+  HFS_REQUIRE_FIXTURE(hfs::test::stories_dir() + "/config.json");
+  expect_whole_model_matches_cpu_ref(WeightsMode::kF32, DType::kF16);
+}
 
 INSTANTIATE_TEST_SUITE_P(Formats, StoriesWeightFormats,
                          ::testing::Values(WeightsMode::kF16, WeightsMode::kBF16, WeightsMode::kInt8, WeightsMode::kInt4));

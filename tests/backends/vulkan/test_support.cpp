@@ -4,6 +4,7 @@
 
 #include "support/fixtures.h"
 #include "support/hf_static_fixture.h"
+#include "support/require_fixture.h"
 
 namespace hfs::vulkan {
 
@@ -26,19 +27,7 @@ std::string stories_program(WeightsMode weights, DType cache, int context) {
   return path;
 }
 
-std::unique_ptr<Runner> runner_on(const std::string& path, const std::string& backend) {
-  RunnerOptions o;
-  o.io.method.backends.backends = {backend};
-  auto r = Runner::load(path, o);
-  EXPECT_TRUE(r.ok()) << r.error().to_string();
-  return r.ok() ? std::move(*r) : nullptr;
-}
 
-void require_stories() {
-  ASSERT_TRUE(hfs::test::fixture_exists(hfs::test::stories_dir() + "/config.json"))
-      << hfs::test::missing(hfs::test::stories_dir());
-}
-
-void StoriesTest::SetUp() { ASSERT_NO_FATAL_FAILURE(require_stories()); }
+void StoriesTest::SetUp() { HFS_REQUIRE_FIXTURE(hfs::test::stories_dir() + "/config.json"); }
 
 }  // namespace hfs::vulkan
