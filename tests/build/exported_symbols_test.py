@@ -11,6 +11,8 @@ import subprocess
 import sys
 
 lib, src = sys.argv[1], pathlib.Path(sys.argv[2])
+if not pathlib.Path(lib).is_file():
+    sys.exit(f"FAIL: no library at {lib} (build the hfstatic target)")
 
 
 def namespaces(root):
