@@ -212,8 +212,12 @@ TEST_P(CpuFastHalfGemv, ForcedVariantIsCheckedAgainstTheFormatAndTheIsa) {
     auto r = forced_half_gemv(DType::kF16);
     EXPECT_EQ(r.ok(), GetParam() >= Isa::kAvx512) << (r.ok() ? "" : r.error().message());
     if (!r.ok()) {
+#if defined(__x86_64__)
       EXPECT_NE(r.error().message().find("cannot run f16 weights on " + std::string(isa_name(GetParam()))), std::string::npos)
           << r.error().message();
+#else
+      EXPECT_NE(r.error().message().find("is not a GEMV variant for f16"), std::string::npos) << r.error().message();
+#endif
     }
   }
   {
