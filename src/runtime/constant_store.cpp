@@ -27,12 +27,8 @@ class OwningStore : public ConstantStore {
   }
 
   Status add(const std::string& name, const TensorType& type, std::span<const std::byte> bytes) override {
-    if (find(name))
-      return make_error(ErrorCode::kDuplicateName, "constant store: constant '" + name + "' already exists");
-    uint64_t want = type.nbytes();
-    if (want == 0 && type.shape.numel() != 0)
-      return make_error(ErrorCode::kTensorSizeMismatch,
-                        "constant store: constant '" + name + "': type " + type.to_string() + " has no valid byte size");
+    HFS_TRY(check_new(name, type));
+    const uint64_t want = type.nbytes();
     if (bytes.size() != want)
       return make_error(ErrorCode::kTensorSizeMismatch, "constant store: constant '" + name + "' of type " +
                                                             type.to_string() + ": expected " + std::to_string(want) +
@@ -46,8 +42,7 @@ class OwningStore : public ConstantStore {
 
   Status add_shared(const std::string& name, const TensorType& type, std::shared_ptr<const void> owner,
                     const void* data) override {
-    if (find(name))
-      return make_error(ErrorCode::kDuplicateName, "constant store: constant '" + name + "' already exists");
+    HFS_TRY(check_new(name, type));
     if (!owner || (!data && type.nbytes() != 0))
       return make_error(ErrorCode::kInvalidArgument, "constant store: constant '" + name + "': no bytes to share");
     // Buffer's owner is non-const only because allocators hand out writable memory; nothing writes here.
@@ -56,6 +51,16 @@ class OwningStore : public ConstantStore {
   }
 
  private:
+  // What add and add_shared refuse before taking bytes: a name in use, a type with no byte size.
+  Status check_new(const std::string& name, const TensorType& type) const {
+    if (find(name))
+      return make_error(ErrorCode::kDuplicateName, "constant store: constant '" + name + "' already exists");
+    if (type.nbytes() == 0 && type.shape.numel() != 0)
+      return make_error(ErrorCode::kTensorSizeMismatch,
+                        "constant store: constant '" + name + "': type " + type.to_string() + " has no valid byte size");
+    return Ok{};
+  }
+
   void keep(const std::string& name, const TensorType& type, Buffer buf) {
     OwnedConstant c{std::move(buf), {}};
     c.view = TensorView(c.buffer.data(), type.dtype, type.shape);
@@ -102,21 +107,23 @@ class ProgramStore final : public OwningStore {
   }
 
   Status add(const std::string& name, const TensorType& type, std::span<const std::byte> bytes) override {
-    if (views_.count(name))
-      return make_error(ErrorCode::kDuplicateName, "constant store: constant '" + name + "' already exists in program '" +
-                                                       program_->path() + "'");
+    HFS_TRY(not_in_program(name));
     return OwningStore::add(name, type, bytes);
   }
 
   Status add_shared(const std::string& name, const TensorType& type, std::shared_ptr<const void> owner,
                     const void* data) override {
-    if (views_.count(name))
-      return make_error(ErrorCode::kDuplicateName, "constant store: constant '" + name + "' already exists in program '" +
-                                                       program_->path() + "'");
+    HFS_TRY(not_in_program(name));
     return OwningStore::add_shared(name, type, std::move(owner), data);
   }
 
  private:
+  Status not_in_program(const std::string& name) const {
+    if (!views_.count(name)) return Ok{};
+    return make_error(ErrorCode::kDuplicateName, "constant store: constant '" + name + "' already exists in program '" +
+                                                     program_->path() + "'");
+  }
+
   std::shared_ptr<const Program> program_;  // keeps the mapping the views point into alive
   std::map<std::string, TensorView, std::less<>> views_;
 };
