@@ -148,14 +148,12 @@ nlohmann::json step_breakdown(const DeviceTiming& t, double wall_ms, int64_t ste
                       {"delegate_execute_ms", t.execute_ms / n},
                       {"submit_wait_ms", t.submit_wait_ms / n},
                       {"device_timed", t.timed_submits == t.submits}};
-  if (t.timed_submits == t.submits) {
-    j["device_ms"] = t.device_ms / n;
-    j["host_overhead_ms"] = (wall_ms - t.device_ms) / n;
-    j["host_overhead_share"] = wall_ms > 0 ? (wall_ms - t.device_ms) / wall_ms : 0.0;
-  } else {  // no timestamps: the wait bounds the device time from above, so this share is a lower bound
-    j["host_overhead_ms"] = (wall_ms - t.submit_wait_ms) / n;
-    j["host_overhead_share"] = wall_ms > 0 ? (wall_ms - t.submit_wait_ms) / wall_ms : 0.0;
-  }
+  // Without timestamps the wait bounds the device time from above, so the share is then a lower bound.
+  const bool timed = t.timed_submits == t.submits;
+  const double device_ms = timed ? t.device_ms : t.submit_wait_ms;
+  if (timed) j["device_ms"] = device_ms / n;
+  j["host_overhead_ms"] = (wall_ms - device_ms) / n;
+  j["host_overhead_share"] = wall_ms > 0 ? (wall_ms - device_ms) / wall_ms : 0.0;
   return j;
 }
 
