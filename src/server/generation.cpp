@@ -68,6 +68,33 @@ Result<std::shared_ptr<const TokenVocabulary>> constraint_vocabulary(State& s) {
   return s.constraint_vocab;
 }
 
+// The request's constraint compiled, or taken from the grammar cache (keyed by kind and text); a compile error
+// names the field the constraint came from.
+std::optional<ApiError> compile_constraint(State& s, const CompletionRequest::Constraint& c,
+                                           std::shared_ptr<const Grammar>& out) {
+  using Kind = CompletionRequest::Constraint::Kind;
+  if (c.kind == Kind::kNone) return std::nullopt;
+  if (c.kind == Kind::kJsonObject) {
+    out = Grammar::json_object();
+    return std::nullopt;
+  }
+  const char* kind = c.kind == Kind::kJsonSchema ? "json_schema" : c.kind == Kind::kRegex ? "regex" : "gbnf";
+  auto got = s.grammars.get(kind, c.text, [&]() -> Result<std::shared_ptr<const Grammar>> {
+    if (c.kind == Kind::kJsonSchema) return Grammar::from_json_schema(c.text);
+    if (c.kind == Kind::kRegex) return Grammar::from_regex(c.text);
+    return Grammar::from_gbnf(c.text);
+  });
+  if (!got) {
+    ApiError e = invalid_param(c.field, "'" + c.field + "': " + got.error().message());
+    // The compiler's own limits (depth, states, time): the constraint is too complex, not malformed.
+    if (got.error().code() == ErrorCode::kResourceExhausted) e.code = "constraint_too_complex";
+    return e;
+  }
+  s.metrics.count_grammar(got->hit);
+  out = got->grammar;
+  return std::nullopt;
+}
+
 json usage(const Generation& g) {
   const int64_t p = static_cast<int64_t>(g.job->prompt.size());
   return {{"prompt_tokens", p},
@@ -154,6 +181,8 @@ std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool
     return ApiError{404, "the model '" + r.model + "' does not exist; this server serves '" + s.model_id + "'",
                     "invalid_request_error", "model", "model_not_found"};
   r.model = s.model_id;
+  if (r.n > 1) return invalid_param("n", "'n' must be 1: this server returns one choice per request, got " + std::to_string(r.n));
+  if (r.logprobs) return invalid_param("logprobs", "'logprobs' is not supported by this server");
   std::vector<int32_t> ids;
   if (auto e = prompt_tokens(s, r, ids)) return e;
   const int64_t n = static_cast<int64_t>(ids.size()), context = s.scheduler->info().context_length;
@@ -169,18 +198,7 @@ std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool
   job.config.sampling = r.sampling;
   if (!r.seeded) job.config.sampling.seed = random_seed();
   job.config.draft = s.options.draft;
-  if (r.format == CompletionRequest::Format::kJsonObject) job.config.constraint = Grammar::json_object();
-  if (r.format == CompletionRequest::Format::kJsonSchema) {
-    auto got = s.grammars.get("json_schema", r.json_schema, [&] { return Grammar::from_json_schema(r.json_schema); });
-    if (!got) {
-      ApiError e = invalid_param("response_format", got.error().message());
-      // The compiler's own limits (depth, states, time): the schema is too complex, not malformed.
-      if (got.error().code() == ErrorCode::kResourceExhausted) e.code = "constraint_too_complex";
-      return e;
-    }
-    s.metrics.count_grammar(got->hit);
-    job.config.constraint = got->grammar;
-  }
+  if (auto e = compile_constraint(s, r.constraint, job.config.constraint)) return e;
   if (job.config.constraint) {
     auto vocab = constraint_vocabulary(s);
     if (!vocab) return server_error(500, "server_error", "constraint_vocabulary", vocab.error().message());
