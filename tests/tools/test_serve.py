@@ -227,6 +227,18 @@ def test_web_chat_page(slow_server):
     # Stopped mid-stream: said so, and the text stopped growing.
     assert out["stopped_status"].startswith("stopped"), out["stopped_status"]
     assert out["after_stop_length"] == out["stopped_reply_length"] > 20
+    # An error mid-stream: shown in the reply's bubble after the text that came, said in the status (not
+    # "0 tokens"); the next turn's request carries neither the error nor the failed exchange.
+    assert "Half an answer" in out["midstream_bubble"] and "the step failed" in out["midstream_bubble"], out
+    assert out["midstream_bubble_is_error"] and "error" in out["midstream_status"], out["midstream_status"]
+    assert out["after_error_request"]["messages"] == [{"role": "user", "content": "Second question"}], out["after_error_request"]
+    assert "tokens" in out["after_error_status"], out["after_error_status"]
+    # Past the context: the page says so and offers to drop the oldest turn; the retry is sent without it.
+    assert out["overflow_status"].startswith("context full"), out["overflow_status"]
+    assert "context" in out["overflow_bubble"] and out["overflow_offers_drop"], out["overflow_bubble"]
+    assert [m["role"] for m in out["retry_request"]["messages"]] == ["user"], out["retry_request"]
+    assert out["retry_request"]["messages"][0]["content"].startswith("One day"), out["retry_request"]
+    assert out["retry_errors"] == 0 and out["dropped"] == 2 and "tokens" in out["retry_status"], out
     deadline = time.time() + 5
     while slow_server.metrics()["hfstatic_busy_sequences"] != 0 and time.time() < deadline:
         time.sleep(0.05)
