@@ -32,11 +32,18 @@ std::optional<ApiError> prompt_tokens(State& s, const CompletionRequest& r, std:
       ctx.add_generation_prompt = true;
       ctx.bos_token = s.bos_token;
       ctx.eos_token = s.eos_token;
+      if (!r.tools_json.empty()) {
+        auto tools = Value::parse_json(r.tools_json);
+        if (!tools) return invalid_param("tools", tools.error().message());
+        ctx.extra["tools"] = std::move(*tools);
+      }
       auto rendered = s.chat_template->render(ctx);
       if (!rendered) return invalid_param("messages", "the chat template cannot render these messages: " + rendered.error().message());
       text = std::move(*rendered);
       add_special = false;
     } else {
+      if (!r.tools.empty())
+        return invalid_param("tools", "'tools' needs a chat template to show the model its functions, and this model has none");
       for (size_t i = 0; i < r.messages.size(); ++i) text += (i ? "\n" : "") + r.messages[i].content;
     }
     auto enc = tok.encode(text, add_special);
@@ -93,6 +100,37 @@ std::optional<ApiError> compile_constraint(State& s, const CompletionRequest::Co
   s.metrics.count_grammar(got->hit);
   out = got->grammar;
   return std::nullopt;
+}
+
+// The grammar a tool call follows (tool_choice auto: text or a call), cached like any other.
+std::optional<ApiError> compile_tool_grammar(State& s, const CompletionRequest& r, ToolFormat f,
+                                             std::shared_ptr<const Grammar>& out) {
+  auto gbnf = tool_call_gbnf(r.tools, f, r.tool_choice, r.tool_name);
+  if (!gbnf) return invalid_param("tools", "'tools': " + gbnf.error().message());
+  auto got = s.grammars.get("tools:" + gbnf->root, gbnf->text, [&] { return Grammar::from_gbnf(gbnf->text, gbnf->root); });
+  if (!got) return invalid_param("tools", "'tools': " + got.error().message());
+  s.metrics.count_grammar(got->hit);
+  out = got->grammar;
+  return std::nullopt;
+}
+
+// A tool call's id: 9 letters and digits (Mistral's templates require exactly that; others take any).
+std::string call_id() {
+  static const char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  uint64_t r = random_seed();
+  std::string id;
+  for (int i = 0; i < 9; ++i, r /= 62) id += kAlnum[r % 62];
+  return id;
+}
+
+json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json c = {{"id", call_id()}, {"type", "function"}, {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (with_index) c["index"] = i;
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 json usage(const Generation& g) {
@@ -286,6 +324,10 @@ std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool
   // Log probabilities are read from each step's logits, one token per step: no drafts for such a request.
   if (!r.logprobs) config.draft = s.options.draft;
   if (auto e = compile_constraint(s, r.constraint, config.constraint)) return e;
+  if (r.tool_choice != ToolChoice::kNone) {
+    g.tool_format = tool_format(s.chat_template ? s.chat_template->source() : "");
+    if (auto e = compile_tool_grammar(s, r, g.tool_format, config.constraint)) return e;
+  }
   if (config.constraint) {
     auto vocab = constraint_vocabulary(s);
     if (!vocab) return server_error(500, "server_error", "constraint_vocabulary", vocab.error().message());
@@ -343,6 +385,11 @@ std::optional<ApiError> run_to_end(State& s, Generation& g, json& out, const std
     json choice = {{"index", i}, {"logprobs", nullptr}, {"finish_reason", c.finish_reason}};
     if (g.request.chat) choice["message"] = {{"role", "assistant"}, {"content", c.text}};
     else choice["text"] = c.text;
+    if (g.request.tool_choice != ToolChoice::kNone)
+      if (auto calls = parse_tool_calls(c.text, g.tool_format)) {
+        choice["message"] = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", tool_calls_json(*calls, false)}};
+        choice["finish_reason"] = "tool_calls";
+      }
     if (g.request.logprobs) choice["logprobs"] = logprobs_json(s, g, c.logprobs, 0);
     choices.push_back(std::move(choice));
   }
@@ -381,6 +428,29 @@ bool stream_some(State& s, Generation& g, const std::function<bool(const std::st
     std::string piece;
     const bool going = advance(s, g, c, piece);
     more = more || going;
+    std::string finish = c.finish_reason;
+    if (g.request.tool_choice != ToolChoice::kNone && !c.streaming_text) {
+      // Held while the reply may still be a call: a prefix of the opener, or the opener and more.
+      c.held += piece;
+      piece.clear();
+      const size_t start = c.held.find_first_not_of(" \t\r\n");
+      const std::string_view opener = tool_call_opener(g.tool_format);
+      const std::string_view rest = start == std::string::npos ? std::string_view() : std::string_view(c.held).substr(start);
+      const bool may_call = rest.substr(0, std::min(rest.size(), opener.size())) == opener.substr(0, std::min(rest.size(), opener.size()));
+      if (!may_call) {
+        c.streaming_text = true;
+        piece = std::move(c.held);
+      } else if (!going) {
+        if (auto calls = parse_tool_calls(c.held, g.tool_format)) {
+          json delta = {{"index", i}, {"delta", {{"tool_calls", tool_calls_json(*calls, true)}}}, {"logprobs", nullptr},
+                        {"finish_reason", nullptr}};
+          if (!send(sse_event(chunk(g, json::array({std::move(delta)}))))) return false;
+          finish = "tool_calls";
+        } else {
+          piece = std::move(c.held);  // cut short (max_tokens): the text as it came
+        }
+      }
+    }
     if (!piece.empty() || !c.logprobs.empty()) {
       int64_t offset = c.lp_offset;
       for (const TokenLogprobs& lp : c.logprobs) offset += static_cast<int64_t>(s.tokenizer->token_bytes(lp.token).value_or("").size());
@@ -391,7 +461,7 @@ bool stream_some(State& s, Generation& g, const std::function<bool(const std::st
       sent = true;
     }
     if (!going && !g.error)
-      if (!send(sse_event(chunk(g, json::array({choice_delta(s, g, i, "", c.finish_reason.c_str(), {}, 0)}))))) return false;
+      if (!send(sse_event(chunk(g, json::array({choice_delta(s, g, i, "", finish.c_str(), {}, 0)}))))) return false;
   }
   // Nothing yet (queued, or a character split over tokens): a comment finds a client that went away.
   if (more && !sent && !send(kSseKeepAlive)) return false;

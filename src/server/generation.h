@@ -32,6 +32,10 @@ struct Choice {
   std::string text;          // the whole answer (non-streaming)
   std::vector<TokenLogprobs> logprobs;  // request.logprobs: one per used token (streaming: those not yet sent)
   int64_t lp_offset = 0;     // streaming completions: the text offset of the next logprobs entry
+  // Tool calling, streaming: text held back while it may be the start of a call (a call is sent whole,
+  // as one tool_calls delta, once it has parsed); `streaming_text` once it cannot be.
+  std::string held;
+  bool streaming_text = false;
   bool finished = false;
   std::string finish_reason; // "stop" | "length" once finished
 };
@@ -43,6 +47,7 @@ struct Generation {
   int64_t created = 0;       // unix seconds
   int64_t prompt_tokens = 0;
   bool sent_head = false;    // streaming: the first chunk went out
+  ToolFormat tool_format = ToolFormat::kHermes;  // request.tool_choice != kNone
   bool client_gone = false;  // streaming: a write failed
   std::optional<ApiError> error;
 

@@ -1,6 +1,7 @@
 #include "server/request.h"
 
 #include "core/exact_int.h"
+#include "hfstatic/value.h"
 
 #include <cmath>
 #include <limits>
@@ -89,6 +90,90 @@ std::optional<ApiError> content_text(const json& c, const std::string& where, st
   return std::nullopt;
 }
 
+// JSON into the template's values (object keys sorted: templates read them by name).
+Value to_value(const json& v) {
+  auto parsed = Value::parse_json(v.dump());
+  return parsed ? std::move(*parsed) : Value();
+}
+
+// An assistant turn's tool_calls (their arguments, JSON text in OpenAI's shape, given to the template as
+// objects, which is what the templates print with tojson) and a tool turn's tool_call_id and name.
+std::optional<ApiError> message_tool_fields(const json& m, const std::string& at, ChatMessage& msg) {
+  if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
+    if (!calls->is_array()) return wrong_type(at + ".tool_calls", "an array", *calls);
+    json list = json::array();
+    for (size_t i = 0; i < calls->size(); ++i) {
+      const json& c = (*calls)[i];
+      const std::string where = at + ".tool_calls[" + std::to_string(i) + "]";
+      auto fn = c.is_object() ? c.find("function") : c.end();
+      if (!c.is_object() || fn == c.end() || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string())
+        return invalid_param(where, "'" + where + "' must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+      json call = c;
+      if (auto args = fn->find("arguments"); args != fn->end() && args->is_string()) {
+        json parsed = json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+        if (parsed.is_discarded()) return invalid_param(where, "'" + where + ".function.arguments' is not valid JSON");
+        call["function"]["arguments"] = std::move(parsed);
+      }
+      list.push_back(std::move(call));
+    }
+    msg.extra["tool_calls"] = to_value(list);
+  }
+  for (const char* key : {"tool_call_id", "name"})
+    if (auto v = m.find(key); v != m.end() && !v->is_null()) {
+      if (!v->is_string()) return wrong_type(at + "." + key, "a string", *v);
+      msg.extra[key] = Value(v->get<std::string>());
+    }
+  return std::nullopt;
+}
+
+// tools: [{"type": "function", "function": {"name", "description", "parameters"}}]; tool_choice: "none",
+// "auto", "required" or {"type": "function", "function": {"name"}}.
+std::optional<ApiError> parse_tools(const json& j, CompletionRequest& r) {
+  auto it = j.find("tools");
+  if (it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return wrong_type("tools", "an array of {\"type\": \"function\", \"function\": {...}}", *it);
+    if (!it->empty() && !r.chat) return invalid_param("tools", "'tools' needs /v1/chat/completions (the chat template renders them)");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& t = (*it)[i];
+      const std::string at = "tools[" + std::to_string(i) + "]";
+      if (!t.is_object() || t.value("type", json()) != "function" || !t.contains("function") || !t["function"].is_object())
+        return invalid_param("tools", "'" + at + "' must be {\"type\": \"function\", \"function\": {\"name\", \"parameters\"}}");
+      const json& fn = t["function"];
+      if (!fn.contains("name") || !fn["name"].is_string() || fn["name"].get<std::string>().empty())
+        return invalid_param("tools", "'" + at + ".function.name' must be a non-empty string");
+      Tool tool{fn["name"].get<std::string>(), "{\"type\":\"object\"}"};
+      if (auto p = fn.find("parameters"); p != fn.end() && !p->is_null()) {
+        if (!p->is_object()) return wrong_type(at + ".function.parameters", "a JSON Schema object", *p);
+        tool.parameters = p->dump();
+      }
+      r.tools.push_back(std::move(tool));
+    }
+    r.tools_json = it->dump();
+  }
+  auto c = j.find("tool_choice");
+  r.tool_choice = r.tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+  if (c == j.end() || c->is_null()) return std::nullopt;
+  if (*c == "none") {
+    r.tool_choice = ToolChoice::kNone;
+    return std::nullopt;
+  }
+  if (r.tools.empty()) return invalid_param("tool_choice", "'tool_choice' " + c->dump() + " needs 'tools'");
+  if (*c == "auto") r.tool_choice = ToolChoice::kAuto;
+  else if (*c == "required") r.tool_choice = ToolChoice::kRequired;
+  else if (c->is_object() && c->contains("function") && (*c)["function"].is_object() && (*c)["function"].contains("name") &&
+           (*c)["function"]["name"].is_string()) {
+    r.tool_choice = ToolChoice::kNamed;
+    r.tool_name = (*c)["function"]["name"].get<std::string>();
+    bool known = false;
+    for (const Tool& t : r.tools) known = known || t.name == r.tool_name;
+    if (!known) return invalid_param("tool_choice", "'tool_choice' names '" + r.tool_name + "', which is not in 'tools'");
+  } else {
+    return invalid_param("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                                        "{\"type\": \"function\", \"function\": {\"name\": ...}}, got " + c->dump());
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_messages(const json& j, std::vector<ChatMessage>& out) {
   auto it = j.find("messages");
   if (it == j.end()) return invalid_param("messages", "'messages' is required");
@@ -105,6 +190,7 @@ std::optional<ApiError> parse_messages(const json& j, std::vector<ChatMessage>& 
     msg.role = role->get<std::string>();
     if (auto c = m.find("content"); c != m.end())
       if (auto e = content_text(*c, at + ".content", msg.content)) return e;
+    if (auto e = message_tool_fields(m, at, msg)) return e;
     out.push_back(std::move(msg));
   }
   return std::nullopt;
@@ -190,7 +276,6 @@ constexpr Foreign kForeign[] = {
     {"chat_template_kwargs", "", nullptr},
     {"continue_final_message", "", "false"},
     {"add_generation_prompt", "", "true"},
-    {"tool_choice", "", "\"none\""},
     {"function_call", "", "\"none\""},
     {"prediction", "", nullptr},                        // OpenAI
     {"modalities", "", "[\"text\"]"},
@@ -214,9 +299,8 @@ std::optional<ApiError> refuse_foreign(const json& j) {
 std::optional<ApiError> refuse_unsupported(const json& j) {
   if (auto it = j.find("best_of"); it != j.end() && !it->is_null() && *it != 1)
     return invalid_param("best_of", "'best_of' is not supported (only 1; 'n' returns several choices), got " + it->dump());
-  for (const char* name : {"tools", "functions"})
-    if (auto it = j.find(name); it != j.end() && !it->is_null() && !(it->is_array() && it->empty()))
-      return invalid_param(name, std::string("'") + name + "' (tool calling) is not supported by this server");
+  if (auto it = j.find("functions"); it != j.end() && !it->is_null() && !(it->is_array() && it->empty()))
+    return invalid_param("functions", "'functions' (the deprecated form of tool calling) is not supported: use 'tools'");
   if (auto it = j.find("echo"); it != j.end() && !it->is_null() && *it != false)
     return invalid_param("echo", "'echo' is not supported by this server");
   if (auto it = j.find("suffix"); it != j.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
@@ -404,6 +488,10 @@ std::optional<ApiError> parse_completion_request(std::string_view body, bool cha
   if (auto e = refuse_unsupported(j)) return e;
   if (auto e = parse_constraint(j, r)) return e;
   if (auto e = parse_logprobs(j, r)) return e;
+  if (auto e = parse_tools(j, r)) return e;
+  if (r.tool_choice != ToolChoice::kNone && r.constraint.kind != CompletionRequest::Constraint::Kind::kNone)
+    return invalid_param(r.constraint.field, "'" + r.constraint.field + "' and 'tools' both constrain the output; give one "
+                                             "of them (or \"tool_choice\": \"none\")");
   std::optional<int64_t> n;
   if (auto e = integer(j, "n", 1, kMaxChoices, n)) return e;
   r.n = static_cast<int32_t>(n.value_or(1));

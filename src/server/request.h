@@ -4,7 +4,7 @@
 //   if (std::optional<ApiError> e = parse_completion_request(body, /*chat=*/true, r)) return reply(*e);
 //
 // Every field is checked for type and range; the error names the field (ApiError::param). Parameters that
-// would change the answer if ignored and that the server does not implement (tools, best_of, echo, suffix,
+// would change the answer if ignored and that the server does not implement (functions, best_of, echo, suffix,
 // other servers' sampling knobs) are refused by name rather than ignored. The output constraint may come
 // from OpenAI's response_format (text, json_object, json_schema), llama.cpp's grammar / json_schema or
 // vLLM's guided_json / guided_regex / guided_choice / guided_grammar / structured_outputs — one of them
@@ -21,6 +21,7 @@
 #include "hfstatic/chat_template.h"
 #include "hfstatic/sampler.h"
 #include "server/api_error.h"
+#include "server/tools.h"
 
 namespace hfs::server {
 
@@ -49,6 +50,12 @@ struct CompletionRequest {
   bool logprobs = false;
   int32_t top_logprobs = 0;  // alternatives per token, [0, 20]
   int32_t n = 1;             // choices, [1, kMaxChoices]
+  // Tool calling (chat): the functions, the tools array as sent (compact JSON, for the chat template's
+  // `tools`), and tool_choice ("auto" by default when tools are given; kNamed: `tool_name`).
+  std::vector<Tool> tools;
+  std::string tools_json;
+  ToolChoice tool_choice = ToolChoice::kNone;
+  std::string tool_name;
 };
 
 constexpr int32_t kMaxChoices = 16;

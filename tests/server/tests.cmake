@@ -17,3 +17,7 @@ set_tests_properties(serve_limits PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:
 add_test(NAME serve_api
          COMMAND ${HFS_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve_api.py)
 set_tests_properties(serve_api PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 300)
+# Tool calling with the real chat templates of the three call formats (Hermes, Llama 3, Mistral).
+add_test(NAME serve_tools
+         COMMAND ${HFS_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve_tools.py)
+set_tests_properties(serve_tools PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 300)

@@ -173,7 +173,7 @@ def test_openai_client(server, program):
     ("/v1/completions", {"prompt": PROMPT, "n": 5}, "secret", 400, "n", "--parallel"),
     ("/v1/completions", {"prompt": PROMPT, "logprobs": 30}, "secret", 400, "logprobs", "[0, 20]"),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]},
-     "secret", 400, "tools", "not supported"),
+     "secret", 400, "tools", "'tools[0]' must be"),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
      "json_schema": {"name": "n", "schema": {"type": "integer", "minimum": 0}}}},
      "secret", 400, "response_format", 'unsupported keyword "minimum"'),
