@@ -217,7 +217,8 @@ void wait_any(Generation& g, std::chrono::milliseconds wait) {
 }
 
 // OpenAI's logprobs object for `lps` (the tokens of one message or one chunk).
-json logprobs_json(State& s, const Generation& g, const std::vector<TokenLogprobs>& lps, int64_t text_offset) {
+// `text_offset` (completions): the offset of the first token's text, advanced past the last one's.
+json logprobs_json(State& s, const Generation& g, const std::vector<TokenLogprobs>& lps, int64_t& text_offset) {
   auto bytes_of = [&](int32_t id) {
     if (s.tokenizer->is_special(id)) return s.tokenizer->id_to_token(id).value_or("");
     return s.tokenizer->token_bytes(id).value_or("");
@@ -252,7 +253,7 @@ json logprobs_json(State& s, const Generation& g, const std::vector<TokenLogprob
 }
 
 json choice_delta(State& s, const Generation& g, size_t index, const std::string& piece, const char* finish_reason,
-                  const std::vector<TokenLogprobs>& lps, int64_t offset) {
+                  const std::vector<TokenLogprobs>& lps, int64_t& offset) {
   json c = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", finish_reason ? json(finish_reason) : json()}};
   if (g.request.chat) c["delta"] = piece.empty() && finish_reason ? json::object() : json{{"content", piece}};
   else c["text"] = piece;
@@ -390,7 +391,8 @@ std::optional<ApiError> run_to_end(State& s, Generation& g, json& out, const std
         choice["message"] = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", tool_calls_json(*calls, false)}};
         choice["finish_reason"] = "tool_calls";
       }
-    if (g.request.logprobs) choice["logprobs"] = logprobs_json(s, g, c.logprobs, 0);
+    int64_t offset = 0;
+    if (g.request.logprobs) choice["logprobs"] = logprobs_json(s, g, c.logprobs, offset);
     choices.push_back(std::move(choice));
   }
   out = {{"id", g.id},
@@ -402,6 +404,39 @@ std::optional<ApiError> run_to_end(State& s, Generation& g, json& out, const std
          {"usage", usage(g)}};
   return std::nullopt;
 }
+
+namespace {
+
+// Streaming with tools: the reply's text is held while it may still become a call (a prefix of the
+// format's opener, or the opener and more), and sent as text (`piece`) once it cannot. A held reply that
+// ends parsing as calls is sent whole as one tool_calls delta and finishes "tool_calls"; one cut short
+// (max_tokens) is sent as the text it is. False once the client is gone.
+bool hold_for_tool_call(Generation& g, Choice& c, size_t index, bool going, std::string& piece, std::string& finish,
+                        const std::function<bool(const std::string&)>& send) {
+  c.held += piece;
+  piece.clear();
+  const size_t start = c.held.find_first_not_of(" \t\r\n");
+  const std::string_view opener = tool_call_opener(g.tool_format);
+  const std::string_view rest = start == std::string::npos ? std::string_view() : std::string_view(c.held).substr(start);
+  const size_t n = std::min(rest.size(), opener.size());
+  if (rest.substr(0, n) != opener.substr(0, n)) {
+    c.streaming_text = true;
+    piece = std::move(c.held);
+    return true;
+  }
+  if (going) return true;
+  auto calls = parse_tool_calls(c.held, g.tool_format);
+  if (!calls) {
+    piece = std::move(c.held);
+    return true;
+  }
+  json delta = {{"index", index}, {"delta", {{"tool_calls", tool_calls_json(*calls, true)}}}, {"logprobs", nullptr},
+                {"finish_reason", nullptr}};
+  finish = "tool_calls";
+  return send(sse_event(chunk(g, json::array({std::move(delta)}))));
+}
+
+}  // namespace
 
 bool stream_some(State& s, Generation& g, const std::function<bool(const std::string&)>& write) {
   auto send = [&](const std::string& data) {
@@ -429,39 +464,16 @@ bool stream_some(State& s, Generation& g, const std::function<bool(const std::st
     const bool going = advance(s, g, c, piece);
     more = more || going;
     std::string finish = c.finish_reason;
-    if (g.request.tool_choice != ToolChoice::kNone && !c.streaming_text) {
-      // Held while the reply may still be a call: a prefix of the opener, or the opener and more.
-      c.held += piece;
-      piece.clear();
-      const size_t start = c.held.find_first_not_of(" \t\r\n");
-      const std::string_view opener = tool_call_opener(g.tool_format);
-      const std::string_view rest = start == std::string::npos ? std::string_view() : std::string_view(c.held).substr(start);
-      const bool may_call = rest.substr(0, std::min(rest.size(), opener.size())) == opener.substr(0, std::min(rest.size(), opener.size()));
-      if (!may_call) {
-        c.streaming_text = true;
-        piece = std::move(c.held);
-      } else if (!going) {
-        if (auto calls = parse_tool_calls(c.held, g.tool_format)) {
-          json delta = {{"index", i}, {"delta", {{"tool_calls", tool_calls_json(*calls, true)}}}, {"logprobs", nullptr},
-                        {"finish_reason", nullptr}};
-          if (!send(sse_event(chunk(g, json::array({std::move(delta)}))))) return false;
-          finish = "tool_calls";
-        } else {
-          piece = std::move(c.held);  // cut short (max_tokens): the text as it came
-        }
-      }
-    }
+    if (g.request.tool_choice != ToolChoice::kNone && !c.streaming_text)
+      if (!hold_for_tool_call(g, c, i, going, piece, finish, send)) return false;
     if (!piece.empty() || !c.logprobs.empty()) {
-      int64_t offset = c.lp_offset;
-      for (const TokenLogprobs& lp : c.logprobs) offset += static_cast<int64_t>(s.tokenizer->token_bytes(lp.token).value_or("").size());
       if (!send(sse_event(chunk(g, json::array({choice_delta(s, g, i, piece, nullptr, c.logprobs, c.lp_offset)})))))
         return false;
-      c.lp_offset = offset;
       c.logprobs.clear();
       sent = true;
     }
     if (!going && !g.error)
-      if (!send(sse_event(chunk(g, json::array({choice_delta(s, g, i, "", finish.c_str(), {}, 0)}))))) return false;
+      if (!send(sse_event(chunk(g, json::array({choice_delta(s, g, i, "", finish.c_str(), {}, c.lp_offset)}))))) return false;
   }
   // Nothing yet (queued, or a character split over tokens): a comment finds a client that went away.
   if (more && !sent && !send(kSseKeepAlive)) return false;
