@@ -314,6 +314,9 @@ std::optional<ApiError> prepare_generation(State& s, std::string_view body, bool
                     "the prompt has " + std::to_string(n) + " tokens, but the model's context is " + std::to_string(context) +
                         " tokens and at least one must be left to generate",
                     "invalid_request_error", chat ? "messages" : "prompt", "context_length_exceeded"};
+  if (r.n > s.options.max_queue)
+    return invalid_param("n", "'n' is " + std::to_string(r.n) + " but the queue holds " + std::to_string(s.options.max_queue) +
+                                  " requests (--max-queue), and a request's choices are queued together");
   if (r.n > s.scheduler->parallel())
     return invalid_param("n", "'n' is " + std::to_string(r.n) + " but this server runs " + std::to_string(s.scheduler->parallel()) +
                                   " sequences at once (--parallel); ask for at most that many choices");

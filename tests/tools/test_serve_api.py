@@ -55,7 +55,7 @@ CONSTRAINTS = [
     ("guided_json", {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
                      "additionalProperties": False}, lambda t: isinstance(json.loads(t)["ok"], bool)),
     ("guided_regex", "[0-9]{3}-[a-c]", lambda t: re.fullmatch("[0-9]{3}-[a-c]", t)),
-    ("guided_choice", ["cat", "dog", "a \"quoted\" one"], lambda t: t in ("cat", "dog", 'a "quoted" one')),
+    ("guided_choice", ["cat", "naïve", "a \"quoted\" one"], lambda t: t in ("cat", "naïve", 'a "quoted" one')),
     ("guided_grammar", 'root ::= "x" [0-9] [0-9]?', lambda t: re.fullmatch("x[0-9][0-9]?", t)),
     ("structured_outputs", {"choice": ["left", "right"]}, lambda t: t in ("left", "right")),
     ("response_format", {"type": "json_schema", "json_schema": {"name": "n", "schema": {"enum": [1, 2]}}},
