@@ -411,9 +411,11 @@ std::optional<ApiError> run_to_end(State& s, Generation& g, json& out, const std
 namespace {
 
 // Streaming with tools: the reply's text is held while it may still become a call (a prefix of the
-// format's opener, or the opener and more), and sent as text (`piece`) once it cannot. A held reply that
-// ends parsing as calls is sent whole as one tool_calls delta and finishes "tool_calls"; one cut short
-// (max_tokens) is sent as the text it is. False once the client is gone.
+// format's opener, or the opener and more), and sent as text (`piece`) once it cannot. A call goes out as
+// OpenAI streams one: a first tool_calls delta with its id and name once the name is complete, then its
+// arguments' JSON text as it comes (all but the last kToolCallTail characters, which may still be the
+// call's end), the rest when the reply ends, and finish_reason "tool_calls". A reply cut short
+// (max_tokens) before its call began is sent as the text it is. False once the client is gone.
 bool hold_for_tool_call(Generation& g, Choice& c, size_t index, bool going, std::string& piece, std::string& finish,
                         const std::function<bool(const std::string&)>& send) {
   c.held += piece;
@@ -422,21 +424,39 @@ bool hold_for_tool_call(Generation& g, Choice& c, size_t index, bool going, std:
   const std::string_view opener = tool_call_opener(g.tool_format);
   const std::string_view rest = start == std::string::npos ? std::string_view() : std::string_view(c.held).substr(start);
   const size_t n = std::min(rest.size(), opener.size());
-  if (rest.substr(0, n) != opener.substr(0, n)) {
+  if (!c.call_started && rest.substr(0, n) != opener.substr(0, n)) {
     c.streaming_text = true;
     piece = std::move(c.held);
     return true;
   }
-  if (going) return true;
-  auto calls = parse_tool_calls(c.held, g.tool_format);
-  if (!calls) {
-    piece = std::move(c.held);
-    return true;
+  auto delta = [&](json call) {
+    call["index"] = 0;
+    return send(sse_event(chunk(g, json::array({json{{"index", index}, {"delta", {{"tool_calls", json::array({std::move(call)})}}},
+                                                     {"logprobs", nullptr}, {"finish_reason", nullptr}}}))));
+  };
+  if (!c.call_started) {
+    std::optional<ToolCallHead> head = tool_call_head(c.held, g.tool_format);
+    if (!head) {
+      if (!going) piece = std::move(c.held);  // ended before its call did
+      return true;
+    }
+    c.call_started = true;
+    c.arguments_sent = head->arguments_at;
+    if (!delta({{"id", call_id()}, {"type", "function"}, {"function", {{"name", head->name}, {"arguments", ""}}}})) return false;
   }
-  json delta = {{"index", index}, {"delta", {{"tool_calls", tool_calls_json(*calls, true)}}}, {"logprobs", nullptr},
-                {"finish_reason", nullptr}};
-  finish = "tool_calls";
-  return send(sse_event(chunk(g, json::array({std::move(delta)}))));
+  size_t until = c.held.size() > kToolCallTail ? c.held.size() - kToolCallTail : 0;
+  if (!going) {
+    const bool parsed = parse_tool_calls(c.held, g.tool_format).has_value();
+    until = c.held.size();
+    if (parsed) until = tool_call_arguments_end(c.held, g.tool_format).value_or(until);
+    if (parsed) finish = "tool_calls";
+  }
+  if (until > c.arguments_sent) {
+    const std::string more = c.held.substr(c.arguments_sent, until - c.arguments_sent);
+    c.arguments_sent = until;
+    if (!delta({{"function", {{"arguments", more}}}})) return false;
+  }
+  return true;
 }
 
 }  // namespace

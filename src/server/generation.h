@@ -36,6 +36,8 @@ struct Choice {
   // as one tool_calls delta, once it has parsed); `streaming_text` once it cannot be.
   std::string held;
   bool streaming_text = false;
+  bool call_started = false; // the call's first delta (id, name) went out
+  size_t arguments_sent = 0; // offset in `held` up to which its arguments went out
   bool finished = false;
   std::string finish_reason; // "stop" | "length" once finished
 };

@@ -98,4 +98,39 @@ std::optional<std::vector<ToolCall>> parse_tool_calls(std::string_view text, Too
   return calls;
 }
 
+std::optional<ToolCallHead> tool_call_head(std::string_view text, ToolFormat f) {
+  const std::string_view args_key = f == ToolFormat::kLlama3 ? "\"parameters\"" : "\"arguments\"";
+  const size_t name_key = text.find("\"name\"");
+  const size_t key = text.find(args_key);
+  if (name_key == std::string_view::npos || key == std::string_view::npos || key < name_key) return std::nullopt;
+  // The name: the string between the name's colon and the comma before the arguments' key.
+  const size_t open = text.find('"', text.find(':', name_key + 6));
+  const size_t comma = text.rfind(',', key);
+  if (open == std::string_view::npos || comma == std::string_view::npos || comma < open) return std::nullopt;
+  const size_t close = text.find_last_of('"', comma);
+  json name = json::parse(text.substr(open, close + 1 - open), nullptr, /*allow_exceptions=*/false);
+  if (!name.is_string()) return std::nullopt;
+  const size_t colon = text.find(':', key + args_key.size());
+  if (colon == std::string_view::npos) return std::nullopt;
+  const size_t at = text.find_first_not_of(" \t\r\n", colon + 1);
+  if (at == std::string_view::npos) return std::nullopt;
+  return ToolCallHead{name.get<std::string>(), at};
+}
+
+std::optional<size_t> tool_call_arguments_end(std::string_view text, ToolFormat f) {
+  auto trim = [&] {
+    const size_t last = text.find_last_not_of(" \t\r\n");
+    text = text.substr(0, last == std::string_view::npos ? 0 : last + 1);
+  };
+  trim();
+  const std::string_view closer = f == ToolFormat::kHermes ? "</tool_call>" : f == ToolFormat::kMistral ? "]" : "";
+  if (text.size() < closer.size() || text.substr(text.size() - closer.size()) != closer) return std::nullopt;
+  text.remove_suffix(closer.size());
+  trim();
+  if (text.empty() || text.back() != '}') return std::nullopt;  // the call object's end
+  text.remove_suffix(1);
+  trim();
+  return text.size();
+}
+
 }  // namespace hfs::server

@@ -55,4 +55,17 @@ struct ToolCall {
 // does not, or does not parse (a reply cut by max_tokens).
 std::optional<std::vector<ToolCall>> parse_tool_calls(std::string_view text, ToolFormat f);
 
+// Streaming a call as it is generated (the grammar fixes its shape: the name, then the arguments): where
+// the arguments' JSON starts in a reply that has got that far, and the function's name; nullopt before.
+struct ToolCallHead {
+  std::string name;
+  size_t arguments_at = 0;  // offset of the arguments' first character in the reply
+};
+std::optional<ToolCallHead> tool_call_head(std::string_view text, ToolFormat f);
+// In a whole reply that parses as a call, where its arguments' JSON ends (past its last character).
+std::optional<size_t> tool_call_arguments_end(std::string_view text, ToolFormat f);
+// How many characters a call can still end with after its arguments: whitespace, the object's "}" and the
+// format's closer. Arguments are streamed up to this far from what has arrived.
+constexpr size_t kToolCallTail = 64;
+
 }  // namespace hfs::server

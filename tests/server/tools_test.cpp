@@ -73,5 +73,30 @@ TEST(ToolCalls, GrammarsAcceptTheTemplatesCallsAndNothingElse) {
   EXPECT_FALSE(tool_call_gbnf(kTools, ToolFormat::kHermes, ToolChoice::kNamed, "nope").ok());
 }
 
+// Streaming: the head (name, where the arguments start) once it has arrived, and the arguments' end.
+TEST(ToolCalls, HeadAndArgumentsOfAStreamedCall) {
+  const std::string call = "<tool_call>\n{\"name\": \"time\", \"arguments\": {\"zone\": \"utc\"}}\n</tool_call>";
+  const size_t args = call.find("{\"zone");
+  for (size_t n = 0; n <= args; ++n) EXPECT_FALSE(tool_call_head(call.substr(0, n), ToolFormat::kHermes).has_value()) << n;
+  auto head = tool_call_head(call.substr(0, args + 1), ToolFormat::kHermes);
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->name, "time");
+  EXPECT_EQ(head->arguments_at, args);
+  auto end = tool_call_arguments_end(call, ToolFormat::kHermes);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(call.substr(args, *end - args), "{\"zone\": \"utc\"}");
+  const std::string llama = "{\"name\": \"time\", \"parameters\": {\"zone\": \"utc\"} }";
+  head = tool_call_head(llama, ToolFormat::kLlama3);
+  end = tool_call_arguments_end(llama, ToolFormat::kLlama3);
+  ASSERT_TRUE(head.has_value() && end.has_value());
+  EXPECT_EQ(llama.substr(head->arguments_at, *end - head->arguments_at), "{\"zone\": \"utc\"}");
+  const std::string mistral = "[TOOL_CALLS][{\"name\": \"time\", \"arguments\": {}}]";
+  head = tool_call_head(mistral, ToolFormat::kMistral);
+  end = tool_call_arguments_end(mistral, ToolFormat::kMistral);
+  ASSERT_TRUE(head.has_value() && end.has_value());
+  EXPECT_EQ(mistral.substr(head->arguments_at, *end - head->arguments_at), "{}");
+  EXPECT_FALSE(tool_call_arguments_end("<tool_call>\n{\"name\": \"t\", \"arguments\": {", ToolFormat::kHermes).has_value());
+}
+
 }  // namespace
 }  // namespace hfs::server

@@ -78,7 +78,8 @@ def test_tool_calls_parse_whole_and_streamed_and_a_tool_message_renders(server, 
                 {**base, "tool_choice": {"type": "function", "function": {"name": "time"}}, "seed": 3},
                 {**base, "tool_choice": "required", "seed": 4, "stream": True},
                 {**base, "tool_choice": "none", "seed": 5, "max_tokens": 8},
-                {**base, "seed": 6}]
+                {**base, "seed": 6},
+                {**base, "tool_choice": "required", "seed": 4}]
     got = send(server, tmp_path, requests)
     calls = []
     for result in got[:3]:
@@ -88,11 +89,19 @@ def test_tool_calls_parse_whole_and_streamed_and_a_tool_message_renders(server, 
         calls.append(choice["message"]["tool_calls"][0])
         check_call(calls[-1])
     assert calls[2]["function"]["name"] == "time"
-    # Streamed: the call arrives as a tool_calls delta (with its index), then finish_reason tool_calls.
+    # Streamed as OpenAI streams a call: a first tool_calls delta with its id and name, then its arguments'
+    # text in pieces; reassembled, the call the same seed gives whole; then finish_reason tool_calls.
     deltas = [c["choices"][0] for c in got[3]["chunks"] if c["choices"]]
-    streamed = [t for d in deltas for t in (d["delta"].get("tool_calls") or [])]
-    assert len(streamed) == 1 and streamed[0]["index"] == 0, deltas
-    check_call(streamed[0])
+    pieces = [t for d in deltas for t in (d["delta"].get("tool_calls") or [])]
+    assert pieces and all(p["index"] == 0 for p in pieces), deltas
+    assert pieces[0]["id"] and pieces[0]["function"]["name"] and pieces[0]["function"]["arguments"] == ""
+    assert all("id" not in p and "name" not in p["function"] for p in pieces[1:]), pieces
+    streamed = {"id": pieces[0]["id"], "type": "function", "function": {
+        "name": pieces[0]["function"]["name"], "arguments": "".join(p["function"]["arguments"] for p in pieces)}}
+    check_call(streamed)
+    whole = got[6]["response"]["choices"][0]["message"]["tool_calls"][0]
+    assert streamed["function"]["name"] == whole["function"]["name"]
+    assert json.loads(streamed["function"]["arguments"]) == json.loads(whole["function"]["arguments"])
     assert deltas[-1]["finish_reason"] == "tool_calls"
     assert not any(d["delta"].get("content") for d in deltas), deltas
     # none: plain text, no calls.
