@@ -170,10 +170,10 @@ def test_openai_client(server, program):
     ("/v1/completions", {"prompt": PROMPT, "max_tokens": "ten"}, "secret", 400, "max_tokens", "integer"),
     ("/v1/completions", {"prompt": PROMPT, "temperature": -1}, "secret", 400, "temperature", "[0, 2]"),
     ("/v1/completions", {"prompt": PROMPT, "stream": "yes"}, "secret", 400, "stream", "boolean"),
-    ("/v1/completions", {"prompt": PROMPT, "n": 2}, "secret", 400, "n", "'n' must be 1"),
-    ("/v1/completions", {"prompt": PROMPT, "logprobs": 2}, "secret", 400, "logprobs", "not supported"),
+    ("/v1/completions", {"prompt": PROMPT, "n": 5}, "secret", 400, "n", "--parallel"),
+    ("/v1/completions", {"prompt": PROMPT, "logprobs": 30}, "secret", 400, "logprobs", "[0, 20]"),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]},
-     "secret", 400, "tools", "not supported"),
+     "secret", 400, "tools", "'tools[0]' must be"),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
      "json_schema": {"name": "n", "schema": {"type": "integer", "minimum": 0}}}},
      "secret", 400, "response_format", 'unsupported keyword "minimum"'),
@@ -227,6 +227,18 @@ def test_web_chat_page(slow_server):
     # Stopped mid-stream: said so, and the text stopped growing.
     assert out["stopped_status"].startswith("stopped"), out["stopped_status"]
     assert out["after_stop_length"] == out["stopped_reply_length"] > 20
+    # An error mid-stream: shown in the reply's bubble after the text that came, said in the status (not
+    # "0 tokens"); the next turn's request carries neither the error nor the failed exchange.
+    assert "Half an answer" in out["midstream_bubble"] and "the step failed" in out["midstream_bubble"], out
+    assert out["midstream_bubble_is_error"] and "error" in out["midstream_status"], out["midstream_status"]
+    assert out["after_error_request"]["messages"] == [{"role": "user", "content": "Second question"}], out["after_error_request"]
+    assert "tokens" in out["after_error_status"], out["after_error_status"]
+    # Past the context: the page says so and offers to drop the oldest turn; the retry is sent without it.
+    assert out["overflow_status"].startswith("context full"), out["overflow_status"]
+    assert "context" in out["overflow_bubble"] and out["overflow_offers_drop"], out["overflow_bubble"]
+    assert [m["role"] for m in out["retry_request"]["messages"]] == ["user"], out["retry_request"]
+    assert out["retry_request"]["messages"][0]["content"].startswith("One day"), out["retry_request"]
+    assert out["retry_errors"] == 0 and out["dropped"] == 2 and "tokens" in out["retry_status"], out
     deadline = time.time() + 5
     while slow_server.metrics()["hfstatic_busy_sequences"] != 0 and time.time() < deadline:
         time.sleep(0.05)
