@@ -24,9 +24,11 @@ struct Fed {
 
 // Feeds `prompt` through a Runner in pieces of the given sizes (0: the rest), returns the last logits and
 // every cache's bytes.
-Fed feed(const std::string& prog, std::span<const int32_t> prompt, const std::vector<int>& pieces, TailPolicy tail) {
+Fed feed(const std::string& prog, std::span<const int32_t> prompt, const std::vector<int>& pieces, TailPolicy tail,
+         const std::string& backend) {
   RunnerOptions o;
   o.tail = tail;
+  o.io.method.backends.backends = {backend};
   auto r = Runner::load(prog, o);
   EXPECT_TRUE(r.ok()) << r.error().to_string();
   Fed f;
@@ -57,35 +59,47 @@ void expect_same(const Fed& a, const Fed& b, const std::string& what) {
 }
 
 // One chunk, random chunk sizes (any prefill variant, padded or decoded tails) and token by token: the
-// same bits, for global layers and sliding layers past 3× the window, f32 and f16 caches.
-TEST(Determinism, PromptFedInAnyChunksEqualsOneChunk) {
+// same bits, for global layers and sliding layers past 3× the window, f32 and f16 caches, on cpu_fast and
+// (f32 caches) cpu_ref.
+void prompt_in_any_chunks(const std::string& backend) {
   std::mt19937_64 rng(11);
   for (const std::string arch : {"llama", "mistral"}) {
     for (const std::string cache : {"f32", "f16"}) {
+      if (backend == "cpu_ref" && cache == "f16") continue;
       TinyModel m{arch, 24, 48};  // chunks of more than 16 rows take other kernels than steps of few rows
       m.sliding_window = arch == "llama" ? 0 : 5;
       m.cache_dtype = cache;
       m.prefill_variants = std::vector<int64_t>{4, 8};
       const std::string prog = test::tiny_program(m);
       const std::vector<int32_t> prompt = test::random_tokens(41, 512, rng());
-      const std::string what = arch + " " + cache;
-      const Fed whole = feed(prog, prompt, {}, TailPolicy::kPad);
-      expect_same(whole, feed(prog, prompt, std::vector<int>(prompt.size(), 1), TailPolicy::kPad), what + " token by token");
-      expect_same(whole, feed(prog, prompt, {}, TailPolicy::kDecode), what + " decoded tail");
+      const std::string what = backend + " " + arch + " " + cache;
+      const Fed whole = feed(prog, prompt, {}, TailPolicy::kPad, backend);
+      expect_same(whole, feed(prog, prompt, std::vector<int>(prompt.size(), 1), TailPolicy::kPad, backend),
+                  what + " token by token");
+      expect_same(whole, feed(prog, prompt, {}, TailPolicy::kDecode, backend), what + " decoded tail");
       for (int trial = 0; trial < 2; ++trial) {
         std::vector<int> pieces;
         for (int i = 0; i < 41; ++i) pieces.push_back(1 + static_cast<int>(rng() % 30));
         const TailPolicy tail = trial == 0 ? TailPolicy::kPad : TailPolicy::kAuto;
-        expect_same(whole, feed(prog, prompt, pieces, tail), what + " random chunks, trial " + std::to_string(trial));
+        expect_same(whole, feed(prog, prompt, pieces, tail, backend), what + " random chunks, trial " + std::to_string(trial));
       }
     }
   }
 }
 
+TEST(Determinism, PromptFedInAnyChunksEqualsOneChunk) { prompt_in_any_chunks("cpu_fast"); }
+TEST(Determinism, PromptFedInAnyChunksEqualsOneChunkOnTheReference) { prompt_in_any_chunks("cpu_ref"); }
+
 // A sequence alone in a fresh Engine on the same program, fed token by token (decode rows): the logits
 // after each of `tokens`.
-std::vector<std::vector<float>> alone(const std::string& prog, std::span<const int32_t> tokens) {
-  auto e = Engine::load(prog);
+EngineOptions on(const std::string& backend) {
+  EngineOptions o;
+  o.io.method.backends.backends = {backend};
+  return o;
+}
+
+std::vector<std::vector<float>> alone(const std::string& prog, std::span<const int32_t> tokens, const std::string& backend) {
+  auto e = Engine::load(prog, on(backend));
   EXPECT_TRUE(e.ok()) << e.error().to_string();
   std::vector<std::vector<float>> out;
   if (!e) return out;
@@ -139,8 +153,8 @@ void record_step(Engine& e, std::map<SequenceId, Seen>& seen) {
 // sequences: every logit row a sequence was shown is bit for bit the row it gets alone, fed token by
 // token, on the same program (its prompt fed in chunks and step rows of any size, its drafts verified
 // beside other sequences' rows, its blocks wherever the pool had them).
-TEST(Determinism, RandomScheduleEveryLogitRowEqualsTheSequenceAlone) {
-  for (uint64_t seed : {2, 3}) {
+void random_schedule(const std::string& backend, const std::vector<uint64_t>& seeds, int iterations) {
+  for (uint64_t seed : seeds) {
     const bool sliding = seed == 2;
     TinyModel m{sliding ? "mistral" : "llama", 4, 40};
     m.sliding_window = sliding ? 5 : 0;
@@ -148,7 +162,7 @@ TEST(Determinism, RandomScheduleEveryLogitRowEqualsTheSequenceAlone) {
     m.step_sizes = std::vector<int64_t>{2, 4, 8, 16};
     m.pool_slots = m.sequences * 40 - 64;  // blocks run short: freed ones are reused out of order
     const std::string prog = test::tiny_program(m);
-    auto e = Engine::load(prog);
+    auto e = Engine::load(prog, on(backend));
     ASSERT_TRUE(e.ok()) << e.error().to_string();
     std::mt19937_64 rng(seed);
     std::map<SequenceId, Seen> seen, done;
@@ -163,7 +177,7 @@ TEST(Determinism, RandomScheduleEveryLogitRowEqualsTheSequenceAlone) {
       if (rng() % 3 == 0) g.draft.kind = DraftKind::kNgram, g.draft.max_tokens = 1 + static_cast<int>(rng() % 6);
       return g;
     };
-    for (int iter = 0; iter < 300; ++iter) {
+    for (int iter = 0; iter < iterations; ++iter) {
       const int op = static_cast<int>(rng() % 10);
       std::vector<SequenceId> ids = (*e)->sequences();
       if (op < 2) {
@@ -193,7 +207,7 @@ TEST(Determinism, RandomScheduleEveryLogitRowEqualsTheSequenceAlone) {
         }
       } else {
         record_step(**e, seen);
-        ASSERT_FALSE(HasFatalFailure());
+        ASSERT_FALSE(::testing::Test::HasFatalFailure());
       }
     }
     for (auto& [id, t] : seen) done[id] = std::move(t);
@@ -202,20 +216,23 @@ TEST(Determinism, RandomScheduleEveryLogitRowEqualsTheSequenceAlone) {
       if (t.logits.empty()) continue;
       const size_t upto = static_cast<size_t>(t.logits.rbegin()->first + 1);
       ASSERT_LE(upto, t.fed.size());
-      const auto ref = alone(prog, std::span<const int32_t>(t.fed).first(upto));
+      const auto ref = alone(prog, std::span<const int32_t>(t.fed).first(upto), backend);
       ASSERT_EQ(ref.size(), upto);
       for (const auto& [pos, l] : t.logits) {
         const auto& want = ref[static_cast<size_t>(pos)];
         ASSERT_EQ(l.size(), want.size());
         EXPECT_EQ(std::memcmp(l.data(), want.data(), l.size() * sizeof(float)), 0)
-            << "seed " << seed << " sequence " << id << " position " << pos << ": differs by up to "
+            << backend << " seed " << seed << " sequence " << id << " position " << pos << ": differs by up to "
             << test::max_abs_diff(l, want);
         ++rows;
       }
     }
-    EXPECT_GT(rows, 50u) << "seed " << seed;
+    EXPECT_GT(rows, static_cast<size_t>(iterations / 6)) << "seed " << seed;
   }
 }
+
+TEST(Determinism, RandomScheduleEveryLogitRowEqualsTheSequenceAlone) { random_schedule("cpu_fast", {2, 3}, 300); }
+TEST(Determinism, RandomScheduleEveryLogitRowEqualsTheSequenceAloneOnTheReference) { random_schedule("cpu_ref", {3}, 120); }
 
 }  // namespace
 }  // namespace hfs
