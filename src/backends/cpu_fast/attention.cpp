@@ -368,6 +368,47 @@ void normalize(int g, int64_t d, const float* l, float* out) {
   }
 }
 
+// Kv head h of rows [r0, r0 + rows) of one sequence together, in segments: each row's list is a prefix of
+// `list` (the longest's, n slots), so segment k of every row is segment k of `list` cut at the row's own
+// count. Per segment, the rows' query heads go through the kernels as the heads of one unit (each K/V row
+// read once for all of them), each row's softmax over its part with its own mask row and its
+// probabilities past it 0 (adding exactly nothing), and each row's partial merged as whole_unit merges
+// it — on AVX-512 the same bits as the row alone (rows_together). buf: [rows·g][d] query heads,
+// [rows·g][d] sums, [rows·g][kSegmentSlots] scores. Every row sees a slot (own lists, count ≥ 1).
+void rows_in_segments(const AttentionArgs& a, const Kernels& kn, int64_t h, int64_t r0, int rows, const int32_t* list,
+                      int64_t n, const RowLists& rl, float* buf) {
+  const int g = static_cast<int>(a.hq / a.hkv);
+  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s, nv = rows * g;
+  const bool f16 = a.kv_dtype == DType::kF16;
+  const void* kb = static_cast<const char*>(a.k) + h * S * d * es;
+  const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
+  float* qb = buf;           // [nv][d]
+  float* acc = qb + nv * d;  // [nv][d]
+  float* sc = acc + nv * d;  // [nv][len]
+  for (int r = 0; r < rows; ++r)
+    std::memcpy(qb + r * g * d, a.q + ((r0 + r) * a.hq + h * g) * d, static_cast<size_t>(g * d) * sizeof(float));
+  constexpr int kMaxHeads = 64;
+  float m[kMaxHeads], l[kMaxHeads], mx[kMaxHeads], sum[kMaxHeads];
+  std::fill(l, l + nv, 0.0f);
+  for (int64_t i0 = 0; i0 < n; i0 += kSegmentSlots) {
+    const int64_t len = std::min(kSegmentSlots, n - i0);
+    kn.scores(qb, static_cast<int>(nv), kb, vb, f16, d, list + i0, len, sc);
+    for (int r = 0; r < rows; ++r) {
+      const int64_t nr = std::clamp<int64_t>(rl.count(r0 + r) - i0, 0, len);
+      for (int j = 0; j < g; ++j) {
+        float* sj = sc + (r * g + j) * len;
+        sum[r * g + j] = nr > 0 ? softmax_row(a, kn, sj, nr, a.mask + (r0 + r) * S, list + i0, &mx[r * g + j]) : 0.0f;
+        std::memset(sj + nr, 0, static_cast<size_t>(len - nr) * sizeof(float));  // p = 0: adds exactly nothing
+      }
+    }
+    std::memset(acc, 0, static_cast<size_t>(nv * d) * sizeof(float));
+    kn.accum(sc, static_cast<int>(nv), vb, f16, d, list + i0, len, acc);
+    for (int r = 0; r < rows; ++r)
+      merge_segment(g, d, acc + r * g * d, mx + r * g, sum + r * g, a.out + ((r0 + r) * a.hq + h * g) * d, m + r * g, l + r * g);
+  }
+  for (int r = 0; r < rows; ++r) normalize(g, d, l + r * g, a.out + ((r0 + r) * a.hq + h * g) * d);
+}
+
 // Units of (row, kv head), each over its row's own list (or the union, which a row's mask then trims) in
 // segments of kSegmentSlots: each segment an unnormalized partial, merged in list order (merge_segment).
 // Every step's rows — decode, verification, packed sequences, prefill chunks — take this one order, so a
@@ -419,6 +460,33 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
           a, kn, h, 0, static_cast<int>(a.t), rl.of(longest), rl.count(longest), [&](int64_t r) { return rl.count(r); },
           [&](int64_t r) { return rl.sees_a_slot(r, a.mask + r * S); },
           scratch.rows.data() + thread * scratch.rows_per_thread);
+    });
+    return;
+  }
+  // Prefill chunks on AVX-512: blocks of rows whose lists nest (a causal chunk of one sequence) take
+  // rows_in_segments, each K/V row read once per block instead of once per row; other blocks row by row.
+  if (const int rows = std::max(1, kBlockLanes / g);
+      a.t > kRowInvariantRows && rl.row_slots != nullptr && rows > 1 && kn.scores == detail::attn_scores_avx512 &&
+      scratch.group == g && scratch.d == d && a.d <= scratch.block_d &&
+      rows * g * (2 * d + kSegmentSlots) <= scratch.block_per_thread) {
+    const int64_t blocks = (a.t + rows - 1) / rows;
+    run_units(pool, blocks * a.hkv, blocks * a.hkv, [&](int64_t unit, int thread) {
+      const int64_t h = unit % a.hkv, r0 = unit / a.hkv * rows;
+      const int nr = static_cast<int>(std::min<int64_t>(rows, a.t - r0));
+      int64_t longest = r0;
+      bool nested = true;
+      for (int64_t r = r0; r < r0 + nr; ++r) {
+        nested = nested && rl.count(r) > 0;
+        if (rl.count(r) > rl.count(longest)) longest = r;
+      }
+      for (int64_t r = r0; nested && r < r0 + nr; ++r)
+        nested = std::memcmp(rl.of(r), rl.of(longest), static_cast<size_t>(rl.count(r)) * sizeof(int32_t)) == 0;
+      if (!nested) {
+        for (int64_t r = r0; r < r0 + nr; ++r) whole_unit(r * a.hkv + h, thread);
+        return;
+      }
+      rows_in_segments(a, kn, h, r0, nr, rl.of(longest), rl.count(longest), rl,
+                       scratch.block.data() + thread * scratch.block_per_thread);
     });
     return;
   }
