@@ -1,6 +1,9 @@
 // Chunking and batch invariance (docs/determinism.md): a prompt's cache rows and logits are bit-identical
 // however it is fed, and a sequence's logits are bit-identical whatever shares its steps. Tiny programs
-// (2 layers, 512-token vocabulary, f32 weights) on the default backends; about 2 s in all on 2 cores.
+// (2 layers, 512-token vocabulary, f32 weights) on cpu_fast and cpu_ref; about 3 s in all on 2 cores.
+// Their hidden size (64) keeps f32 linears on the transposed-weight kernel, one chain along K per output
+// for any row count (docs/cpu-fast-backend.md), so these tests check attention and the engine; the linear
+// kernels' row invariance of larger models has its own tests.
 #include <gtest/gtest.h>
 
 #include <cstring>
