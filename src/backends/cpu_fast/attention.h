@@ -85,8 +85,9 @@ struct AttentionScratch {
 // slots, each an unnormalized partial, merged in list order: a row's output is bit for bit the same
 // whatever rows share its step, however many rows the step has (decode, draft verification, packed
 // sequences, prefill chunks) and on any thread count (docs/determinism.md). Steps of up to
-// kRowInvariantRows rows may split a row's segments over the threads (the merge is the same) or take the
-// rows together (rows_together).
+// kRowInvariantRows rows may split a row's segments over the threads (the merge is the same) or take a
+// sequence's rows together (rows_together); longer steps take blocks of a sequence's rows together,
+// segment by segment (rows_in_segments, AVX-512), with the same bits per row.
 inline constexpr int64_t kRowInvariantRows = 16;
 inline constexpr int64_t kSegmentSlots = 256;
 
