@@ -4,7 +4,8 @@ Each architecture's tiny random checkpoint (scripts/make-checkpoint) is exported
 step methods (contract version 2) and for one (version 1). Sequences of different prompt lengths arrive at
 different steps, share steps, run past 3x the sliding window where the architecture has one, and each one's
 logits must equal the same tokens fed one at a time through a Runner on the version-1 program (<= 1e-5);
-that runner is checked against the PyTorch reference in tests/export/test_parity.py.
+that runner is checked against the PyTorch reference in tests/export/test_parity.py. On the same program they
+are bit for bit what the sequence gets alone, fed one token per step (docs/determinism.md).
 """
 import subprocess
 import sys
@@ -33,6 +34,20 @@ def make_checkpoint(tmp, arch):
 def solo_logits(program, tokens):
     r = hfstatic.Runner(program)
     return [np.array(r.decode_step(t)) for t in tokens]
+
+
+def alone_logits(program, tokens):
+    """The logits after each token, the sequence alone in an Engine on `program`, one token per step."""
+    e = hfstatic.Engine(program)
+    s = e.add(tokens[:1], max_new_tokens=0)
+    out = []
+    for i in range(len(tokens)):
+        if i > 0:
+            e.append(s, tokens[i:i + 1], max_new_tokens=0)
+        while not e.idle:
+            e.step()
+        out.append(np.array(e.logits(s)))
+    return out
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -67,9 +82,13 @@ def test_sequences_sharing_steps_equal_their_solo_runs(tmp_path, arch):
     for s, logits in seen.items():
         last = max(logits)
         ref = solo_logits(solo, fed[s][:last + 1])
+        alone = alone_logits(multi, fed[s][:last + 1])
         for pos, l in logits.items():
             diff = float(np.abs(l - ref[pos]).max())
             assert diff <= 1e-5, f"{arch}: sequence {s} position {pos}: max |engine - solo| = {diff:.3g}"
+            assert l.tobytes() == alone[pos].tobytes(), \
+                f"{arch}: sequence {s} position {pos}: not bit-identical to the sequence alone " \
+                f"(max diff {float(np.abs(l - alone[pos]).max()):.3g})"
 
 
 def test_engine_errors_are_hfstatic_errors(tmp_path):
