@@ -131,6 +131,7 @@ class Runner:
         regex: str | None = None,
         json_object: bool = False,
         logit_bias: dict[int, float] | None = None,  # added to those tokens' logits (OpenAI's logit_bias)
+        continue_: bool = False,  # continue the runner's sequence instead of starting from the prompt
     ) -> str:
         """Encodes `prompt` with the program's tokenizer and returns the generated text (the token that
         ended generation — EOS or a stop id — is not rendered; text is cut before a stop string)."""
@@ -155,6 +156,7 @@ class Runner:
         regex: str | None = None,
         json_object: bool = False,
         logit_bias: dict[int, float] | None = None,  # added to those tokens' logits (OpenAI's logit_bias)
+        continue_: bool = False,
     ) -> list[int]:
         """Token prompt → generated ids (the stop token included when one ended generation)."""
     def stream(
@@ -177,9 +179,27 @@ class Runner:
         regex: str | None = None,
         json_object: bool = False,
         logit_bias: dict[int, float] | None = None,  # added to those tokens' logits (OpenAI's logit_bias)
+        continue_: bool = False,
     ) -> Stream:
         """Like generate() but stepwise; the prompt is prefilled now (errors raise here). The pieces of a
         str prompt's stream concatenate to what generate() returns."""
+    def apply_chat_template(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+        # None: the program's template ("plain" when it has none); "plain", "chatml", a list-form name, a file
+        chat_template: str | None = None,
+    ) -> str:
+        """The prompt text the chat format renders for `messages` (HF's apply_chat_template(tokenize=False))."""
+    def chat(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = None,
+        chat_template: str | None = None,
+        **generate_kwargs: Any,
+    ) -> str:
+        """The reply to the conversation, generated from its rendering (generate()'s keywords, no continue_)."""
     def reset(self) -> None:
         """Forgets the sequence: position 0, caches cleared (the next run equals a fresh load)."""
     def can_accept(self, n: int) -> bool: ...

@@ -37,23 +37,28 @@ Result<ChatFormat> ChatFormat::select(std::string_view tokenizer_config, std::st
     return f;
   }
   const bool has_own = tokenizer_config.find("\"chat_template\"") != std::string_view::npos;
-  if (choice.empty() && !has_own) {
-    f.name_ = "plain";
-    return f;
-  }
-  if (choice.empty() || has_own) {
-    auto t = ChatTemplate::from_tokenizer_config(tokenizer_config, choice.empty() ? "default" : choice);
-    if (t) {
-      f.tmpl_ = std::make_shared<const ChatTemplate>(std::move(*t));
+  if (choice.empty()) {
+    if (!has_own) {
+      f.name_ = "plain";
       return f;
     }
-    // A name the program's list form lacks may still be a file; any other failure is the template's own.
-    if (choice.empty() || t.error().code() != ErrorCode::kNotFound) return t.error().with_context("chat template");
+    HFS_ASSIGN_OR_RETURN_CTX(auto t, ChatTemplate::from_tokenizer_config(tokenizer_config), "chat template");
+    f.tmpl_ = std::make_shared<const ChatTemplate>(std::move(t));
+    return f;
   }
   std::error_code ec;
   if (std::filesystem::exists(std::string(choice), ec)) {
     HFS_ASSIGN_OR_RETURN(f.tmpl_, from_file(std::string(choice)));
     return f;
+  }
+  // A name: an entry of the list form (a program with one template string has no names but "default").
+  if (has_own && (choice == "default" || tokenizer_config.find("\"template\"") != std::string_view::npos)) {
+    auto t = ChatTemplate::from_tokenizer_config(tokenizer_config, choice);
+    if (t) {
+      f.tmpl_ = std::make_shared<const ChatTemplate>(std::move(*t));
+      return f;
+    }
+    if (t.error().code() != ErrorCode::kNotFound) return t.error().with_context("chat template");
   }
   return make_error(ErrorCode::kNotFound, "chat template '" + std::string(choice) +
                                               "': not a built-in name (plain, chatml), a template of the program, or a "

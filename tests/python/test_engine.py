@@ -143,7 +143,7 @@ def test_greedy_with_a_draft_program_equals_greedy(tmp_path):
     # The target drafting for itself accepts (nearly) everything, and continues the sequence across calls.
     self_spec = hfstatic.Runner(prog)
     got = self_spec.generate(prompt, max_new_tokens=100, ignore_eos=True, draft=str(prog), draft_max=4)
-    got += self_spec.generate([], max_new_tokens=120, ignore_eos=True, draft=str(prog), draft_max=4)
+    got += self_spec.generate([], max_new_tokens=120, ignore_eos=True, draft=str(prog), draft_max=4, continue_=True)
     assert got == want
     assert self_spec.stats["draft_accepted"] >= 0.9 * self_spec.stats["draft_tokens"] > 0
     with pytest.raises(hfstatic.Error) as err:

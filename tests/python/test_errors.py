@@ -45,7 +45,7 @@ def test_over_capacity_prefill_changes_nothing(runner):
 
 def test_generation_stops_when_the_context_is_full(runner):
     runner.prefill([1] + [5] * 90)
-    stream = runner.stream([5], max_new_tokens=50, ignore_eos=True)
+    stream = runner.stream([5], max_new_tokens=50, ignore_eos=True, continue_=True)
     ids = list(stream)
     assert stream.stop_reason == "context_full"
     assert runner.position == 96 and len(ids) == 96 - 92 + 1
@@ -164,7 +164,7 @@ def test_nan_logits_raise_execution_naming_the_step(program_path, tmp_path):
     assert e.value.code == "execution"
     assert "the prompt's last step (position 2): logits contain NaN at id 7" in str(e.value)
     with pytest.raises(hfstatic.Error) as e:
-        r.generate([1], max_new_tokens=1)
+        r.generate([1], max_new_tokens=1, continue_=True)
     assert e.value.code == "needs_reset"
     r.reset()
     assert r.position == 0

@@ -147,11 +147,26 @@ def test_reset_starts_over(runner, greedy_ref):
     assert runner.generate(PROMPT, max_new_tokens=N) == expected
 
 
-def test_consecutive_generates_continue_the_sequence(runner, greedy_ref):
+def test_continue_continues_the_sequence(runner, greedy_ref):
     _, _, _, expected = greedy_ref
     first = runner.generate(PROMPT, max_new_tokens=10)
-    rest = runner.generate("", max_new_tokens=N - 10)  # continues: the pending token is committed first
+    rest = runner.generate("", max_new_tokens=N - 10, continue_=True)  # the pending token is committed first
     assert first + rest == expected
+    # Without continue_, an empty prompt has nothing to start from.
+    with pytest.raises(hfstatic.Error) as e:
+        runner.generate([], max_new_tokens=3)
+    assert e.value.code == "invalid_argument" and "continue_=True" in str(e.value)
+
+
+def test_each_generate_starts_from_its_prompt(runner, greedy_ref):
+    """A loop of calls never fills the context (96 tokens here): each call starts at position 0, and gives
+    what a fresh runner gives."""
+    prompt, generated, _, expected = greedy_ref
+    for _ in range(20):
+        assert runner.generate(PROMPT, max_new_tokens=N) == expected
+    assert runner.position == len(prompt) + N - 1
+    assert list(runner.stream(prompt, max_new_tokens=N)) == generated
+    assert runner.generate(prompt, max_new_tokens=N) == generated
 
 
 def test_text_prompt_after_generation_gets_no_bos(runner, greedy_ref):
@@ -161,7 +176,7 @@ def test_text_prompt_after_generation_gets_no_bos(runner, greedy_ref):
     assert p0 == len(prompt) + 4
     more = runner.tokenizer.encode(" Then", add_special=False)
     assert 1 not in more
-    runner.generate(" Then", max_new_tokens=1)
+    runner.generate(" Then", max_new_tokens=1, continue_=True)
     # pending token + the text without BOS; the one generated token is pending again
     assert runner.position == p0 + 1 + len(more)
 
@@ -255,8 +270,8 @@ def test_one_runner_used_from_two_threads_serializes(runner, greedy_ref):
         t.start()
     for t in threads:
         t.join()
-    # Whole calls interleave safely; each is a valid continuation of a consistent sequence.
-    assert generated[:3] in out and len(out) == 2 and runner.position == 2 * len(prompt) + 5
+    # Whole calls interleave safely; each starts from its prompt.
+    assert out == [generated[:3]] * 2 and runner.position == len(prompt) + 2
 
 
 def test_cli_agrees(program_path, greedy_ref):
