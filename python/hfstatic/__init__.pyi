@@ -110,7 +110,7 @@ class Runner:
         self,
         prompt: str,
         max_new_tokens: int = 128,
-        temperature: float = 0.0,  # 0 = greedy
+        temperature: float = 0.8,  # 0 = greedy; 0.8 is every front end's default (llama.cpp's)
         top_k: int = 0,  # 0 = off
         top_p: float = 1.0,  # 1 = off
         min_p: float = 0.0,  # 0 = off
@@ -140,7 +140,7 @@ class Runner:
         self,
         prompt: Sequence[int],
         max_new_tokens: int = 128,
-        temperature: float = 0.0,
+        temperature: float = 0.8,
         top_k: int = 0,
         top_p: float = 1.0,
         min_p: float = 0.0,
@@ -163,7 +163,7 @@ class Runner:
         self,
         prompt: str | Sequence[int],
         max_new_tokens: int = 128,
-        temperature: float = 0.0,
+        temperature: float = 0.8,
         top_k: int = 0,
         top_p: float = 1.0,
         min_p: float = 0.0,

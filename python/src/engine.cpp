@@ -45,6 +45,7 @@ std::vector<int32_t> ids_of(py::handle obj, const char* what) {
 // error naming it.
 GenerationConfig config_of(const py::kwargs& kw) {
   GenerationConfig g;
+  g.sampling.temperature = kDefaultTemperature;  // every front end's default (llama.cpp's)
   std::optional<std::string> draft;
   int32_t draft_max = g.draft.max_tokens;
   py::object grammar = py::none(), json_schema = py::none(), regex = py::none();
@@ -114,7 +115,7 @@ version-1 program serves one sequence at a time). add() starts a sequence, step(
 every running sequence's next row (and prompt tokens in the rows left) and returns the tokens generated as
 (sequence, token, finished) tuples; token is -1 when a sequence ended without one (see sequence()["error"]).
 Generation keywords (add, fork, append): max_new_tokens (default 128; 0 = only feed the tokens, logits() then
-holds the scores after them), temperature, top_k, top_p, min_p, repetition_penalty, logit_bias, seed, stop (int token
+holds the scores after them), temperature (default 0.8; 0 = greedy), top_k, top_p, min_p, repetition_penalty, logit_bias, seed, stop (int token
 ids), ignore_eos.)")
       .def(py::init(&make_engine), py::arg("program"), py::arg("backends") = py::none())
       .def(

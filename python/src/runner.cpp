@@ -514,7 +514,7 @@ generated; the last generated token is committed first), and the prompt may be e
             a.continue_ = continue_;
             return generate(self, prompt, a, add_special);
           },
-          py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
+          py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = kDefaultTemperature, py::arg("top_k") = 0,
           py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
           py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
           py::arg("add_special") = py::none(), py::arg("draft") = py::none(), py::arg("draft_max") = 8,
@@ -534,7 +534,7 @@ generated; the last generated token is committed first), and the prompt may be e
             a.continue_ = continue_;
             return stream(self, prompt, a, add_special);
           },
-          py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
+          py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = kDefaultTemperature, py::arg("top_k") = 0,
           py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
           py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
           py::arg("add_special") = py::none(), py::arg("draft") = py::none(), py::arg("draft_max") = 8,

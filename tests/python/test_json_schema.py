@@ -88,11 +88,11 @@ def test_engine_sequences_each_follow_their_own_schema(program, tmp_path):
 def test_bad_schemas_are_errors_naming_the_keyword(program):
     runner = hfstatic.Runner(program)
     with pytest.raises(hfstatic.Error) as err:
-        runner.generate("x", json_schema={"type": "integer", "minimum": 0})
+        runner.generate("x", json_schema={"type": "integer", "minimum": 0}, temperature=0)
     assert 'unsupported keyword "minimum"' in str(err.value) and "json_schema" in str(err.value)
     with pytest.raises(hfstatic.Error) as err:
-        runner.generate("x", json_schema="{not json")
+        runner.generate("x", json_schema="{not json", temperature=0)
     assert "not valid JSON" in str(err.value)
     with pytest.raises(hfstatic.Error) as err:
-        runner.generate("x", json_schema={"type": "integer"}, regex="[0-9]+")
+        runner.generate("x", json_schema={"type": "integer"}, regex="[0-9]+", temperature=0)
     assert "exclude each other" in str(err.value)
