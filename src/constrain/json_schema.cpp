@@ -1,5 +1,6 @@
 #include "constrain/json_schema.h"
 
+#include "constrain/json_number_range.h"
 #include "constrain/json_pattern.h"
 #include "core/json_depth.h"
 
@@ -55,7 +56,8 @@ const std::set<std::string>& supported() {
   static const std::set<std::string> s = {"type",      "properties", "required", "additionalProperties", "enum",
                                           "const",     "items",      "prefixItems", "minItems",          "maxItems",
                                           "anyOf",     "oneOf",      "$ref",     "minLength",            "maxLength",
-                                          "format",    "pattern"};
+                                          "format",    "pattern",    "minimum",  "maximum",            "exclusiveMinimum",
+                                          "exclusiveMaximum",        "multipleOf"};
   return s;
 }
 
@@ -257,6 +259,9 @@ class Converter {
       if (s.contains(k)) return "array";
     for (const char* k : {"minLength", "maxLength", "format", "pattern"})
       if (s.contains(k)) return "string";
+    // Numeric keywords alone: numbers that satisfy them (JSON Schema would let other types through too).
+    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+      if (s.contains(k)) return "number";
     return "";
   }
 
@@ -265,8 +270,113 @@ class Converter {
     if (type == "object") return object(s, path, hint);
     if (type == "array") return array(s, path, hint);
     if (type == "string") return string(s, path, hint);
-    if (type == "integer" || type == "number" || type == "boolean" || type == "null") return use(primitive(type).name);
+    if (type == "integer") return integer(s, path, hint);
+    if (type == "number") return number(s, path);
+    if (type == "boolean" || type == "null") return use(primitive(type).name);
     return error(path, "unknown type \"" + type + "\" (object, array, string, number, integer, boolean, null)");
+  }
+
+  static bool has_bounds(const json& s) {
+    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+      if (s.contains(k)) return true;
+    return false;
+  }
+
+  // The integer bounds [lo, hi] of `s` (inclusive), within what the integer rule writes (±kMaxJsonInteger).
+  Result<std::pair<int64_t, int64_t>> integer_bounds(const json& s, const std::string& path) const {
+    int64_t lo = -kMaxJsonInteger, hi = kMaxJsonInteger;
+    for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+      if (!s.contains(key)) continue;
+      const json& v = s.at(key);
+      const std::string k = key;
+      if (v.is_boolean())
+        return error(path, "\"" + k + "\" as a boolean (draft 4) is not supported: give the bound as a number");
+      if (!v.is_number()) return error(path, "\"" + k + "\" must be a number, got " + v.dump());
+      const bool lower = k == "minimum" || k == "exclusiveMinimum", exclusive = k.rfind("exclusive", 0) == 0;
+      // The nearest integer inside the bound, clamped to the integers the rule writes.
+      double b = v.get<double>();
+      int64_t n;
+      if (v.is_number_integer()) {
+        const int64_t raw = v.is_number_unsigned() ? (v.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(v.get<uint64_t>()))
+                                                   : v.get<int64_t>();
+        n = std::clamp<int64_t>(raw, -kMaxJsonInteger - 1, kMaxJsonInteger + 1);
+        if (exclusive) n += lower ? 1 : -1;
+      } else {
+        b = std::clamp(b, -1e17, 1e17);
+        if (lower) n = static_cast<int64_t>(exclusive ? std::floor(b) + 1 : std::ceil(b));
+        else n = static_cast<int64_t>(exclusive ? std::ceil(b) - 1 : std::floor(b));
+      }
+      if (lower) lo = std::max(lo, n);
+      else hi = std::min(hi, n);
+    }
+    if (lo > hi)
+      return error(path, "no integer of at most 16 digits satisfies the bounds (minimum " + std::to_string(lo) +
+                             ", maximum " + std::to_string(hi) + ")");
+    return std::make_pair(lo, hi);
+  }
+
+  Result<std::string> integer(const json& s, const std::string& path, const std::string& hint) {
+    if (s.contains("multipleOf")) {
+      if (has_bounds(s))
+        return error(path, "\"multipleOf\" together with minimum/maximum is not supported (give one or the other)");
+      return multiple_of(s.at("multipleOf"), path, hint);
+    }
+    if (!has_bounds(s)) return use("integer");
+    HFS_ASSIGN_OR_RETURN(auto b, integer_bounds(s, path));
+    return integer_range_gbnf(b.first, b.second) + " " + use("ws");
+  }
+
+  // The multiples of k with at most 15 digits (below 2^53, so that validators reading numbers as doubles agree):
+  // a remainder automaton over the digits, one rule per (remainder, digits so far).
+  Result<std::string> multiple_of(const json& m, const std::string& path, const std::string& hint) {
+    constexpr int kDigits = 15;
+    if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > 100)
+      return error(path, "\"multipleOf\" " + m.dump() + " is not supported: an integer in [1, 100] on an integer is");
+    const int64_t k = m.get<int64_t>();
+    // live[len][r]: after `len` digits with remainder r, some continuation (within kDigits) ends on 0.
+    std::vector<std::vector<char>> live(kDigits + 1, std::vector<char>(static_cast<size_t>(k), 0));
+    live[kDigits][0] = 1;
+    for (int len = kDigits - 1; len >= 1; --len)
+      for (int64_t r = 0; r < k; ++r) {
+        bool any = r == 0;
+        for (int d = 0; d <= 9 && !any; ++d) any = live[len + 1][static_cast<size_t>((r * 10 + d) % k)];
+        live[len][static_cast<size_t>(r)] = any;
+      }
+    // names[len][r]: the rest after `len` digits with remainder r (len 1..kDigits-1, live states only).
+    std::vector<std::vector<std::string>> names(kDigits, std::vector<std::string>(static_cast<size_t>(k)));
+    for (int len = 1; len < kDigits; ++len)
+      for (int64_t r = 0; r < k; ++r)
+        if (live[len][static_cast<size_t>(r)])
+          names[len][static_cast<size_t>(r)] = reserve(hint + "-mod" + std::to_string(r) + "-" + std::to_string(len));
+    // Alternatives after `len` digits with remainder r, over digits [from, to], into live states.
+    auto next = [&](int len, int64_t r, int from, int to) {
+      std::map<int64_t, std::string> by_target;
+      for (int d = from; d <= to; ++d) by_target[(r * 10 + d) % k] += static_cast<char>('0' + d);
+      std::string alts;
+      for (const auto& [t, digits] : by_target) {
+        if (!live[len + 1][static_cast<size_t>(t)]) continue;
+        const bool last = len + 1 == kDigits;
+        alts += (alts.empty() ? "" : " | ") + ("[" + digits + "]" + (last ? "" : " " + names[len + 1][static_cast<size_t>(t)]));
+      }
+      return alts;
+    };
+    for (int len = 1; len < kDigits; ++len)
+      for (int64_t r = 0; r < k; ++r) {
+        if (!live[len][static_cast<size_t>(r)]) continue;
+        const std::string alts = next(len, r, 0, 9);  // non-empty: the state is live (r = 0 may also end)
+        const std::string body = "(" + alts + ")" + (r == 0 ? "?" : "");
+        for (auto& [n, b] : rules_)
+          if (n == names[len][static_cast<size_t>(r)]) b = body;
+      }
+    return "\"-\"? (\"0\" | " + next(0, 0, 1, 9) + ") " + use("ws");
+  }
+
+  Result<std::string> number(const json& s, const std::string& path) {
+    if (s.contains("multipleOf"))
+      return error(path, "\"multipleOf\" on a number is not supported (on an integer it is)");
+    if (has_bounds(s))
+      return error(path, "\"minimum\"/\"maximum\" on a number (not an integer) are not supported yet");
+    return use("number");
   }
 
   Result<std::string> ref(const json& r, const std::string& path) {

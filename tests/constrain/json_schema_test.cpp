@@ -134,8 +134,8 @@ TEST(JsonSchema, PropertiesComeInTheSchemasOrder) {
 
 TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsNamingTheKeywordAndWhere) {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {R"({"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}})",
-       "json schema: /properties/age: unsupported keyword \"minimum\""},
+      {R"({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true}}})",
+       "json schema: /properties/tags: unsupported keyword \"uniqueItems\""},
       {R"({"allOf": [{"type": "string"}]})", "json schema: /: unsupported keyword \"allOf\""},
       {R"({"type": "array", "items": {"type": "string", "pattern": "(?<=a)b"}})",
        "json schema: /items: \"pattern\" \"(?<=a)b\": regex: offset 1: group kind '(?<' is not supported"},
@@ -146,7 +146,13 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsNamingTheKeywordAndWhere) {
       {R"({"type": "string", "pattern": "^a", "format": "date"})", "\"pattern\" with \"format\" is not supported"},
       {R"({"pattern": "^a", "enum": ["a", "b"]})", "\"pattern\" beside \"enum\" is not supported"},
       {R"({"enum": ["long"], "maxLength": 2})", "json schema: /: \"maxLength\" beside \"enum\" is not supported"},
-      {R"({"const": 5, "minimum": 6})", "unsupported keyword \"minimum\""},
+      {R"({"const": 5, "minimum": 6})", "\"minimum\" beside \"const\" is not supported"},
+      {R"({"type": "integer", "minimum": 5, "exclusiveMaximum": 5})", "no integer of at most 16 digits satisfies"},
+      {R"({"type": "integer", "exclusiveMinimum": true})", "\"exclusiveMinimum\" as a boolean (draft 4) is not supported"},
+      {R"({"type": "integer", "multipleOf": 2.5})", "\"multipleOf\" 2.5 is not supported"},
+      {R"({"type": "integer", "multipleOf": 101})", "an integer in [1, 100] on an integer is"},
+      {R"({"type": "integer", "multipleOf": 3, "minimum": 0})", "\"multipleOf\" together with minimum/maximum"},
+      {R"({"type": "number", "multipleOf": 3})", "\"multipleOf\" on a number is not supported"},
       {R"({"const": "a", "enum": ["b"]})", "\"enum\" beside \"const\" is not supported"},
       {R"({"type": "string", "enum": ["a", 1]})", "\"enum\" value 1 is not of \"type\" \"string\""},
       {R"({"type": "integer", "const": 1.5})", "\"const\" value 1.5 is not of \"type\" \"integer\""},
@@ -171,6 +177,63 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsNamingTheKeywordAndWhere) {
 }
 
 // Annotations describe and never constrain: a schema full of them converts like the bare one.
+// Integer bounds compile to an exact regular language: every integer of the window around each bound is
+// accepted exactly when lo <= n <= hi (plain arithmetic is the reference), for bounds of every digit count and
+// sign, exclusive and fractional forms included.
+TEST(JsonSchema, IntegerBoundsAreExact) {
+  struct Range {
+    std::string keywords;
+    int64_t lo, hi;
+  };
+  const int64_t big = 9'999'999'999'999'999;
+  const std::vector<Range> ranges = {
+      {R"("minimum": 0, "maximum": 9)", 0, 9},          {R"("minimum": -5, "maximum": 120)", -5, 120},
+      {R"("minimum": 17, "maximum": 1234)", 17, 1234},  {R"("minimum": -1000, "maximum": -999)", -1000, -999},
+      {R"("minimum": 100, "maximum": 999)", 100, 999},  {R"("minimum": 7, "maximum": 7)", 7, 7},
+      {R"("exclusiveMinimum": 0, "exclusiveMaximum": 100)", 1, 99},
+      {R"("minimum": 1.5, "maximum": 9.99)", 2, 9},     {R"("exclusiveMinimum": -2.5, "exclusiveMaximum": 3.0)", -2, 2},
+      {R"("minimum": 18)", 18, big},                    {R"("maximum": -3)", -big, -3},
+      {R"("minimum": 4095, "maximum": 65536)", 4095, 65536},
+      {R"("minimum": -123456789, "maximum": 987654321)", -123456789, 987654321},
+      {R"("minimum": 1e300)", 0, -1},  // (refused: checked below)
+  };
+  for (const Range& r : ranges) {
+    const std::string schema = R"({"type": "integer", )" + r.keywords + "}";
+    if (r.lo > r.hi) {
+      EXPECT_FALSE(json_schema_to_gbnf(schema).ok()) << schema;
+      continue;
+    }
+    auto g = compile(schema);
+    ASSERT_TRUE(g) << schema;
+    std::vector<int64_t> probes;
+    for (int64_t b : {r.lo, r.hi, int64_t{0}, int64_t{9}, int64_t{10}, int64_t{99}, int64_t{100}, int64_t{-10}})
+      for (int64_t d = -25; d <= 25; ++d)
+        if (b + d >= -big && b + d <= big) probes.push_back(b + d);
+    for (int64_t n : probes) {
+      const bool in = n >= r.lo && n <= r.hi;
+      EXPECT_EQ(accepts(g, std::to_string(n)), in) << schema << "\nn = " << n;
+    }
+    EXPECT_FALSE(accepts(g, "0" + std::to_string(r.lo < 0 ? 1 : r.lo))) << schema;  // no leading zeros
+    EXPECT_FALSE(accepts(g, std::to_string(r.lo) + ".0")) << schema;                 // an integer's own form
+  }
+}
+
+TEST(JsonSchema, IntegerMultiplesAreExact) {
+  for (int k : {2, 3, 7, 10, 12, 100}) {
+    const std::string schema = R"({"type": "integer", "multipleOf": )" + std::to_string(k) + "}";
+    auto g = compile(schema);
+    ASSERT_TRUE(g) << schema;
+    for (int64_t n = -1100; n <= 2100; ++n) EXPECT_EQ(accepts(g, std::to_string(n)), n % k == 0) << schema << " " << n;
+    EXPECT_TRUE(accepts(g, std::to_string(int64_t{k} * 1234567890123))) << schema;
+    EXPECT_FALSE(accepts(g, std::to_string(int64_t{k} * 1234567890123 + 1))) << schema;
+    // At most 15 digits (below 2^53: validators reading doubles agree).
+    const int64_t largest = 999'999'999'999'999 / k * k;
+    EXPECT_TRUE(accepts(g, std::to_string(largest))) << schema;
+    EXPECT_TRUE(accepts(g, "-" + std::to_string(largest))) << schema;
+    EXPECT_FALSE(accepts(g, std::to_string(largest * 10))) << schema;
+  }
+}
+
 TEST(JsonSchema, AnnotationsAreIgnored) {
   auto plain = json_schema_to_gbnf(R"({"type": "integer"})");
   auto annotated = json_schema_to_gbnf(R"({"$schema": "https://json-schema.org/draft/2020-12/schema",
