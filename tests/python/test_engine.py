@@ -180,3 +180,28 @@ def test_engine_sequences_with_drafts_generate_what_runner_generates(tmp_path):
     with pytest.raises(hfstatic.Error) as err:
         e.add([5], draft="lookahead", temperature=0)
     assert "draft" in str(err.value)
+
+
+def test_text_prompts_and_stop_strings(stories_dir, tmp_path):
+    """Engine.add with a str prompt: its text equals Runner.generate's for the same prompt (greedy), and a stop
+    string cuts it there and ends the sequence while the other keeps going. Cost: one stories260K export."""
+    prog = hfstatic.export(stories_dir, tmp_path / "s2.hfs", prefill_chunk=8, context=96, sequences=2)
+    prompt = "Once upon a time"
+    want = hfstatic.Runner(prog).generate(prompt, max_new_tokens=30, temperature=0)
+    assert "Lily" in want
+    e = hfstatic.Engine(prog)
+    a = e.add(prompt, max_new_tokens=30, temperature=0)
+    b = e.add(prompt, max_new_tokens=30, temperature=0, stop=["Lily", "zebra"])
+    finished = set()
+    while not e.idle:
+        for seq, _, done in e.step():
+            if done:
+                finished.add(seq)
+    assert e.sequence(a)["text"] == want and e.sequence(a)["stop"] == "max_tokens"
+    sb = e.sequence(b)
+    assert sb["text"] == want[: want.index("Lily")] and sb["stop"] == "stop_string" and sb["finished"]
+    assert finished == {a, b}
+    e.remove(b)
+    with pytest.raises(hfstatic.Error) as err:
+        e.add([1, 2], stop="x")
+    assert "str prompt" in str(err.value)
