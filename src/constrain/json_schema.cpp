@@ -42,6 +42,15 @@ const std::vector<Primitive>& primitives() {
       {"date", R"([0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | "1" [0-9] | "2" [0-8]))", {}},
       {"time", R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))", {}},
       {"uuid", R"([0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12})", {}},
+      // Network formats: sound subsets (every string is valid by RFC 1123/5321/3986/4291 and ajv-formats),
+      // short enough that no length limit (253 for a host name, 64 for a mailbox's local part) is reached.
+      {"dec-octet", R"("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9])", {}},
+      {"ipv4", R"(dec-octet "." dec-octet "." dec-octet "." dec-octet)", {"dec-octet"}},
+      {"ipv6", R"([0-9a-f]{1,4} (":" [0-9a-f]{1,4}){7})", {}},
+      {"label", R"([a-z0-9] ([a-z0-9-]{0,18} [a-z0-9])?)", {}},
+      {"hostname", R"(label ("." label){0,4})", {"label"}},
+      {"email", R"([a-zA-Z0-9_+-]{1,20} ("." [a-zA-Z0-9_+-]{1,20}){0,2} "@" label ("." label){1,3})", {"label"}},
+      {"uri", R"(("http" | "https") "://" hostname ("/" [a-zA-Z0-9._~-]{1,20}){0,4})", {"hostname"}},
   };
   return p;
 }
@@ -57,7 +66,7 @@ const std::set<std::string>& supported() {
                                           "const",     "items",      "prefixItems", "minItems",          "maxItems",
                                           "anyOf",     "oneOf",      "$ref",     "minLength",            "maxLength",
                                           "format",    "pattern",    "minimum",  "maximum",            "exclusiveMinimum",
-                                          "exclusiveMaximum",        "multipleOf"};
+                                          "exclusiveMaximum",        "multipleOf", "allOf"};
   return s;
 }
 
@@ -200,6 +209,10 @@ class Converter {
       }
       return std::string();
     };
+    if (s.contains("allOf")) {
+      HFS_ASSIGN_OR_RETURN(json merged, merge_all_of(s, path));
+      return visit_schema(merged, path, hint);
+    }
     if (s.contains("$ref")) {
       if (const std::string other = constraining({"$ref"}); !other.empty())
         return error(path, "\"$ref\" beside \"" + other + "\" is not supported (put the constraint in the referenced schema)");
@@ -250,6 +263,51 @@ class Converter {
       alts += (alts.empty() ? "" : " | ") + b;
     }
     return "(" + alts + ")";
+  }
+
+  // allOf as one schema: the branches' keywords side by side. Keywords that meet merge where the result is
+  // their intersection (required: union; properties: merged, a property in two branches only with the same
+  // schema; anything else only with the same value); another meeting is an error naming the keyword.
+  Result<json> merge_all_of(const json& s, const std::string& path) const {
+    const json& branches = s.at("allOf");
+    if (!branches.is_array() || branches.empty())
+      return error(path, "\"allOf\" must be a non-empty array of schemas");
+    json merged = json::object();
+    // Where each keyword came from: additionalProperties sees only its own schema's properties, items only its
+    // own prefixItems, so such pairs merge only from one place (else the merge would accept more than allOf).
+    std::map<std::string, std::string> from;
+    for (const auto& [k, v] : s.items())
+      if (k != "allOf") merged[k] = v, from[k] = path.empty() ? "/" : path;
+    for (size_t i = 0; i < branches.size(); ++i) {
+      const json& b = branches[i];
+      const std::string where = path + "/allOf/" + std::to_string(i);
+      if (b.is_boolean() && b.get<bool>()) continue;
+      if (!b.is_object()) return error(where, "an \"allOf\" branch must be an object (or true) to be merged");
+      for (const auto& [k, v] : b.items()) {
+        if (annotations().count(k)) continue;
+        if (!merged.contains(k)) {
+          merged[k] = v;
+          from[k] = where;
+        } else if (k == "required" && v.is_array() && merged[k].is_array()) {
+          for (const json& r : v)
+            if (std::find(merged[k].begin(), merged[k].end(), r) == merged[k].end()) merged[k].push_back(r);
+        } else if (k == "properties" && v.is_object() && merged[k].is_object()) {
+          for (const auto& [name, sub] : v.items()) {
+            if (!merged[k].contains(name)) merged[k][name] = sub;
+            else if (merged[k][name] != sub)
+              return error(where, "\"allOf\": property \"" + name + "\" in two branches with different schemas is not supported");
+          }
+        } else if (merged[k] != v) {
+          return error(where, "\"allOf\": \"" + k + "\" in two branches with different values is not supported");
+        }
+      }
+    }
+    for (const auto& [a, b] : {std::pair<const char*, const char*>{"additionalProperties", "properties"},
+                               {"items", "prefixItems"}})
+      if (from.count(a) && from.count(b) && from[a] != from[b])
+        return error(path, std::string("\"allOf\": \"") + a + "\" (at " + from[a] + ") and \"" + b + "\" (at " + from[b] +
+                               ") in different schemas are not supported: " + a + " sees only its own schema's " + b);
+    return merged;
   }
 
   static std::string inferred_type(const json& s) {
@@ -510,7 +568,11 @@ class Converter {
       else if (name == "time") body = use("time");
       else if (name == "date-time") body = use("date") + " \"T\" " + use("time");
       else if (name == "uuid") body = use("uuid");
-      else return error(path, "unsupported \"format\": \"" + name + "\" (date, time, date-time, uuid)");
+      else if (name == "ipv4" || name == "ipv6" || name == "hostname" || name == "email" || name == "uri")
+        body = use(primitive(name).name);
+      else
+        return error(path, "unsupported \"format\": \"" + name +
+                               "\" (date, time, date-time, uuid, email, hostname, ipv4, ipv6, uri)");
       return "\"\\\"\" " + body + " \"\\\"\" " + use("ws");
     }
     HFS_ASSIGN_OR_RETURN(int64_t lo, count(s, "minLength", path, 0));
