@@ -66,7 +66,7 @@ const std::set<std::string>& supported() {
                                           "const",     "items",      "prefixItems", "minItems",          "maxItems",
                                           "anyOf",     "oneOf",      "$ref",     "minLength",            "maxLength",
                                           "format",    "pattern",    "minimum",  "maximum",            "exclusiveMinimum",
-                                          "exclusiveMaximum",        "multipleOf", "allOf"};
+                                          "exclusiveMaximum",        "multipleOf", "allOf",    "uniqueItems"};
   return s;
 }
 
@@ -313,7 +313,7 @@ class Converter {
   static std::string inferred_type(const json& s) {
     for (const char* k : {"properties", "required", "additionalProperties"})
       if (s.contains(k)) return "object";
-    for (const char* k : {"items", "prefixItems", "minItems", "maxItems"})
+    for (const char* k : {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"})
       if (s.contains(k)) return "array";
     for (const char* k : {"minLength", "maxLength", "format", "pattern"})
       if (s.contains(k)) return "string";
@@ -514,10 +514,66 @@ class Converter {
     return open + " " + first + " " + close;
   }
 
+  // uniqueItems over an enum (or const) of n ≤ 32 values: the values in the enum's order, each at most once
+  // (sound: distinct by construction; an array listing them in another order is valid but not generated).
+  // One rule per (last value's index, count so far) keeps minItems/maxItems exact.
+  Result<std::string> unique_items(const json& s, int64_t lo, int64_t hi, const std::string& path, const std::string& hint) {
+    const json items = s.contains("items") ? s.at("items") : json(true);
+    const bool listed = items.is_object() && (items.contains("enum") || items.contains("const"));
+    if (s.contains("prefixItems") || !listed)
+      return error(path, "\"uniqueItems\" is supported only with \"items\" an enum (or const) and no prefixItems");
+    for (const auto& [k, v] : items.items())
+      if (k != "enum" && k != "const" && k != "type" && !annotations().count(k))
+        return error(path + "/items", "\"uniqueItems\": \"" + k + "\" beside the items' enum is not supported");
+    const json values = items.contains("const") ? json::array({items.at("const")}) : items.at("enum");
+    if (!values.is_array() || values.empty() || values.size() > 32)
+      return error(path, "\"uniqueItems\": the items' enum must list 1 to 32 values");
+    for (const json& v : values) {
+      if (items.contains("type") && !value_has_type(v, items.at("type")))
+        return error(path + "/items", "enum value " + v.dump() + " is not of \"type\" " + items.at("type").dump());
+      if (std::count(values.begin(), values.end(), v) > 1)
+        return error(path + "/items", "\"uniqueItems\": the enum lists " + v.dump() + " twice");
+    }
+    const int64_t n = static_cast<int64_t>(values.size());
+    const int64_t most = hi < 0 ? n : std::min(hi, n);
+    if (lo > most) return error(path, "minItems " + std::to_string(lo) + " with \"uniqueItems\" over " + std::to_string(n) +
+                                          " values accepts no array");
+    auto value = [&](int64_t i) { return gbnf_literal(values[static_cast<size_t>(i)].dump()) + " " + use("ws"); };
+    // After c values, the last of them values[i]: live when lo is still reachable; a rule only where more can
+    // follow (terminal states need none), ending allowed once c >= lo.
+    auto live = [&](int64_t c, int64_t i) { return c + (n - 1 - i) >= lo; };
+    auto terminal = [&](int64_t c, int64_t i) { return c == most || i == n - 1; };
+    std::vector<std::vector<std::string>> rest(static_cast<size_t>(most + 1), std::vector<std::string>(static_cast<size_t>(n)));
+    for (int64_t c = 1; c <= most; ++c)
+      for (int64_t i = c - 1; i < n; ++i)
+        if (live(c, i) && !terminal(c, i)) rest[c][i] = reserve(hint + "-u" + std::to_string(c) + "-" + std::to_string(i));
+    auto then = [&](int64_t c, int64_t i) { return rest[c][i].empty() ? std::string() : " " + rest[c][i]; };
+    for (int64_t c = 1; c <= most; ++c)
+      for (int64_t i = c - 1; i < n; ++i) {
+        if (rest[c][i].empty()) continue;
+        std::string alts;
+        for (int64_t j = i + 1; j < n; ++j)
+          if (live(c + 1, j)) alts += (alts.empty() ? "" : " | ") + ("\",\" " + use("ws") + " " + value(j) + then(c + 1, j));
+        const std::string body = "(" + alts + ")" + (c >= lo ? "?" : "");  // alts non-empty: the state is live
+        for (auto& [nm, b] : rules_)
+          if (nm == rest[c][i]) b = body;
+      }
+    std::string first;
+    for (int64_t i = 0; i < n && most > 0; ++i)
+      if (live(1, i)) first += (first.empty() ? "" : " | ") + (value(i) + then(1, i));
+    std::string body = first.empty() ? std::string() : "(" + first + ")" + (lo == 0 ? "?" : "");
+    return "\"[\" " + use("ws") + (body.empty() ? "" : " " + body) + " \"]\" " + use("ws");
+  }
+
   Result<std::string> array(const json& s, const std::string& path, const std::string& hint) {
     HFS_ASSIGN_OR_RETURN(int64_t lo, count(s, "minItems", path, 0));
     HFS_ASSIGN_OR_RETURN(int64_t hi, count(s, "maxItems", path, -1));
     if (hi >= 0 && lo > hi) return error(path, "minItems " + std::to_string(lo) + " > maxItems " + std::to_string(hi));
+    if (s.contains("uniqueItems")) {
+      const json& u = s.at("uniqueItems");
+      if (!u.is_boolean()) return error(path, "\"uniqueItems\" must be a boolean, got " + u.dump());
+      if (u.get<bool>()) return unique_items(s, lo, hi, path, hint);
+    }
     std::vector<std::string> prefix;
     if (s.contains("prefixItems")) {
       const json& p = s.at("prefixItems");

@@ -101,12 +101,13 @@ BOUNDED = [
     {"allOf": [{"type": "object", "properties": {"n": {"type": "integer", "minimum": 10, "maximum": 20}},
                 "required": ["n"]},
                {"properties": {"tag": {"enum": ["a", "b"]}}, "required": ["tag"]}]},
+    {"type": "array", "items": {"enum": ["red", "green", "blue", 1, None]}, "uniqueItems": True, "minItems": 2},
 ]
 
 
 def test_numeric_bounds_validate(program, tmp_path):
-    """Integer bounds, multipleOf, network formats and allOf: sampled documents (a random model under the constraint)
-    all validate with ajv (ajv-formats for the formats). Cost: 9 schemas x 6 seeds, ~5 s."""
+    """Integer bounds, multipleOf, network formats, allOf and uniqueItems: sampled documents (a random model under the constraint)
+    all validate with ajv (ajv-formats for the formats). Cost: 10 schemas x 6 seeds, ~5 s."""
     runner = hfstatic.Runner(program)
     cases = []
     for schema in BOUNDED:
