@@ -234,3 +234,10 @@ def test_drafts_need_step_methods(stories_program):
     r = subprocess.run([CLI, "serve", "-m", stories_program, "--port", "0", "--draft", "ngram"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 1 and "--draft: draft: the program has no step methods" in r.stderr, r.stderr
+
+
+def test_serve_takes_the_same_chat_template_choice(stories_program):
+    # The choice is made by the function chat uses (ChatFormat::select): an unknown one stops serve at load.
+    r = subprocess.run([CLI, "serve", "-m", stories_program, "--port", "0", "--chat-template", "no-such-template"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "not a built-in name (plain, chatml)" in r.stderr, r.stderr
