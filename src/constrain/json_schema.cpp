@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -429,12 +430,66 @@ class Converter {
     return "\"-\"? (\"0\" | " + next(0, 0, 1, 9) + ") " + use("ws");
   }
 
+  // Numbers within integer-valued bounds, written without an exponent: per sign, ranges of the integer part
+  // with any fraction, and the bound itself with a zero fraction where it is included. Sound (a value just
+  // above an exclusive bound, as 3.5 for exclusiveMinimum 3, is valid but not generated).
   Result<std::string> number(const json& s, const std::string& path) {
     if (s.contains("multipleOf"))
       return error(path, "\"multipleOf\" on a number is not supported (on an integer it is)");
-    if (has_bounds(s))
-      return error(path, "\"minimum\"/\"maximum\" on a number (not an integer) are not supported yet");
-    return use("number");
+    if (!has_bounds(s)) return use("number");
+    std::optional<int64_t> lo, hi;
+    bool lo_incl = true, hi_incl = true;
+    for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+      if (!s.contains(key)) continue;
+      const std::string k = key;
+      const json& v = s.at(key);
+      if (v.is_boolean())
+        return error(path, "\"" + k + "\" as a boolean (draft 4) is not supported: give the bound as a number");
+      if (!v.is_number()) return error(path, "\"" + k + "\" must be a number, got " + v.dump());
+      const double d = v.get<double>();
+      if (d != std::floor(d) || std::fabs(d) > 1e15)
+        return error(path, "\"" + k + "\" " + v.dump() + " on a number is not supported: number bounds must be integers "
+                               "of at most 15 digits (fractional bounds are supported on integers only)");
+      const int64_t b = static_cast<int64_t>(d);
+      const bool lower = k == "minimum" || k == "exclusiveMinimum", incl = k.rfind("exclusive", 0) != 0;
+      std::optional<int64_t>& slot = lower ? lo : hi;
+      bool& inc = lower ? lo_incl : hi_incl;
+      // The tighter of two bounds on one side.
+      if (!slot || (lower ? b > *slot || (b == *slot && !incl) : b < *slot || (b == *slot && !incl))) slot = b, inc = incl;
+    }
+    struct Part {
+      bool negative;
+      int64_t a, b;  // the integer part's range (magnitude)
+      bool any_fraction;
+    };
+    std::vector<Part> parts;
+    const int64_t top = kMaxJsonInteger;
+    // Non-negative values I.F: I from the lower bound, up to the upper one.
+    {
+      const int64_t from = !lo ? 0 : lo_incl ? std::max<int64_t>(0, *lo) : (*lo < 0 ? 0 : *lo + 1);
+      if (!hi) parts.push_back({false, from, top, true});
+      else if (*hi >= 0 && (hi_incl || *hi > 0)) {
+        if (from <= *hi - 1) parts.push_back({false, from, *hi - 1, true});
+        if (hi_incl && from <= *hi) parts.push_back({false, *hi, *hi, false});
+      }
+    }
+    // Negative values -I.F: the magnitude I.F at least -hi (more than, when exclusive), at most -lo.
+    {
+      const int64_t from = !hi || *hi > 0 || (*hi == 0 && hi_incl) ? 0 : hi_incl ? -*hi : -*hi + 1;
+      if (!lo) parts.push_back({true, from, top, true});
+      else if (*lo < 0) {
+        if (from <= -*lo - 1) parts.push_back({true, from, -*lo - 1, true});
+        if (lo_incl && from <= -*lo) parts.push_back({true, -*lo, -*lo, false});
+      }
+    }
+    std::string alts;
+    for (const Part& p : parts) {
+      if (p.a > p.b) continue;
+      alts += (alts.empty() ? "" : " | ") + std::string(p.negative ? "\"-\" " : "") + integer_range_gbnf(p.a, std::min(p.b, top)) +
+              (p.any_fraction ? " (\".\" [0-9]{1,16})?" : " (\".\" \"0\"{1,16})?");
+    }
+    if (alts.empty()) return error(path, "no number satisfies the bounds");
+    return "(" + alts + ") " + use("ws");
   }
 
   Result<std::string> ref(const json& r, const std::string& path) {

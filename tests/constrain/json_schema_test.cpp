@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <string>
 #include <vector>
 
@@ -180,6 +183,8 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsNamingTheKeywordAndWhere) {
       {R"({"type": "integer", "multipleOf": 101})", "an integer in [1, 100] on an integer is"},
       {R"({"type": "integer", "multipleOf": 3, "minimum": 0})", "\"multipleOf\" together with minimum/maximum"},
       {R"({"type": "number", "multipleOf": 3})", "\"multipleOf\" on a number is not supported"},
+      {R"({"type": "number", "minimum": 0.5})", "\"minimum\" 0.5 on a number is not supported: number bounds must be integers"},
+      {R"({"type": "number", "minimum": 3, "exclusiveMaximum": 3})", "no number satisfies the bounds"},
       {R"({"const": "a", "enum": ["b"]})", "\"enum\" beside \"const\" is not supported"},
       {R"({"type": "string", "enum": ["a", 1]})", "\"enum\" value 1 is not of \"type\" \"string\""},
       {R"({"type": "integer", "const": 1.5})", "\"const\" value 1.5 is not of \"type\" \"integer\""},
@@ -242,6 +247,51 @@ TEST(JsonSchema, IntegerBoundsAreExact) {
     }
     EXPECT_FALSE(accepts(g, "0" + std::to_string(r.lo < 0 ? 1 : r.lo))) << schema;  // no leading zeros
     EXPECT_FALSE(accepts(g, std::to_string(r.lo) + ".0")) << schema;                 // an integer's own form
+  }
+}
+
+// Number bounds (integer-valued): every generated form is checked against plain arithmetic over a grid of
+// decimals around each bound; the values inside the bounds are accepted in the forms the grammar writes.
+TEST(JsonSchema, NumberBoundsAcceptOnlyValuesInside) {
+  struct Bounds {
+    std::string keywords;
+    double lo, hi;
+    bool lo_incl, hi_incl;
+  };
+  const double inf = 1e300;
+  const std::vector<Bounds> all = {
+      {R"("minimum": 0)", 0, inf, true, true},           {R"("exclusiveMinimum": 0)", 0, inf, false, true},
+      {R"("minimum": -3, "maximum": 7)", -3, 7, true, true}, {R"("exclusiveMinimum": -3, "exclusiveMaximum": 7)", -3, 7, false, false},
+      {R"("maximum": 0)", -inf, 0, true, true},          {R"("exclusiveMaximum": 0)", -inf, 0, true, false},
+      {R"("minimum": 10, "maximum": 12)", 10, 12, true, true}, {R"("maximum": -5)", -inf, -5, true, true},
+      {R"("minimum": 2, "exclusiveMinimum": 2, "maximum": 5.0)", 2, 5, false, true},
+  };
+  for (const Bounds& b : all) {
+    const std::string schema = R"({"type": "number", )" + b.keywords + "}";
+    auto g = compile(schema);
+    ASSERT_TRUE(g) << schema;
+    int accepted = 0;
+    for (int tenths = -150; tenths <= 150; ++tenths) {
+      for (const char* suffix : {"", "0"}) {
+        const double v = tenths / 10.0;
+        const bool whole = tenths % 10 == 0;
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%s%d.%d%s", tenths < 0 ? "-" : "", std::abs(tenths) / 10, std::abs(tenths) % 10, suffix);
+        for (const std::string& text : {std::string(buf), whole ? std::to_string(tenths / 10) : std::string(buf)}) {
+          const bool inside = (b.lo_incl ? v >= b.lo : v > b.lo) && (b.hi_incl ? v <= b.hi : v < b.hi);
+          const bool acc = accepts(g, text);
+          if (acc) ++accepted;
+          EXPECT_TRUE(!acc || inside) << schema << "\naccepted " << text;  // sound
+          // Inside and away from an exclusive bound's integer: generated too.
+          const bool near_exclusive = (!b.lo_incl && v > b.lo && v < b.lo + 1) || (!b.hi_incl && v < b.hi && v > b.hi - 1);
+          if (inside && !near_exclusive && text != "-0" && text.rfind("-0.0", 0) != 0) {
+            EXPECT_TRUE(acc) << schema << "\nrefused " << text;
+          }
+        }
+      }
+    }
+    EXPECT_GT(accepted, 0) << schema;
+    EXPECT_FALSE(accepts(g, "1e2")) << schema;  // no exponent under bounds
   }
 }
 

@@ -102,12 +102,15 @@ BOUNDED = [
                 "required": ["n"]},
                {"properties": {"tag": {"enum": ["a", "b"]}}, "required": ["tag"]}]},
     {"type": "array", "items": {"enum": ["red", "green", "blue", 1, None]}, "uniqueItems": True, "minItems": 2},
+    {"type": "object", "properties": {"p": {"type": "number", "minimum": 0, "maximum": 1},
+                                      "t": {"type": "number", "exclusiveMinimum": -40, "exclusiveMaximum": 60}},
+     "required": ["p", "t"]},
 ]
 
 
 def test_numeric_bounds_validate(program, tmp_path):
-    """Integer bounds, multipleOf, network formats, allOf and uniqueItems: sampled documents (a random model under the constraint)
-    all validate with ajv (ajv-formats for the formats). Cost: 10 schemas x 6 seeds, ~5 s."""
+    """Integer and number bounds, multipleOf, network formats, allOf and uniqueItems: sampled documents (a random model under the constraint)
+    all validate with ajv (ajv-formats for the formats). Cost: 11 schemas x 6 seeds, ~6 s."""
     runner = hfstatic.Runner(program)
     cases = []
     for schema in BOUNDED:
