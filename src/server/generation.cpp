@@ -44,7 +44,7 @@ std::optional<ApiError> prompt_tokens(State& s, const CompletionRequest& r, std:
     } else {
       if (!r.tools.empty())
         return invalid_param("tools", "'tools' needs a chat template to show the model its functions, and this model has none");
-      for (size_t i = 0; i < r.messages.size(); ++i) text += (i ? "\n" : "") + r.messages[i].content;
+      text = ChatFormat::plain_text(r.messages);  // the "plain" format, as chat and Python render it
     }
     auto enc = tok.encode(text, add_special);
     if (!enc) return invalid_param("messages", enc.error().message());

@@ -479,7 +479,7 @@ std::optional<ApiError> parse_completion_request(std::string_view body, bool cha
   if (!j.is_object()) return invalid_param("", "the request body must be a JSON object, got " + type_name(j));
   r = CompletionRequest{};
   r.chat = chat;
-  r.sampling.temperature = 1.0f;
+  r.sampling.temperature = kDefaultTemperature;  // the CLI's and Python's default too (llama.cpp's)
   if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) return wrong_type("model", "a string", *it);
     r.model = it->get<std::string>();

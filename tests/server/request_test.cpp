@@ -46,7 +46,8 @@ TEST(CompletionRequest, DefaultsAreOpenAis) {
   CompletionRequest r;
   ASSERT_FALSE(parse(R"({"prompt":"x"})", false, &r));
   EXPECT_EQ(r.prompt, "x");
-  EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);
+  // The one default temperature of every front end (llama.cpp's), not OpenAI's 1.
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.8f);
   EXPECT_FALSE(r.max_tokens.has_value());
   EXPECT_FALSE(r.seeded);
   ASSERT_FALSE(parse(R"({"prompt":[1,2,3]})", false, &r));
