@@ -1,5 +1,5 @@
 # Cross-compiles hfstatic for 64-bit ARM Linux with Debian's cross compiler (g++-aarch64-linux-gnu) against
-# Debian's arm64 multiarch -dev packages (scripts/install-deps), and runs what it builds under
+# Debian's arm64 multiarch -dev packages (scripts/install-deps --arm), and runs what it builds under
 # qemu-user, so `ctest` (and gtest_discover_tests at build time) work from the x86-64 build machine:
 #
 #   cmake -S . -B build-arm -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake \
