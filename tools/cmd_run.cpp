@@ -33,6 +33,7 @@ struct RunArgs {
   std::string tail = "auto";
   std::vector<std::string> backends = {"cpu_fast"};
   int device = -1;
+  bool nondeterministic = false;
   std::string dump_logits;
   ConstraintArgs constraint;
 };
@@ -55,7 +56,7 @@ int run(const RunArgs& a) {
   auto model = resolve_model(a.model);
   if (!model) return fail(model.error());
   RunnerOptions ro;
-  auto backends = backend_options(a.backends, 0, a.device);
+  auto backends = backend_options(a.backends, 0, a.device, !a.nondeterministic);
   if (!backends) return usage_error("run", backends.error().message());
   ro.io.method.backends = std::move(*backends);
   ro.on_prefill_progress = prefill_progress_bar();
@@ -186,6 +187,7 @@ RunFn setup(CLI::App& sub) {
                  "decode (no pad rows)")
       ->capture_default_str()
       ->check(one_of({"auto", "pad", "decode"}));
+  sub.add_flag("--nondeterministic", a->nondeterministic, kNondeterministicHelp);
   sub.add_option("--backend", a->backends,
                  "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")
       ->capture_default_str()
