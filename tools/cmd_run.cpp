@@ -183,7 +183,7 @@ RunFn setup(CLI::App& sub) {
   add_draft_options(sub, a->draft);
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-sequence tokens");
   sub.add_option("--tail", a->tail,
-                 "Prompt tail (after the full chunks): auto (least estimated time), pad (no decode steps), "
+                 "Prompt tail (after the full chunks): auto (least cost in a fixed model), pad (no decode steps), "
                  "decode (no pad rows)")
       ->capture_default_str()
       ->check(one_of({"auto", "pad", "decode"}));
