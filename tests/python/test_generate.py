@@ -346,3 +346,24 @@ def test_io_allocator_errors(program_path):
         hfstatic.Runner(program_path, io_allocator="gpu")
     with pytest.raises(hfstatic.Error, match="shared_memory_io"):
         hfstatic.Runner(program_path, io_allocator="heap", shared_memory_io=True)
+
+
+def test_deterministic_by_default_and_the_faster_prefill_on_request(stories_dir, greedy_ref, tmp_path):
+    # f16 weights, a 32-token chunk: float prefill rows through decode's kernel by default, the panel GEMM
+    # with deterministic=False (docs/determinism.md). Fresh runners give the same bits; the panel GEMM's
+    # rows may round differently, within f32 rounding. About 1 s.
+    prompt, _, ref_logits, _ = greedy_ref
+    program = hfstatic.export(stories_dir, tmp_path / "f16.hfs", prefill_chunk=32, context=96, weights="f16")
+    long_prompt = (prompt * 40)[:40]
+
+    def logits(**kw):
+        r = hfstatic.Runner(program, backends=["cpu_fast"], **kw)
+        r.prefill(long_prompt)
+        return np.array(r.logits)
+
+    a, b, fast = logits(), logits(), logits(deterministic=False)
+    assert a.tobytes() == b.tobytes()
+    np.testing.assert_allclose(fast, a, atol=1e-3, rtol=0)
+    r = hfstatic.Runner(program, backends=["cpu_fast"], deterministic=False)
+    r.prefill(prompt)
+    np.testing.assert_allclose(r.logits, ref_logits[0], atol=2e-2, rtol=0)  # f16 weights against the f32 reference
