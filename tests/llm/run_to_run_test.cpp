@@ -50,7 +50,7 @@ Trace run_on_threads(const std::string& path, int threads) {
   return t;
 }
 
-TEST(Determinism, EveryThreadCountGivesTheSameBitsInEveryWeightFormatAndCacheDtype) {
+TEST(RunToRun, EveryThreadCountGivesTheSameBitsInEveryWeightFormatAndCacheDtype) {
   HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   for (WeightsMode weights : {WeightsMode::kF32, WeightsMode::kF16, WeightsMode::kBF16, WeightsMode::kInt8, WeightsMode::kInt4})
     for (DType cache : {DType::kF32, DType::kF16}) {
