@@ -19,6 +19,11 @@ inline constexpr const char* kDeviceHelp =
 
 // Adds --device to `sub`, storing into `device` (-1 when not given).
 void add_device_option(CLI::App& sub, int& device);
+// Adds -t/--threads to `sub` (run, chat, serve), storing into `threads` (0 = the backends' default).
+void add_threads_option(CLI::App& sub, int& threads);
+// `threads` capped to the CPUs this process may use (more only contend, and thousands exhaust memory or the
+// thread limit), with a note on stderr naming `command` when it was capped.
+int capped_threads(const char* command, int threads);
 // The settings for `backends`: threads (> 0) for the CPU backends, device (>= 0) for vulkan. Fails with
 // kInvalidArgument when --device is given without the vulkan backend.
 // deterministic = false (--nondeterministic) sets cpu_fast's "deterministic": false.

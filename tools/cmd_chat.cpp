@@ -29,8 +29,10 @@ struct ChatArgs {
   std::string model;
   std::string system;
   int n = 512;
-  SamplingConfig sampling{.temperature = 0.7f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
+  SamplingConfig sampling = default_sampling();
   DraftConfig draft;
+  std::string chat_template;
+  int threads = 0;
   ConstraintArgs constraint;
   std::vector<std::string> backends = {"cpu_fast"};
   int device = -1;
@@ -45,16 +47,19 @@ int chat(const ChatArgs& a) {
   if (!program) return fail(program.error());
   auto tok = Tokenizer::from_program(**program);
   if (!tok) return fail(tok.error());
-  auto tmpl = ChatTemplate::from_tokenizer_config((*program)->embedded_file("tokenizer_config.json"));
-  if (!tmpl) return fail(tmpl.error().with_context(*model + ": chat template"));
+  // The format serve and Python use too: the program's template, or "plain" for a program without one.
+  auto tmpl = ChatFormat::select((*program)->embedded_file("tokenizer_config.json"), a.chat_template);
+  if (!tmpl) return fail(tmpl.error().with_context(*model));
   RunnerOptions ro;
-  auto backends = backend_options(a.backends, 0, a.device);
+  auto backends = backend_options(a.backends, capped_threads("chat", a.threads), a.device);
   if (!backends) return usage_error("chat", backends.error().message());
   ro.io.method.backends = std::move(*backends);
   ro.on_prefill_progress = prefill_progress_bar();
   auto runner = Runner::create(*program, ro);
   if (!runner) return fail(runner.error());
   Runner& r = **runner;
+  if (Status st = check_draft_support(r.info(), a.draft); !st) return usage_error("chat", "--" + st.error().message());
+  if (std::string bad = logit_bias_outside(a.sampling, r.info().vocab_size); !bad.empty()) return usage_error("chat", bad);
 
   auto constraint = load_constraint(a.constraint);
   if (!constraint) return fail(constraint.error());
@@ -71,8 +76,11 @@ int chat(const ChatArgs& a) {
   if (!a.system.empty()) ctx.messages.push_back({"system", a.system, {}});
   std::vector<int32_t> cached;  // tokens whose K/V the runner holds, in order
   const bool tty = isatty(STDIN_FILENO);
-  std::fprintf(stderr, "hfstatic chat: %s — /reset starts over, /stats shows timings, /quit or Ctrl-D exits\n",
-               model->c_str());
+  std::fprintf(stderr, "hfstatic chat: %s (chat format %s) — /reset starts over, /stats shows timings, /quit or "
+               "Ctrl-D exits\n", model->c_str(), tmpl->name().c_str());
+  if (tmpl->is_plain())
+    std::fprintf(stderr, "hfstatic chat: the program has no chat template: messages are joined one per line and the "
+                         "model continues the text (--chat-template chooses another format)\n");
   std::string line;
   for (;;) {
     if (tty && !out("> ")) return 1;  // main reports the stdout error
@@ -88,7 +96,7 @@ int chat(const ChatArgs& a) {
       continue;
     }
     if (line == "/stats") {
-      print_stats_line(r.stats());
+      print_stats_line(r.stats(), a.sampling.temperature > 0 ? std::optional<uint64_t>(a.sampling.seed) : std::nullopt);
       std::fprintf(stderr, "position %lld / %lld\n", static_cast<long long>(r.position()),
                    static_cast<long long>(r.info().context_length));
       continue;
@@ -106,7 +114,7 @@ int chat(const ChatArgs& a) {
     // conversation goes on without it.
     ctx.messages.push_back({"user", line, {}});
     auto text = tmpl->render(ctx);
-    auto ids = text ? (*tok)->encode(*text, /*add_special=*/false) : Result<std::vector<int32_t>>(text.error());
+    auto ids = text ? (*tok)->encode(text->text, text->add_special) : Result<std::vector<int32_t>>(text.error());
     if (!ids) {
       std::fprintf(stderr, "hfstatic chat: this message was not sent: %s\n", ids.error().to_string().c_str());
       ctx.messages.pop_back();
@@ -163,7 +171,12 @@ RunFn setup(CLI::App& sub) {
   auto a = std::make_shared<ChatArgs>();
   sub.add_option("-m,--model", a->model, "Program file (.hfs), HF checkpoint directory or Hub name ORG/NAME[@REVISION] (downloaded into "
                  "the Hugging Face cache, exported once to a cached program)")->required();
-  sub.add_option("--system", a->system, "System prompt");
+  sub.add_option("--system", a->system, "System prompt, the conversation's first message (also -sys)");
+  sub.add_option("--chat-template", a->chat_template,
+                 "The chat format: the program's template by default, or \"plain\" (the messages one per line, the "
+                 "model continuing the text) for a program without one; or plain, chatml, a name from the program's "
+                 "list of templates (e.g. tool_use), or a file of Jinja source or a tokenizer_config.json")
+      ->type_name("NAME|FILE");
   sub.add_option("-n,--n-predict", a->n, "Max tokens per reply, an integer >= 1")
       ->capture_default_str()
       ->transform(integer_in(1, INT32_MAX, "an integer in [1, 2147483647]"));
@@ -171,7 +184,9 @@ RunFn setup(CLI::App& sub) {
   add_draft_options(sub, a->draft);
   add_constraint_options(sub, a->constraint);
   sub.add_option("--backend", a->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
+  add_threads_option(sub, a->threads);
   add_device_option(sub, a->device);
+  add_llama_cli_refusals(sub);
   sub.footer(std::string("In the chat: ") + kCommands +
              " (a line starting with // is sent with one leading /). A line the template cannot render, the "
              "tokenizer cannot encode or the context cannot hold is reported and dropped; the chat goes on.\n" +
@@ -180,7 +195,7 @@ RunFn setup(CLI::App& sub) {
 }
 
 [[maybe_unused]] const bool kReg =
-    register_command({"chat", "Interactive multi-turn chat using the model's chat template (cache kept across turns)", &setup});
+    register_command({"chat", "Interactive multi-turn chat using the model's chat template, or plain text without one (cache kept across turns)", &setup});
 
 }  // namespace
 }  // namespace hfs::cli

@@ -16,6 +16,7 @@
 #include "hfstatic/tokenizer.h"
 #include "option_checks.h"
 #include "sampling_options.h"
+#include "server/stop_matcher.h"
 
 namespace hfs::cli {
 namespace {
@@ -26,8 +27,10 @@ struct RunArgs {
   std::string prompt;
   std::string prompt_file;
   int n = 128;
-  SamplingConfig sampling{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
+  SamplingConfig sampling = default_sampling();
   DraftConfig draft;
+  std::vector<std::string> stop;
+  int threads = 0;
   bool json = false;
   bool ignore_eos = false;
   std::string tail = "auto";
@@ -51,12 +54,15 @@ int run(const RunArgs& a) {
     return fail(make_error(ErrorCode::kInvalidArgument, "give either --tokens or -p/-f, not both"));
   if (text_mode && text.empty())
     return fail(make_error(ErrorCode::kInvalidArgument, "no prompt: give -p TEXT, -f FILE or --tokens IDS"));
+  if (!text_mode && !a.stop.empty())
+    return usage_error("run", "--stop: stop strings match the generated text: give the prompt as text (-p or -f), "
+                              "not --tokens");
   auto constraint = load_constraint(a.constraint);
   if (!constraint) return fail(constraint.error());
   auto model = resolve_model(a.model);
   if (!model) return fail(model.error());
   RunnerOptions ro;
-  auto backends = backend_options(a.backends, 0, a.device, !a.nondeterministic);
+  auto backends = backend_options(a.backends, capped_threads("run", a.threads), a.device, !a.nondeterministic);
   if (!backends) return usage_error("run", backends.error().message());
   ro.io.method.backends = std::move(*backends);
   ro.on_prefill_progress = prefill_progress_bar();
@@ -82,6 +88,8 @@ int run(const RunArgs& a) {
   auto runner = Runner::create(*program, ro);
   if (!runner) return fail(runner.error());
   Runner& r = **runner;
+  if (Status st = check_draft_support(r.info(), a.draft); !st) return usage_error("run", "--" + st.error().message());
+  if (std::string bad = logit_bias_outside(a.sampling, r.info().vocab_size); !bad.empty()) return usage_error("run", bad);
   // Checked before anything reaches stdout: an over-long prompt is not echoed and then refused.
   if (!r.can_accept(static_cast<int64_t>(prompt.size())))
     return fail(make_error(ErrorCode::kCapacityExceeded,
@@ -109,6 +117,16 @@ int run(const RunArgs& a) {
   g.cancel = install_interrupt_flag();
   g.constraint = *constraint;
 
+  // --stop: text is shown only once it cannot be the start of a stop string; a completed one ends generation
+  // and neither it nor anything after it is printed.
+  server::StopMatcher stops(a.stop);
+  bool stopped_by_string = false;
+  auto emit = [&](const std::string& piece) {
+    const std::string shown = a.stop.empty() ? piece : stops.feed(piece);
+    generated_text += shown;
+    if (stops.stopped()) stopped_by_string = true;
+    return a.json || out(shown);
+  };
   // A failed write (stdout or the dump file) stops generation at once: nothing is produced into the void.
   std::optional<Error> dump_error;
   const Tokenizer* tokenizer = tok.get();
@@ -125,15 +143,11 @@ int run(const RunArgs& a) {
       // spaces, which could turn matched output into output the grammar or regex rejects).
       if (tokenizer->is_special(tok)) return true;
       const std::string piece = tokenizer->token_bytes(tok).value_or("");
-      generated_text += piece;
-      return a.json || out(piece);
+      return emit(piece) && !stopped_by_string;
     }
     if (stream) {
       auto piece = stream->feed(tok);
-      if (piece) {
-        generated_text += *piece;
-        if (!a.json && !out(*piece)) return false;
-      }
+      if (piece && (!emit(*piece) || stopped_by_string)) return false;
     } else if (!a.json) {
       if (!out(std::to_string(tok) + " ")) return false;
     }
@@ -141,6 +155,13 @@ int run(const RunArgs& a) {
   };
   auto result = r.generate(prompt, g, on_token);
   if (!result) return fail(result.error());
+  // Text a stop string might have begun, held back until the end: shown now that none completed.
+  if (!stopped_by_string && !a.stop.empty()) {
+    auto rest = g.constraint || !stream ? Result<std::string>(std::string()) : stream->flush();
+    const std::string tail = stops.feed(rest ? *rest : std::string()) + stops.flush();
+    generated_text += tail;
+    if (!a.json && !out(tail)) return 1;
+  }
   if (dump_error) return fail(dump_error->with_context("--dump-logits"));
   if (Status st = dump.close(); !st) return fail(st.error().with_context("--dump-logits"));
   if (!stdout_ok()) return 1;  // main reports the stdout error
@@ -149,17 +170,20 @@ int run(const RunArgs& a) {
     nlohmann::json j;
     j["tokens"] = result->tokens;
     if (stream) {
-      auto rest = g.constraint ? Result<std::string>(std::string()) : stream->flush();
-      if (rest) generated_text += *rest;
+      if (a.stop.empty()) {
+        auto rest = g.constraint ? Result<std::string>(std::string()) : stream->flush();
+        if (rest) generated_text += *rest;
+      }
       j["text"] = generated_text;
     }
-    j["stop"] = stop_reason_name(result->stop);
+    j["stop"] = stopped_by_string ? "stop_string" : stop_reason_name(result->stop);
+    j["seed"] = a.sampling.seed;
     j["stats"] = stats_json(s);
     // A constrained output cut by -n may end inside a UTF-8 character: replaced, not an exception.
     if (!out(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n")) return 1;
   } else {
     if (!out("\n")) return 1;
-    print_stats_line(s);
+    print_stats_line(s, a.sampling.temperature > 0 ? std::optional<uint64_t>(a.sampling.seed) : std::nullopt);
   }
   return 0;
 }
@@ -180,6 +204,12 @@ RunFn setup(CLI::App& sub) {
       ->capture_default_str()
       ->transform(integer_in(0, INT32_MAX, "an integer in [0, 2147483647]"));
   add_sampling_options(sub, a->sampling);
+  sub.add_option("-r,--stop,--reverse-prompt", a->stop,
+                 "End generation when the generated text contains this string (not printed, nor anything after "
+                 "it; text that may begin one is held back until it is known not to); repeatable. Needs a text "
+                 "prompt; --json reports stop \"stop_string\"")
+      ->allow_extra_args(false)
+      ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("a stop string must not be empty") : std::string(); }, ""));
   add_draft_options(sub, a->draft);
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-sequence tokens");
   sub.add_option("--tail", a->tail,
@@ -192,8 +222,10 @@ RunFn setup(CLI::App& sub) {
                  "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")
       ->capture_default_str()
       ->check(backend_name());
+  add_threads_option(sub, a->threads);
   add_device_option(sub, a->device);
-  sub.add_flag("--json", a->json, "Print one JSON object: {\"tokens\": [...], \"stop\": ..., \"stats\": {...}}");
+  add_llama_cli_refusals(sub);
+  sub.add_flag("--json", a->json, "Print one JSON object: {\"tokens\": [...], \"text\": ..., \"stop\": ..., \"seed\": ..., \"stats\": {...}}");
   add_constraint_options(sub, a->constraint);
   sub.add_option("--dump-logits", a->dump_logits,
                  "Write each sampled step's logits (f32 rows) to this file; a failed write stops the run and "

@@ -77,23 +77,11 @@ Result<std::string> bench_engine(Engine& e, const std::string& body) {
   return measured.dump();
 }
 
-// CPUs this process may run on (its affinity mask, as the backends count them).
-int usable_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 int serve(server::ServerOptions o, const SelfBench& sb, bool api_key_given) {
   // An empty key would be no key at all: the server would run open while the operator meant it closed.
   if (api_key_given && o.api_key.empty())
     return usage_error("serve", "--api-key: the key is empty (leave the option out to serve without authentication)");
-  // More threads than CPUs only contend (and thousands of them exhaust memory or the thread limit): capped.
-  if (const int cpus = usable_cpus(); o.threads > cpus) {
-    std::fprintf(stderr, "hfstatic serve: --threads %d is more than the %d CPUs this process may use; using %d\n",
-                 o.threads, cpus, cpus);
-    o.threads = cpus;
-  }
+  o.threads = capped_threads("serve", o.threads);
   if (auto checked = backend_options(o.backends, o.threads, o.device); !checked)
     return usage_error("serve", checked.error().message());
   if (sb.endpoint) o.bench_engine = bench_engine;
@@ -185,11 +173,15 @@ RunFn setup(CLI::App& sub) {
       ->capture_default_str()
       ->transform(integer_in(0, INT64_MAX, "an integer >= 0"));
   add_draft_options(sub, o->draft);
+  sub.add_option("--chat-template", o->chat_template,
+                 "The chat format of /v1/chat/completions: the program's template by default, or \"plain\" (the "
+                 "messages' contents one per line) for a program without one; or plain, chatml, a name from the "
+                 "program's list of templates (e.g. tool_use), or a file of Jinja source or a tokenizer_config.json "
+                 "(as chat's)")
+      ->type_name("NAME|FILE");
+  add_llama_cli_refusals(sub);
   sub.add_option("--backend", o->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
-  sub.add_option("--threads", o->threads,
-                 "Threads for the selected backends, an integer in [0, 1024] (0 = their default; more than the CPUs "
-                 "this process may use is capped to them)")
-      ->transform(integer_in(0, 1024, "an integer in [0, 1024]"));
+  add_threads_option(sub, o->threads);
   add_device_option(sub, o->device);
   sub.footer(
       "Endpoints: POST /v1/chat/completions, /v1/completions (OpenAI's, streaming with \"stream\": true), "

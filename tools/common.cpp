@@ -75,13 +75,15 @@ nlohmann::json stats_json(const RunnerStats& s) {
           {"constraint_ms", s.constraint_ms}};
 }
 
-void print_stats_line(const RunnerStats& s) {
+void print_stats_line(const RunnerStats& s, std::optional<uint64_t> seed) {
   std::fprintf(stderr,
                "load %.1f ms | prompt %lld tok, %.1f tok/s | ttft %.1f ms | generated %lld tok, decode %.1f tok/s | "
-               "peak RSS %.1f MiB\n",
+               "peak RSS %.1f MiB",
                s.load_ms, static_cast<long long>(s.prompt_tokens), s.prefill_tok_s(), s.ttft_ms,
                static_cast<long long>(s.generated_tokens), s.decode_tok_s(),
                static_cast<double>(s.peak_rss_bytes) / (1 << 20));
+  if (seed) std::fprintf(stderr, " | seed %llu", static_cast<unsigned long long>(*seed));
+  std::fprintf(stderr, "\n");
   if (s.verify_steps > 0)
     std::fprintf(stderr, "drafts: %lld proposed, %lld accepted (%.0f%%) | %lld verification steps, %.2f tokens each\n",
                  static_cast<long long>(s.draft_tokens), static_cast<long long>(s.draft_accepted),

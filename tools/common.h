@@ -28,7 +28,8 @@ std::optional<std::vector<int32_t>> parse_count_list(const std::string& s);
 Result<TailPolicy> parse_tail_policy(const std::string& s);
 const char* stop_reason_name(GenerationResult::Stop s);
 nlohmann::json stats_json(const RunnerStats& s);
-void print_stats_line(const RunnerStats& s);
+// The stats on stderr; with `seed`, the line ends "| seed N" (sampled output repeats with --seed N).
+void print_stats_line(const RunnerStats& s, std::optional<uint64_t> seed = std::nullopt);
 // A prefill progress bar on stderr when it is a terminal and the prompt spans several chunks; else none.
 std::function<void(int64_t, int64_t)> prefill_progress_bar();
 // Until a command installs its own handling (install_interrupt_flag, the server's drain), SIGINT (Ctrl-C)

@@ -1,5 +1,6 @@
-// tools/constraint_options.h — the structured-output options `run` and `chat` share (--grammar FILE,
-// --json-schema FILE, --regex R, --json-object; at most one), and the constraint they name.
+// tools/constraint_options.h — the structured-output options `run` and `chat` share, llama-cli's names:
+// --grammar TEXT | --grammar-file F, -j/--json-schema TEXT | --json-schema-file F, --regex R, --json-object
+// (at most one), and the constraint they name.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,7 +14,9 @@
 namespace hfs::cli {
 
 struct ConstraintArgs {
+  std::string grammar;  // GBNF text (or, as before, a file's path: see grammar_text)
   std::string grammar_file;
+  std::string json_schema;  // JSON Schema text (or, as before, a file's path)
   std::string json_schema_file;
   std::string regex;
   bool json_object = false;

@@ -101,7 +101,34 @@ void excludes_each_other(std::initializer_list<CLI::Option*> opts) {
       if (a != b) a->excludes(b);
 }
 
+void add_llama_cli_refusals(CLI::App& sub) {
+  auto refuse = [](std::string why) {
+    return CLI::Validator([why](std::string&) { return why; }, "");
+  };
+  sub.add_option("-c,--ctx-size",
+                 "Not an option here: a program's context is fixed when it is exported (`hfstatic inspect` shows it); "
+                 "re-export with `hfstatic export --context N`")
+      ->type_name("N")
+      ->check(refuse("the context is fixed when the program is exported (`hfstatic inspect` shows it): re-export "
+                     "with `hfstatic export CHECKPOINT -o MODEL.hfs --context N` and run that program"));
+  sub.add_option("--n-gpu-layers",
+                 "(-ngl) Not an option here: a program runs whole on the backends of --backend (vulkan for a GPU), "
+                 "no layer offload")
+      ->type_name("N")
+      ->check(refuse("hfstatic does not offload layers: the whole program runs on the backends --backend names "
+                     "(--backend vulkan for a GPU, cpu_fast for the CPU); leave -ngl out"));
+}
+
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  // CLI11 takes single-dash names of one letter only: llama-cli's longer ones become the long forms.
+  std::vector<std::string> rewritten(argv, argv + argc);
+  std::vector<char*> args;
+  for (std::string& a : rewritten) {
+    if (a == "-sys") a = "--system";
+    else if (a == "-ngl") a = "--n-gpu-layers";
+    args.push_back(a.data());
+  }
+  argv = args.data();
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
   const std::string first = argc > 1 ? argv[1] : "";

@@ -44,9 +44,15 @@ int usage_error(const std::string& command, const std::string& what);
 // At most one of `opts` may be given: two together are a usage error naming both.
 void excludes_each_other(std::initializer_list<CLI::Option*> opts);
 
+// llama-cli's -c/--ctx-size and -ngl/--n-gpu-layers on `sub` (run, chat, serve): options that do not apply to
+// a fixed-shape program, refused with why and what to do instead (re-export with --context N; --backend).
+void add_llama_cli_refusals(CLI::App& sub);
+
 // Parses argv with `app` (subcommands registered): usage errors print "hfstatic <command>: <what>" and a
 // pointer to --help on stderr and yield kUsageError; --help and --version print to stdout and yield 0.
-// An unknown command is named with the list of commands. Returns nullopt when parsing succeeded.
+// An unknown command is named with the list of commands. llama-cli's multi-letter single-dash names are
+// read as their long forms first (-sys → --system, -ngl → --n-gpu-layers: CLI11 would read "-ngl 99" as
+// "-n gl 99"). Returns nullopt when parsing succeeded.
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
 
 }  // namespace hfs::cli

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <random>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -39,7 +40,49 @@ CLI::Option* add_float(CLI::App& sub, const std::string& flag, SamplingConfig& c
       ->transform(float_where([field](float v) { return accepted(field, v); }, expected));
 }
 
+// "ID+BIAS" or "ID-BIAS" (llama-cli's form): a token id and a finite bias; "-inf" bans the token.
+CLI::Validator logit_bias_entry() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        const std::string expected = "expected ID+BIAS or ID-BIAS (a token id, then a finite bias or -inf), got '" + s + "'";
+        const size_t sign = s.find_first_of("+-");
+        if (sign == 0 || sign == std::string::npos) return expected;
+        int32_t id = 0;
+        auto [p, ec] = std::from_chars(s.data(), s.data() + sign, id);
+        if (ec != std::errc() || p != s.data() + sign || id < 0) return expected;
+        const std::string bias = s.substr(sign + 1);
+        if (s[sign] == '-' && bias == "inf") return {};
+        float v = 0;
+        auto [q, ec2] = std::from_chars(bias.data(), bias.data() + bias.size(), v);
+        if (bias.empty() || ec2 != std::errc() || q != bias.data() + bias.size() || !std::isfinite(v) ||
+            bias.find_first_of("+-") == 0)
+          return expected;
+        return {};
+      },
+      "");
+}
+
+// A banned token's bias: far below any logit, finite (the library accepts finite biases only).
+constexpr float kBan = -1e30f;
+
 }  // namespace
+
+SamplingConfig default_sampling() {
+  return SamplingConfig{.temperature = kDefaultTemperature, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
+}
+
+uint64_t random_seed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+std::string logit_bias_outside(const SamplingConfig& c, int64_t vocab_size) {
+  for (const auto& [id, bias] : c.logit_bias)
+    if (id >= vocab_size)
+      return "--logit-bias: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+             std::to_string(vocab_size) + ")";
+  return {};
+}
 
 void add_sampling_options(CLI::App& sub, SamplingConfig& c) {
   add_float(sub, "--temp", c, &SamplingConfig::temperature, "Temperature");
@@ -61,8 +104,30 @@ void add_sampling_options(CLI::App& sub, SamplingConfig& c) {
   add_float(sub, "--top-p", c, &SamplingConfig::top_p, "Top-p");
   add_float(sub, "--min-p", c, &SamplingConfig::min_p, "Min-p");
   add_float(sub, "--repeat-penalty", c, &SamplingConfig::repetition_penalty, "Repetition penalty");
-  sub.add_option("--seed", c.seed, "Sampling seed, an integer in [0, 2^64 - 1] (same seed, same tokens)")
-      ->capture_default_str()
+  add_float(sub, "--presence-penalty", c, &SamplingConfig::presence_penalty,
+            "Presence penalty (OpenAI's: subtracted once from the logit of every token already in the text)");
+  add_float(sub, "--frequency-penalty", c, &SamplingConfig::frequency_penalty,
+            "Frequency penalty (OpenAI's: subtracted from a token's logit per occurrence in the text)");
+  sub.add_option_function<std::vector<std::string>>(
+         "--logit-bias",
+         [&c](const std::vector<std::string>& entries) {
+           for (const std::string& e : entries) {
+             const size_t sign = e.find_first_of("+-");
+             const int32_t id = std::stoi(e.substr(0, sign));
+             const std::string bias = e.substr(sign + 1);
+             const float v = e[sign] == '-' && bias == "inf" ? kBan : std::stof(e.substr(sign));
+             c.logit_bias.emplace_back(id, v);
+           }
+         },
+         "Add BIAS to token ID's logit before sampling, as ID+BIAS or ID-BIAS (e.g. 15043+1, 2-inf: -inf bans "
+         "the token); repeatable")
+      ->type_name("ID(+|-)BIAS")
+      ->allow_extra_args(false)
+      ->check(logit_bias_entry());
+  c.seed = random_seed();
+  sub.add_option("-s,--seed", c.seed,
+                 "Sampling seed, an integer in [0, 2^64 - 1] (same seed, same tokens; default: drawn at random and "
+                 "printed with the stats, so a run can be repeated)")
       ->type_name("INT")
       ->transform(any_uint64());
 }

@@ -97,4 +97,45 @@ class HFS_API ChatTemplate {
   std::shared_ptr<const chat::Program> program_;
 };
 
+// How a front end (the CLI's chat and serve, Python's Runner.chat) turns messages into a prompt: one choice,
+// made the same way everywhere.
+//
+//   auto f = hfs::ChatFormat::select(program->embedded_file("tokenizer_config.json"), "");  // or "chatml", a file
+//   hfs::Result<hfs::ChatPrompt> p = f->render(ctx);   // then tokenizer.encode(p->text, p->add_special)
+//
+// `choice`:
+//   ""        the program's chat template (tokenizer_config.json's `chat_template`, its "default" entry in the
+//             list form); a program without one gets "plain".
+//   "plain"   no template: the messages' contents one per line, in order, roles dropped, encoded with the
+//             tokenizer's special tokens (BOS) added; add_generation_prompt adds nothing, so the model continues
+//             the last message's line. This suits base models (the bundled default model is one).
+//   "chatml"  the ChatML template (<|im_start|>role\ncontent<|im_end|>\n ..., HF's reference rendering).
+//   NAME      an entry of the list form of the program's `chat_template` (e.g. "tool_use").
+//   PATH      a file of Jinja source (at most 16 MiB), or a tokenizer_config.json holding `chat_template`.
+// Anything else is kNotFound naming the choice and the names available.
+struct HFS_API ChatPrompt {
+  std::string text;
+  bool add_special = false;  // whether the tokenizer adds its special tokens (a template writes its own)
+};
+
+class HFS_API ChatFormat {
+ public:
+  [[nodiscard]] static Result<ChatFormat> select(std::string_view tokenizer_config, std::string_view choice);
+  // "plain", "chatml", "default" (the program's), the list entry's name, or the file's path.
+  const std::string& name() const { return name_; }
+  bool is_plain() const { return !tmpl_; }
+  // The template itself; null for "plain".
+  const ChatTemplate* chat_template() const { return tmpl_.get(); }
+  [[nodiscard]] Result<ChatPrompt> render(const ChatContext& ctx) const;
+  // The "plain" rendering of `messages`: their contents one per line.
+  static std::string plain_text(const std::vector<ChatMessage>& messages);
+  // The same with every variable as a Value (ChatTemplate::render_variables); "plain" reads
+  // variables["messages"][i]["content"] (strings; other values are an error naming the message).
+  [[nodiscard]] Result<ChatPrompt> render_variables(const Value::Object& variables) const;
+
+ private:
+  std::string name_;
+  std::shared_ptr<const ChatTemplate> tmpl_;
+};
+
 }  // namespace hfs

@@ -8,9 +8,12 @@
 // for its drafts (after every running sequence's one row), verified in the same step: prompt lookup, or a
 // draft program (each sequence drafting with one holds its own draft caches, reused by the next sequence once
 // it finishes; created when a sequence first needs one). Each sequence has its
-// own sampling config, seed, stop conditions and stats; its output does not depend on which other sequences share its steps beyond
-// floating-point summation order (logits within 1e-5 of a solo run). Cache slots come from a pool in
-// fixed-size blocks; a sequence that cannot get a block ends alone (Stop::kContextFull), every other
+// own sampling config, seed, stop conditions and stats. On cpu_fast and cpu_ref its logits and cache rows
+// are bit-identical to the same sequence run alone on the same program, whatever other sequences share its
+// steps, however its prompt is chunked and whether its tokens came as drafts (docs/determinism.md); so its
+// tokens are too, under any sampling with its own seed. Vulkan's steps of more than 4 rows use a tiled GEMM
+// and stay within about 1e-4. Cache slots come from a pool in fixed-size blocks (each sequence's kept in
+// ascending order); a sequence that cannot get a block ends alone (Stop::kContextFull), every other
 // sequence untouched. Slot, mask and padding logic live in the IO manager, shared with the single-sequence
 // Runner.
 //

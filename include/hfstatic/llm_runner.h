@@ -84,6 +84,13 @@ struct HFS_API DraftConfig {
   int32_t max_tokens = 8;
 };
 
+// Whether a program described by `info` can verify the drafts `draft` asks for: that needs a method with logits
+// for several rows (step methods: export --step-sizes, or --sequences > 1; or logits for every row). Without
+// one, the Runner and Engine decode plainly and never draft; front ends (the CLI's run, chat and serve) call
+// this first so that asking for drafts the program cannot use is an error rather than silently nothing:
+// kInvalidArgument naming `export --step-sizes`. Ok for DraftKind::kNone.
+[[nodiscard]] HFS_API Status check_draft_support(const ModelInfo& info, const DraftConfig& draft);
+
 struct HFS_API GenerationConfig {
   int32_t max_new_tokens = 128;
   DraftConfig draft;

@@ -24,6 +24,10 @@
 
 namespace hfs {
 
+// The temperature the front ends default to (the CLI's run and chat, the server, Python's generate and chat):
+// llama.cpp's default. A SamplingConfig itself starts at 0, greedy.
+inline constexpr float kDefaultTemperature = 0.8f;
+
 struct HFS_API SamplingConfig {
   float temperature = 0.0f;        // 0 → greedy
   int32_t top_k = 0;               // 0 → off

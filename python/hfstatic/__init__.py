@@ -67,3 +67,51 @@ def open(path, **kwargs):  # noqa: A001 - hfstatic.open, like the C++ registry l
 
 
 register_runner("hf_static", Runner)
+
+
+def _messages_json(messages, what):
+    import json
+    if isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__"):
+        raise Error(f"invalid_argument: {what}: messages must be a list of dicts with 'role' and 'content', "
+                    f"got {type(messages).__name__}", "invalid_argument")
+    messages = list(messages)
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise Error(f"invalid_argument: {what}: message {i} must be a dict with a str 'role', got {m!r}",
+                        "invalid_argument")
+    return json.dumps(messages)
+
+
+def _apply_chat_template(self, messages, tools=None, add_generation_prompt=True, chat_template=None):
+    """The prompt text for `messages` (dicts with role, content and any extra fields such as tool_calls),
+    as the program's chat template renders it (HF's apply_chat_template(..., tokenize=False)).
+
+    `tools`: a list of tool definitions (OpenAI's {"type": "function", "function": {...}}) passed to the
+    template as `tools`. `chat_template`: None (the program's template; "plain" when it has none), "plain",
+    "chatml", a name from the program's list of templates, or a file (docs/chat-templates.md) — the choice
+    `hfstatic chat --chat-template` and `serve --chat-template` make the same way.
+    """
+    import json
+    text, _ = self._chat_prompt(_messages_json(messages, "apply_chat_template"),
+                                None if tools is None else json.dumps(list(tools)), add_generation_prompt,
+                                chat_template)
+    return text
+
+
+def _chat(self, messages, tools=None, chat_template=None, **generate_kwargs):
+    """The assistant's reply (str) to `messages`: the conversation rendered as apply_chat_template renders
+    it (with the generation prompt), then generated from the start (`generate_kwargs` as generate() takes:
+    max_new_tokens, temperature, stop, grammar, json_schema, ...). A program without a chat template uses
+    the plain format: the messages' contents one per line, the model continuing the text.
+    """
+    import json
+    if "continue_" in generate_kwargs or "add_special" in generate_kwargs:
+        raise Error("invalid_argument: chat: each call renders the whole conversation (no continue_ or "
+                    "add_special)", "invalid_argument")
+    text, add_special = self._chat_prompt(_messages_json(messages, "chat"),
+                                          None if tools is None else json.dumps(list(tools)), True, chat_template)
+    return self.generate(text, add_special=add_special, **generate_kwargs)
+
+
+Runner.apply_chat_template = _apply_chat_template
+Runner.chat = _chat

@@ -112,7 +112,7 @@ class Runner:
         self,
         prompt: str,
         max_new_tokens: int = 128,
-        temperature: float = 0.0,  # 0 = greedy
+        temperature: float = 0.8,  # 0 = greedy; 0.8 is every front end's default (llama.cpp's)
         top_k: int = 0,  # 0 = off
         top_p: float = 1.0,  # 1 = off
         min_p: float = 0.0,  # 0 = off
@@ -133,6 +133,7 @@ class Runner:
         regex: str | None = None,
         json_object: bool = False,
         logit_bias: dict[int, float] | None = None,  # added to those tokens' logits (OpenAI's logit_bias)
+        continue_: bool = False,  # continue the runner's sequence instead of starting from the prompt
     ) -> str:
         """Encodes `prompt` with the program's tokenizer and returns the generated text (the token that
         ended generation — EOS or a stop id — is not rendered; text is cut before a stop string)."""
@@ -141,7 +142,7 @@ class Runner:
         self,
         prompt: Sequence[int],
         max_new_tokens: int = 128,
-        temperature: float = 0.0,
+        temperature: float = 0.8,
         top_k: int = 0,
         top_p: float = 1.0,
         min_p: float = 0.0,
@@ -157,13 +158,14 @@ class Runner:
         regex: str | None = None,
         json_object: bool = False,
         logit_bias: dict[int, float] | None = None,  # added to those tokens' logits (OpenAI's logit_bias)
+        continue_: bool = False,
     ) -> list[int]:
         """Token prompt → generated ids (the stop token included when one ended generation)."""
     def stream(
         self,
         prompt: str | Sequence[int],
         max_new_tokens: int = 128,
-        temperature: float = 0.0,
+        temperature: float = 0.8,
         top_k: int = 0,
         top_p: float = 1.0,
         min_p: float = 0.0,
@@ -179,9 +181,27 @@ class Runner:
         regex: str | None = None,
         json_object: bool = False,
         logit_bias: dict[int, float] | None = None,  # added to those tokens' logits (OpenAI's logit_bias)
+        continue_: bool = False,
     ) -> Stream:
         """Like generate() but stepwise; the prompt is prefilled now (errors raise here). The pieces of a
         str prompt's stream concatenate to what generate() returns."""
+    def apply_chat_template(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+        # None: the program's template ("plain" when it has none); "plain", "chatml", a list-form name, a file
+        chat_template: str | None = None,
+    ) -> str:
+        """The prompt text the chat format renders for `messages` (HF's apply_chat_template(tokenize=False))."""
+    def chat(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = None,
+        chat_template: str | None = None,
+        **generate_kwargs: Any,
+    ) -> str:
+        """The reply to the conversation, generated from its rendering (generate()'s keywords, no continue_)."""
     def reset(self) -> None:
         """Forgets the sequence: position 0, caches cleared (the next run equals a fresh load)."""
     def can_accept(self, n: int) -> bool: ...
@@ -211,7 +231,8 @@ class Engine:
     # Generation keywords: max_new_tokens=128 (0: only feed), temperature, top_k, top_p, min_p,
     # repetition_penalty, logit_bias ({id: bias}), seed, stop (int token ids), ignore_eos, draft (None | "none" | "ngram" | the path of
     # a draft program), draft_max, and one of grammar / json_schema / regex / json_object (as generate()).
-    def add(self, prompt: Sequence[int], **generation: Any) -> int: ...
+    def add(self, prompt: str | Sequence[int], **generation: Any) -> int:
+        """A str prompt is encoded (BOS added); sequence()["text"] is its text, and stop may hold stop strings."""
     def fork(self, parent: int, prefix: int, more: Sequence[int], **generation: Any) -> int: ...
     def append(self, sequence: int, tokens: Sequence[int], **generation: Any) -> None: ...
     def remove(self, sequence: int) -> None: ...

@@ -20,6 +20,7 @@
 #include <pybind11/stl.h>
 
 #include "common.h"
+#include "hfstatic/chat_template.h"
 #include "hfstatic/llm_runner.h"
 #include "io_allocator.h"
 #include "stepper.h"
@@ -54,6 +55,13 @@ struct PyRunner {
   std::optional<int32_t> pending;      // generated, not yet fed
   std::vector<int32_t> context;        // last ≤ kContextIds ids of the sequence (fed + pending)
 
+  // Back to position 0 (generate() without continue_, reset()).
+  void restart() {
+    runner->reset();
+    pending.reset();
+    context.clear();
+    ++epoch;
+  }
   void note(std::span<const int32_t> ids) {
     context.insert(context.end(), ids.begin(), ids.end());
     if (context.size() > kContextIds) context.erase(context.begin(), context.end() - kContextIds);
@@ -117,6 +125,7 @@ std::vector<int32_t> token_list(py::handle obj, const char* what) {
 struct GenerateArgs {
   GenerationConfig config;
   std::vector<std::string> stop_strings;
+  bool continue_ = false;  // continue the runner's sequence instead of starting from the prompt
 };
 
 GenerateArgs generate_args(int32_t max_new_tokens, float temperature, int32_t top_k, float top_p, float min_p,
@@ -224,8 +233,9 @@ Prepared prepare(PyRunner& r, const py::object& prompt, const GenerateArgs& args
   p.tokenizer = tokenizer_of(r)->tokenizer;
   const std::string s = prompt.cast<std::string>();
   // BOS (the post-processor's specials) only at the very start of the sequence.
-  const bool specials =
-      add_special ? *add_special : nogil_locked(r, [&] { return r.runner->position() == 0 && !r.pending; });
+  const bool specials = add_special ? *add_special
+                        : !args.continue_ ? true
+                                          : nogil_locked(r, [&] { return r.runner->position() == 0 && !r.pending; });
   Result<std::vector<int32_t>> enc = [&] {
     py::gil_scoped_release nogil;
     return p.tokenizer->encode(s, specials);
@@ -237,6 +247,13 @@ Prepared prepare(PyRunner& r, const py::object& prompt, const GenerateArgs& args
 // Prefills (pending token + prompt) and sets up the stepper; the caller holds the runner's mutex.
 Status start_locked(PyStream& stream, const Prepared& p, const GenerateArgs& args) {
   PyRunner& r = *stream.runner;
+  if (!args.continue_) {
+    if (p.ids.empty())
+      return make_error(ErrorCode::kInvalidArgument,
+                        "generate: empty prompt: each call starts from its prompt; pass continue_=True to continue the "
+                        "runner's sequence");
+    r.restart();
+  }
   std::vector<int32_t> feed = r.with_pending(p.ids);
   HFS_ASSIGN_OR_RETURN(auto gen, r.runner->start(feed, args.config));
   ++r.epoch;
@@ -449,8 +466,9 @@ returns a writable C-contiguous buffer of at least nbytes, 64-byte aligned (zero
 the runner). `deterministic=False` trades bit-reproducibility for speed: cpu_fast runs f32/f16/bf16 prefill
 chunks through its panel GEMM, so prompt rows round differently from decode rows (docs/determinism.md).
 
-The runner's sequence is everything prefilled plus everything generated: the last generated token is
-committed at the start of the next call, so consecutive generate() calls continue the text.)")
+Each generate() / stream() starts from its prompt (position 0), so a loop of calls never fills the context.
+With continue_=True a call continues the runner's sequence instead (everything prefilled plus everything
+generated; the last generated token is committed first), and the prompt may be empty.)")
       .def(py::init(&make_runner), py::arg("program"), py::arg("backends") = py::none(), py::arg("tail") = "auto",
            py::arg("shared_memory_io") = false, py::arg("io_allocator") = py::none(), py::arg("device") = py::none(),
            py::arg("deterministic") = true)
@@ -493,18 +511,19 @@ committed at the start of the next call, so consecutive generate() calls continu
              float top_p, float min_p, float repetition_penalty, uint64_t seed, const py::object& stop,
              bool ignore_eos, std::optional<bool> add_special, const std::optional<std::string>& draft,
              int32_t draft_max, const py::object& grammar, const py::object& json_schema, const py::object& regex,
-             bool json_object, const py::object& logit_bias) {
+             bool json_object, const py::object& logit_bias, bool continue_) {
             GenerateArgs a = generate_args(max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed,
                                            stop, ignore_eos, draft, draft_max, grammar, json_schema, regex, json_object,
                                            logit_bias);
+            a.continue_ = continue_;
             return generate(self, prompt, a, add_special);
           },
-          py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
+          py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = kDefaultTemperature, py::arg("top_k") = 0,
           py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
           py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
           py::arg("add_special") = py::none(), py::arg("draft") = py::none(), py::arg("draft_max") = 8,
           py::arg("grammar") = py::none(), py::arg("json_schema") = py::none(), py::arg("regex") = py::none(),
-          py::arg("json_object") = false, py::arg("logit_bias") = py::none(),
+          py::arg("json_object") = false, py::arg("logit_bias") = py::none(), py::arg("continue_") = false,
           "str prompt → generated text; token-id prompt → generated ids. See the .pyi stub.")
       .def(
           "stream",
@@ -512,31 +531,60 @@ committed at the start of the next call, so consecutive generate() calls continu
              float top_p, float min_p, float repetition_penalty, uint64_t seed, const py::object& stop,
              bool ignore_eos, std::optional<bool> add_special, const std::optional<std::string>& draft,
              int32_t draft_max, const py::object& grammar, const py::object& json_schema, const py::object& regex,
-             bool json_object, const py::object& logit_bias) {
+             bool json_object, const py::object& logit_bias, bool continue_) {
             GenerateArgs a = generate_args(max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty, seed,
                                            stop, ignore_eos, draft, draft_max, grammar, json_schema, regex, json_object,
                                            logit_bias);
+            a.continue_ = continue_;
             return stream(self, prompt, a, add_special);
           },
-          py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = 0.0f, py::arg("top_k") = 0,
+          py::arg("prompt"), py::arg("max_new_tokens") = 128, py::arg("temperature") = kDefaultTemperature, py::arg("top_k") = 0,
           py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
           py::arg("seed") = 0, py::arg("stop") = py::none(), py::arg("ignore_eos") = false,
           py::arg("add_special") = py::none(), py::arg("draft") = py::none(), py::arg("draft_max") = 8,
           py::arg("grammar") = py::none(), py::arg("json_schema") = py::none(), py::arg("regex") = py::none(),
-          py::arg("json_object") = false, py::arg("logit_bias") = py::none(),
+          py::arg("json_object") = false, py::arg("logit_bias") = py::none(), py::arg("continue_") = false,
           "Like generate(), but returns a Stream yielding text pieces (str prompt) or ids (token prompt).")
       .def(
           "reset",
           [](PyRunner& r) {
             nogil_locked(r, [&] {
-              r.runner->reset();
-              r.pending.reset();
-              r.context.clear();
-              ++r.epoch;
+              r.restart();
               return 0;
             });
           },
           "Forgets the sequence: position 0, caches cleared (the next run equals a fresh load).")
+      .def(
+          "_chat_prompt",
+          [](PyRunner& r, const std::string& messages_json, const std::optional<std::string>& tools_json,
+             bool add_generation_prompt, const std::optional<std::string>& chat_template) {
+            // The format chat and serve use (ChatFormat::select): the program's template, a named or file one,
+            // or plain for a program without one.
+            auto format = ChatFormat::select(r.program->embedded_file("tokenizer_config.json"),
+                                             chat_template.value_or(""));
+            if (!format) raise(format.error().with_context("chat"));
+            auto messages = Value::parse_json(messages_json);
+            if (!messages) raise(messages.error().with_context("chat: messages"));
+            Value::Object vars;
+            vars.emplace("messages", std::move(*messages));
+            vars.emplace("add_generation_prompt", Value(add_generation_prompt));
+            vars.emplace("documents", Value());
+            if (tools_json) {
+              auto tools = Value::parse_json(*tools_json);
+              if (!tools) raise(tools.error().with_context("chat: tools"));
+              vars.emplace("tools", std::move(*tools));
+            } else {
+              vars.emplace("tools", Value());
+            }
+            if (auto t = tokenizer_of(r)->tokenizer) {
+              if (!t->bos_token().empty()) vars.emplace("bos_token", Value(t->bos_token()));
+              if (!t->eos_token().empty()) vars.emplace("eos_token", Value(t->eos_token()));
+            }
+            auto p = format->render_variables(vars);
+            if (!p) raise(p.error().with_context("chat"));
+            return py::make_tuple(p->text, p->add_special);
+          },
+          py::arg("messages_json"), py::arg("tools_json"), py::arg("add_generation_prompt"), py::arg("chat_template"))
       .def("can_accept", [](PyRunner& r, int64_t n) { return nogil_locked(r, [&] { return r.runner->can_accept(n); }); }, py::arg("n"))
       .def_property_readonly("position", [](PyRunner& r) { return nogil_locked(r, [&] { return r.runner->position(); }); },
                              "Tokens fed so far (the pending generated token not included).")

@@ -1,5 +1,6 @@
 #include "constrain/json_schema.h"
 
+#include "constrain/json_number_range.h"
 #include "constrain/json_pattern.h"
 #include "core/json_depth.h"
 
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -41,6 +43,15 @@ const std::vector<Primitive>& primitives() {
       {"date", R"([0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | "1" [0-9] | "2" [0-8]))", {}},
       {"time", R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))", {}},
       {"uuid", R"([0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12})", {}},
+      // Network formats: sound subsets (every string is valid by RFC 1123/5321/3986/4291 and ajv-formats),
+      // short enough that no length limit (253 for a host name, 64 for a mailbox's local part) is reached.
+      {"dec-octet", R"("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9])", {}},
+      {"ipv4", R"(dec-octet "." dec-octet "." dec-octet "." dec-octet)", {"dec-octet"}},
+      {"ipv6", R"([0-9a-f]{1,4} (":" [0-9a-f]{1,4}){7})", {}},
+      {"label", R"([a-z0-9] ([a-z0-9-]{0,18} [a-z0-9])?)", {}},
+      {"hostname", R"(label ("." label){0,4})", {"label"}},
+      {"email", R"([a-zA-Z0-9_+-]{1,20} ("." [a-zA-Z0-9_+-]{1,20}){0,2} "@" label ("." label){1,3})", {"label"}},
+      {"uri", R"(("http" | "https") "://" hostname ("/" [a-zA-Z0-9._~-]{1,20}){0,4})", {"hostname"}},
   };
   return p;
 }
@@ -55,7 +66,8 @@ const std::set<std::string>& supported() {
   static const std::set<std::string> s = {"type",      "properties", "required", "additionalProperties", "enum",
                                           "const",     "items",      "prefixItems", "minItems",          "maxItems",
                                           "anyOf",     "oneOf",      "$ref",     "minLength",            "maxLength",
-                                          "format",    "pattern"};
+                                          "format",    "pattern",    "minimum",  "maximum",            "exclusiveMinimum",
+                                          "exclusiveMaximum",        "multipleOf", "allOf",    "uniqueItems"};
   return s;
 }
 
@@ -198,6 +210,10 @@ class Converter {
       }
       return std::string();
     };
+    if (s.contains("allOf")) {
+      HFS_ASSIGN_OR_RETURN(json merged, merge_all_of(s, path));
+      return visit_schema(merged, path, hint);
+    }
     if (s.contains("$ref")) {
       if (const std::string other = constraining({"$ref"}); !other.empty())
         return error(path, "\"$ref\" beside \"" + other + "\" is not supported (put the constraint in the referenced schema)");
@@ -250,13 +266,61 @@ class Converter {
     return "(" + alts + ")";
   }
 
+  // allOf as one schema: the branches' keywords side by side. Keywords that meet merge where the result is
+  // their intersection (required: union; properties: merged, a property in two branches only with the same
+  // schema; anything else only with the same value); another meeting is an error naming the keyword.
+  Result<json> merge_all_of(const json& s, const std::string& path) const {
+    const json& branches = s.at("allOf");
+    if (!branches.is_array() || branches.empty())
+      return error(path, "\"allOf\" must be a non-empty array of schemas");
+    json merged = json::object();
+    // Where each keyword came from: additionalProperties sees only its own schema's properties, items only its
+    // own prefixItems, so such pairs merge only from one place (else the merge would accept more than allOf).
+    std::map<std::string, std::string> from;
+    for (const auto& [k, v] : s.items())
+      if (k != "allOf") merged[k] = v, from[k] = path.empty() ? "/" : path;
+    for (size_t i = 0; i < branches.size(); ++i) {
+      const json& b = branches[i];
+      const std::string where = path + "/allOf/" + std::to_string(i);
+      if (b.is_boolean() && b.get<bool>()) continue;
+      if (!b.is_object()) return error(where, "an \"allOf\" branch must be an object (or true) to be merged");
+      for (const auto& [k, v] : b.items()) {
+        if (annotations().count(k)) continue;
+        if (!merged.contains(k)) {
+          merged[k] = v;
+          from[k] = where;
+        } else if (k == "required" && v.is_array() && merged[k].is_array()) {
+          for (const json& r : v)
+            if (std::find(merged[k].begin(), merged[k].end(), r) == merged[k].end()) merged[k].push_back(r);
+        } else if (k == "properties" && v.is_object() && merged[k].is_object()) {
+          for (const auto& [name, sub] : v.items()) {
+            if (!merged[k].contains(name)) merged[k][name] = sub;
+            else if (merged[k][name] != sub)
+              return error(where, "\"allOf\": property \"" + name + "\" in two branches with different schemas is not supported");
+          }
+        } else if (merged[k] != v) {
+          return error(where, "\"allOf\": \"" + k + "\" in two branches with different values is not supported");
+        }
+      }
+    }
+    for (const auto& [a, b] : {std::pair<const char*, const char*>{"additionalProperties", "properties"},
+                               {"items", "prefixItems"}})
+      if (from.count(a) && from.count(b) && from[a] != from[b])
+        return error(path, std::string("\"allOf\": \"") + a + "\" (at " + from[a] + ") and \"" + b + "\" (at " + from[b] +
+                               ") in different schemas are not supported: " + a + " sees only its own schema's " + b);
+    return merged;
+  }
+
   static std::string inferred_type(const json& s) {
     for (const char* k : {"properties", "required", "additionalProperties"})
       if (s.contains(k)) return "object";
-    for (const char* k : {"items", "prefixItems", "minItems", "maxItems"})
+    for (const char* k : {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"})
       if (s.contains(k)) return "array";
     for (const char* k : {"minLength", "maxLength", "format", "pattern"})
       if (s.contains(k)) return "string";
+    // Numeric keywords alone: numbers that satisfy them (JSON Schema would let other types through too).
+    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+      if (s.contains(k)) return "number";
     return "";
   }
 
@@ -265,8 +329,167 @@ class Converter {
     if (type == "object") return object(s, path, hint);
     if (type == "array") return array(s, path, hint);
     if (type == "string") return string(s, path, hint);
-    if (type == "integer" || type == "number" || type == "boolean" || type == "null") return use(primitive(type).name);
+    if (type == "integer") return integer(s, path, hint);
+    if (type == "number") return number(s, path);
+    if (type == "boolean" || type == "null") return use(primitive(type).name);
     return error(path, "unknown type \"" + type + "\" (object, array, string, number, integer, boolean, null)");
+  }
+
+  static bool has_bounds(const json& s) {
+    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+      if (s.contains(k)) return true;
+    return false;
+  }
+
+  // The integer bounds [lo, hi] of `s` (inclusive), within what the integer rule writes (±kMaxJsonInteger).
+  Result<std::pair<int64_t, int64_t>> integer_bounds(const json& s, const std::string& path) const {
+    int64_t lo = -kMaxJsonInteger, hi = kMaxJsonInteger;
+    for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+      if (!s.contains(key)) continue;
+      const json& v = s.at(key);
+      const std::string k = key;
+      if (v.is_boolean())
+        return error(path, "\"" + k + "\" as a boolean (draft 4) is not supported: give the bound as a number");
+      if (!v.is_number()) return error(path, "\"" + k + "\" must be a number, got " + v.dump());
+      const bool lower = k == "minimum" || k == "exclusiveMinimum", exclusive = k.rfind("exclusive", 0) == 0;
+      // The nearest integer inside the bound, clamped to the integers the rule writes.
+      double b = v.get<double>();
+      int64_t n;
+      if (v.is_number_integer()) {
+        const int64_t raw = v.is_number_unsigned() ? (v.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(v.get<uint64_t>()))
+                                                   : v.get<int64_t>();
+        n = std::clamp<int64_t>(raw, -kMaxJsonInteger - 1, kMaxJsonInteger + 1);
+        if (exclusive) n += lower ? 1 : -1;
+      } else {
+        b = std::clamp(b, -1e17, 1e17);
+        if (lower) n = static_cast<int64_t>(exclusive ? std::floor(b) + 1 : std::ceil(b));
+        else n = static_cast<int64_t>(exclusive ? std::ceil(b) - 1 : std::floor(b));
+      }
+      if (lower) lo = std::max(lo, n);
+      else hi = std::min(hi, n);
+    }
+    if (lo > hi)
+      return error(path, "no integer of at most 16 digits satisfies the bounds (minimum " + std::to_string(lo) +
+                             ", maximum " + std::to_string(hi) + ")");
+    return std::make_pair(lo, hi);
+  }
+
+  Result<std::string> integer(const json& s, const std::string& path, const std::string& hint) {
+    if (s.contains("multipleOf")) {
+      if (has_bounds(s))
+        return error(path, "\"multipleOf\" together with minimum/maximum is not supported (give one or the other)");
+      return multiple_of(s.at("multipleOf"), path, hint);
+    }
+    if (!has_bounds(s)) return use("integer");
+    HFS_ASSIGN_OR_RETURN(auto b, integer_bounds(s, path));
+    return integer_range_gbnf(b.first, b.second) + " " + use("ws");
+  }
+
+  // The multiples of k with at most 15 digits (below 2^53, so that validators reading numbers as doubles agree):
+  // a remainder automaton over the digits, one rule per (remainder, digits so far).
+  Result<std::string> multiple_of(const json& m, const std::string& path, const std::string& hint) {
+    constexpr int kDigits = 15;
+    if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > 100)
+      return error(path, "\"multipleOf\" " + m.dump() + " is not supported: an integer in [1, 100] on an integer is");
+    const int64_t k = m.get<int64_t>();
+    // live[len][r]: after `len` digits with remainder r, some continuation (within kDigits) ends on 0.
+    std::vector<std::vector<char>> live(kDigits + 1, std::vector<char>(static_cast<size_t>(k), 0));
+    live[kDigits][0] = 1;
+    for (int len = kDigits - 1; len >= 1; --len)
+      for (int64_t r = 0; r < k; ++r) {
+        bool any = r == 0;
+        for (int d = 0; d <= 9 && !any; ++d) any = live[len + 1][static_cast<size_t>((r * 10 + d) % k)];
+        live[len][static_cast<size_t>(r)] = any;
+      }
+    // names[len][r]: the rest after `len` digits with remainder r (len 1..kDigits-1, live states only).
+    std::vector<std::vector<std::string>> names(kDigits, std::vector<std::string>(static_cast<size_t>(k)));
+    for (int len = 1; len < kDigits; ++len)
+      for (int64_t r = 0; r < k; ++r)
+        if (live[len][static_cast<size_t>(r)])
+          names[len][static_cast<size_t>(r)] = reserve(hint + "-mod" + std::to_string(r) + "-" + std::to_string(len));
+    // Alternatives after `len` digits with remainder r, over digits [from, to], into live states.
+    auto next = [&](int len, int64_t r, int from, int to) {
+      std::map<int64_t, std::string> by_target;
+      for (int d = from; d <= to; ++d) by_target[(r * 10 + d) % k] += static_cast<char>('0' + d);
+      std::string alts;
+      for (const auto& [t, digits] : by_target) {
+        if (!live[len + 1][static_cast<size_t>(t)]) continue;
+        const bool last = len + 1 == kDigits;
+        alts += (alts.empty() ? "" : " | ") + ("[" + digits + "]" + (last ? "" : " " + names[len + 1][static_cast<size_t>(t)]));
+      }
+      return alts;
+    };
+    for (int len = 1; len < kDigits; ++len)
+      for (int64_t r = 0; r < k; ++r) {
+        if (!live[len][static_cast<size_t>(r)]) continue;
+        const std::string alts = next(len, r, 0, 9);  // non-empty: the state is live (r = 0 may also end)
+        const std::string body = "(" + alts + ")" + (r == 0 ? "?" : "");
+        for (auto& [n, b] : rules_)
+          if (n == names[len][static_cast<size_t>(r)]) b = body;
+      }
+    return "\"-\"? (\"0\" | " + next(0, 0, 1, 9) + ") " + use("ws");
+  }
+
+  // Numbers within integer-valued bounds, written without an exponent: per sign, ranges of the integer part
+  // with any fraction, and the bound itself with a zero fraction where it is included. Sound (a value just
+  // above an exclusive bound, as 3.5 for exclusiveMinimum 3, is valid but not generated).
+  Result<std::string> number(const json& s, const std::string& path) {
+    if (s.contains("multipleOf"))
+      return error(path, "\"multipleOf\" on a number is not supported (on an integer it is)");
+    if (!has_bounds(s)) return use("number");
+    std::optional<int64_t> lo, hi;
+    bool lo_incl = true, hi_incl = true;
+    for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+      if (!s.contains(key)) continue;
+      const std::string k = key;
+      const json& v = s.at(key);
+      if (v.is_boolean())
+        return error(path, "\"" + k + "\" as a boolean (draft 4) is not supported: give the bound as a number");
+      if (!v.is_number()) return error(path, "\"" + k + "\" must be a number, got " + v.dump());
+      const double d = v.get<double>();
+      if (d != std::floor(d) || std::fabs(d) > 1e15)
+        return error(path, "\"" + k + "\" " + v.dump() + " on a number is not supported: number bounds must be integers "
+                               "of at most 15 digits (fractional bounds are supported on integers only)");
+      const int64_t b = static_cast<int64_t>(d);
+      const bool lower = k == "minimum" || k == "exclusiveMinimum", incl = k.rfind("exclusive", 0) != 0;
+      std::optional<int64_t>& slot = lower ? lo : hi;
+      bool& inc = lower ? lo_incl : hi_incl;
+      // The tighter of two bounds on one side.
+      if (!slot || (lower ? b > *slot || (b == *slot && !incl) : b < *slot || (b == *slot && !incl))) slot = b, inc = incl;
+    }
+    struct Part {
+      bool negative;
+      int64_t a, b;  // the integer part's range (magnitude)
+      bool any_fraction;
+    };
+    std::vector<Part> parts;
+    const int64_t top = kMaxJsonInteger;
+    // Non-negative values I.F: I from the lower bound, up to the upper one.
+    {
+      const int64_t from = !lo ? 0 : lo_incl ? std::max<int64_t>(0, *lo) : (*lo < 0 ? 0 : *lo + 1);
+      if (!hi) parts.push_back({false, from, top, true});
+      else if (*hi >= 0 && (hi_incl || *hi > 0)) {
+        if (from <= *hi - 1) parts.push_back({false, from, *hi - 1, true});
+        if (hi_incl && from <= *hi) parts.push_back({false, *hi, *hi, false});
+      }
+    }
+    // Negative values -I.F: the magnitude I.F at least -hi (more than, when exclusive), at most -lo.
+    {
+      const int64_t from = !hi || *hi > 0 || (*hi == 0 && hi_incl) ? 0 : hi_incl ? -*hi : -*hi + 1;
+      if (!lo) parts.push_back({true, from, top, true});
+      else if (*lo < 0) {
+        if (from <= -*lo - 1) parts.push_back({true, from, -*lo - 1, true});
+        if (lo_incl && from <= -*lo) parts.push_back({true, -*lo, -*lo, false});
+      }
+    }
+    std::string alts;
+    for (const Part& p : parts) {
+      if (p.a > p.b) continue;
+      alts += (alts.empty() ? "" : " | ") + std::string(p.negative ? "\"-\" " : "") + integer_range_gbnf(p.a, std::min(p.b, top)) +
+              (p.any_fraction ? " (\".\" [0-9]{1,16})?" : " (\".\" \"0\"{1,16})?");
+    }
+    if (alts.empty()) return error(path, "no number satisfies the bounds");
+    return "(" + alts + ") " + use("ws");
   }
 
   Result<std::string> ref(const json& r, const std::string& path) {
@@ -346,10 +569,66 @@ class Converter {
     return open + " " + first + " " + close;
   }
 
+  // uniqueItems over an enum (or const) of n ≤ 32 values: the values in the enum's order, each at most once
+  // (sound: distinct by construction; an array listing them in another order is valid but not generated).
+  // One rule per (last value's index, count so far) keeps minItems/maxItems exact.
+  Result<std::string> unique_items(const json& s, int64_t lo, int64_t hi, const std::string& path, const std::string& hint) {
+    const json items = s.contains("items") ? s.at("items") : json(true);
+    const bool listed = items.is_object() && (items.contains("enum") || items.contains("const"));
+    if (s.contains("prefixItems") || !listed)
+      return error(path, "\"uniqueItems\" is supported only with \"items\" an enum (or const) and no prefixItems");
+    for (const auto& [k, v] : items.items())
+      if (k != "enum" && k != "const" && k != "type" && !annotations().count(k))
+        return error(path + "/items", "\"uniqueItems\": \"" + k + "\" beside the items' enum is not supported");
+    const json values = items.contains("const") ? json::array({items.at("const")}) : items.at("enum");
+    if (!values.is_array() || values.empty() || values.size() > 32)
+      return error(path, "\"uniqueItems\": the items' enum must list 1 to 32 values");
+    for (const json& v : values) {
+      if (items.contains("type") && !value_has_type(v, items.at("type")))
+        return error(path + "/items", "enum value " + v.dump() + " is not of \"type\" " + items.at("type").dump());
+      if (std::count(values.begin(), values.end(), v) > 1)
+        return error(path + "/items", "\"uniqueItems\": the enum lists " + v.dump() + " twice");
+    }
+    const int64_t n = static_cast<int64_t>(values.size());
+    const int64_t most = hi < 0 ? n : std::min(hi, n);
+    if (lo > most) return error(path, "minItems " + std::to_string(lo) + " with \"uniqueItems\" over " + std::to_string(n) +
+                                          " values accepts no array");
+    auto value = [&](int64_t i) { return gbnf_literal(values[static_cast<size_t>(i)].dump()) + " " + use("ws"); };
+    // After c values, the last of them values[i]: live when lo is still reachable; a rule only where more can
+    // follow (terminal states need none), ending allowed once c >= lo.
+    auto live = [&](int64_t c, int64_t i) { return c + (n - 1 - i) >= lo; };
+    auto terminal = [&](int64_t c, int64_t i) { return c == most || i == n - 1; };
+    std::vector<std::vector<std::string>> rest(static_cast<size_t>(most + 1), std::vector<std::string>(static_cast<size_t>(n)));
+    for (int64_t c = 1; c <= most; ++c)
+      for (int64_t i = c - 1; i < n; ++i)
+        if (live(c, i) && !terminal(c, i)) rest[c][i] = reserve(hint + "-u" + std::to_string(c) + "-" + std::to_string(i));
+    auto then = [&](int64_t c, int64_t i) { return rest[c][i].empty() ? std::string() : " " + rest[c][i]; };
+    for (int64_t c = 1; c <= most; ++c)
+      for (int64_t i = c - 1; i < n; ++i) {
+        if (rest[c][i].empty()) continue;
+        std::string alts;
+        for (int64_t j = i + 1; j < n; ++j)
+          if (live(c + 1, j)) alts += (alts.empty() ? "" : " | ") + ("\",\" " + use("ws") + " " + value(j) + then(c + 1, j));
+        const std::string body = "(" + alts + ")" + (c >= lo ? "?" : "");  // alts non-empty: the state is live
+        for (auto& [nm, b] : rules_)
+          if (nm == rest[c][i]) b = body;
+      }
+    std::string first;
+    for (int64_t i = 0; i < n && most > 0; ++i)
+      if (live(1, i)) first += (first.empty() ? "" : " | ") + (value(i) + then(1, i));
+    std::string body = first.empty() ? std::string() : "(" + first + ")" + (lo == 0 ? "?" : "");
+    return "\"[\" " + use("ws") + (body.empty() ? "" : " " + body) + " \"]\" " + use("ws");
+  }
+
   Result<std::string> array(const json& s, const std::string& path, const std::string& hint) {
     HFS_ASSIGN_OR_RETURN(int64_t lo, count(s, "minItems", path, 0));
     HFS_ASSIGN_OR_RETURN(int64_t hi, count(s, "maxItems", path, -1));
     if (hi >= 0 && lo > hi) return error(path, "minItems " + std::to_string(lo) + " > maxItems " + std::to_string(hi));
+    if (s.contains("uniqueItems")) {
+      const json& u = s.at("uniqueItems");
+      if (!u.is_boolean()) return error(path, "\"uniqueItems\" must be a boolean, got " + u.dump());
+      if (u.get<bool>()) return unique_items(s, lo, hi, path, hint);
+    }
     std::vector<std::string> prefix;
     if (s.contains("prefixItems")) {
       const json& p = s.at("prefixItems");
@@ -400,7 +679,11 @@ class Converter {
       else if (name == "time") body = use("time");
       else if (name == "date-time") body = use("date") + " \"T\" " + use("time");
       else if (name == "uuid") body = use("uuid");
-      else return error(path, "unsupported \"format\": \"" + name + "\" (date, time, date-time, uuid)");
+      else if (name == "ipv4" || name == "ipv6" || name == "hostname" || name == "email" || name == "uri")
+        body = use(primitive(name).name);
+      else
+        return error(path, "unsupported \"format\": \"" + name +
+                               "\" (date, time, date-time, uuid, email, hostname, ipv4, ipv6, uri)");
       return "\"\\\"\" " + body + " \"\\\"\" " + use("ws");
     }
     HFS_ASSIGN_OR_RETURN(int64_t lo, count(s, "minLength", path, 0));

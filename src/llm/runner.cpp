@@ -507,6 +507,16 @@ size_t Generation::Impl::constrain_drafts(size_t drafted) {
   return kept;
 }
 
+Status check_draft_support(const ModelInfo& info, const DraftConfig& draft) {
+  if (draft.kind == DraftKind::kNone) return Ok{};
+  const int64_t rows = std::max<int64_t>(info.step_sizes.empty() ? 0 : info.step_sizes.back(),
+                                         info.logits_all ? info.prefill_tokens : 0);
+  if (rows >= 2) return Ok{};
+  return make_error(ErrorCode::kInvalidArgument,
+                    "draft: the program has no step methods to verify drafts with (methods with logits for several "
+                    "rows): export it with --step-sizes (e.g. --step-sizes 3,5,9,17), or decode without drafts");
+}
+
 Result<std::unique_ptr<Generation>> Runner::start(std::span<const int32_t> prompt, const GenerationConfig& config) {
   Impl& m = *impl_;
   HFS_TRY(m.check_usable());

@@ -1,7 +1,6 @@
 #include "llm/sequence_pool.h"
 
 #include <algorithm>
-#include <functional>
 #include <string>
 
 namespace hfs {
@@ -25,7 +24,7 @@ SequencePool::SequencePool(const Config& c)
       refs_(static_cast<size_t>(n_blocks_), 0) {
   const size_t per_seq = static_cast<size_t>((c.context + block_ - 1) / block_);
   for (Seq& s : seqs_) s.blocks.reserve(per_seq);
-  free_.reserve(static_cast<size_t>(n_blocks_));
+  free_.assign(static_cast<size_t>((n_blocks_ + 63) / 64), 0);
   clear();
 }
 
@@ -36,9 +35,9 @@ void SequencePool::clear() {
     s.blocks.clear();
   }
   std::fill(refs_.begin(), refs_.end(), 0);
-  free_.clear();
-  for (int64_t b = 0; b < n_blocks_; ++b) free_.push_back(static_cast<int32_t>(b));
-  std::make_heap(free_.begin(), free_.end(), std::greater<>());
+  std::fill(free_.begin(), free_.end(), uint64_t{0});
+  for (int64_t b = 0; b < n_blocks_; ++b) free_[static_cast<size_t>(b / 64)] |= uint64_t{1} << (b % 64);
+  n_free_ = n_blocks_;
 }
 
 Result<int32_t> SequencePool::add() {
@@ -95,17 +94,73 @@ void SequencePool::reserve(int32_t seq, int64_t n, std::vector<BlockCopy>* copie
   Seq& s = seqs_[static_cast<size_t>(seq)];
   for (int64_t b = s.length / block_; b <= (s.length + n - 1) / block_; ++b) {
     if (static_cast<size_t>(b) >= s.blocks.size()) {
-      s.blocks.push_back(take_block());
+      append_block(s, copies);
       continue;
     }
-    int32_t& held = s.blocks[static_cast<size_t>(b)];
+    const int32_t held = s.blocks[static_cast<size_t>(b)];
     if (refs_[static_cast<size_t>(held)] > 1) {
-      const int32_t own = take_block();
-      copies->push_back({held, own, std::min(block_, s.length - b * block_)});
+      // Only the last held block can be shared and partly filled (the one being written into): it leaves
+      // the table, a fresh one takes its place, and gets its rows. `held` stays referenced by the other
+      // sequence, so releasing it first frees nothing the copy reads.
+      s.blocks.pop_back();
       release_block(held);
-      held = own;
+      const int32_t own = append_block(s, copies);
+      copies->push_back({held, own, std::min(block_, s.length - b * block_)});
     }
   }
+}
+
+int32_t SequencePool::append_block(Seq& s, std::vector<BlockCopy>* copies) {
+  const int32_t last = s.blocks.empty() ? -1 : s.blocks.back();
+  if (const int32_t f = free_above(last); f >= 0) {
+    take(f);
+    s.blocks.push_back(f);
+    return f;
+  }
+  // Every free block lies below the last one: take the highest, f, insert it at its place j in the table
+  // and move the blocks from j on up one place (block i's rows to the block that held i − 1; the last
+  // becomes the appended one). Each copy reads a block before a later copy overwrites it.
+  const int32_t f = highest_free();
+  const size_t k = s.blocks.size();
+  size_t j = 0;
+  while (s.blocks[j] < f) ++j;
+  bool own = true;
+  for (size_t i = j; i < k; ++i) own = own && refs_[static_cast<size_t>(s.blocks[i])] == 1;
+  take(f);
+  if (!own) {  // moving blocks shared with a fork would change the fork: give up the order instead
+    s.blocks.push_back(f);
+    return f;
+  }
+  const int64_t held_rows = s.length;
+  auto rows_of = [&](size_t i) { return std::clamp<int64_t>(held_rows - static_cast<int64_t>(i) * block_, 0, block_); };
+  int32_t to = f;
+  for (size_t i = j; i < k; ++i) {
+    if (const int64_t r = rows_of(i); r > 0) copies->push_back({s.blocks[i], to, r});
+    std::swap(to, s.blocks[i]);  // block i now `to`; the block it held receives block i + 1
+  }
+  s.blocks.push_back(to);
+  return to;
+}
+
+int32_t SequencePool::free_above(int32_t after) const {
+  for (int64_t b = after + 1; b < n_blocks_;) {
+    const uint64_t w = free_[static_cast<size_t>(b / 64)] >> (b % 64);
+    if (w != 0) return static_cast<int32_t>(b + __builtin_ctzll(w));
+    b = (b / 64 + 1) * 64;
+  }
+  return -1;
+}
+
+int32_t SequencePool::highest_free() const {
+  for (size_t w = free_.size(); w-- > 0;)
+    if (free_[w] != 0) return static_cast<int32_t>(w * 64 + 63 - static_cast<size_t>(__builtin_clzll(free_[w])));
+  return -1;
+}
+
+void SequencePool::take(int32_t b) {
+  free_[static_cast<size_t>(b / 64)] &= ~(uint64_t{1} << (b % 64));
+  --n_free_;
+  refs_[static_cast<size_t>(b)] = 1;
 }
 
 void SequencePool::truncate(int32_t seq, int64_t length) {
@@ -118,18 +173,10 @@ void SequencePool::truncate(int32_t seq, int64_t length) {
   }
 }
 
-int32_t SequencePool::take_block() {
-  std::pop_heap(free_.begin(), free_.end(), std::greater<>());
-  const int32_t b = free_.back();
-  free_.pop_back();
-  refs_[static_cast<size_t>(b)] = 1;
-  return b;
-}
-
 void SequencePool::release_block(int32_t b) {
   if (--refs_[static_cast<size_t>(b)] > 0) return;
-  free_.push_back(b);
-  std::push_heap(free_.begin(), free_.end(), std::greater<>());
+  free_[static_cast<size_t>(b / 64)] |= uint64_t{1} << (b % 64);
+  ++n_free_;
 }
 
 }  // namespace hfs

@@ -6,6 +6,12 @@
 // slot block_table[p / B] * B + p % B, so sequences of any length share the pool without fragmenting it.
 // Blocks are reference-counted: a fork shares its parent's prefix blocks, and the first write into a shared
 // block copies it (copy-on-write), so neither sequence ever changes what the other sees.
+// A sequence's block table is kept ascending, so its slots in slot order are its positions in order:
+// attention kernels see only slots and masks and visit them in slot order, and with ascending tables they
+// sum a sequence's keys in the order its solo run does, however other sequences took and freed blocks
+// before (batch invariance, docs/determinism.md). A new block is the lowest free one above the
+// sequence's last; when none is free above, the highest free one below is taken and the sequence's blocks
+// above it move up one place (copies the caller makes in order, like copy-on-write copies).
 // Sliding layers: one ring segment of R slots per sequence, slot = index × R + p mod R.
 //
 // Everything is sized at construction: no step allocates.
@@ -43,7 +49,7 @@ class SequencePool {
 
   int64_t block_slots() const { return block_; }
   int64_t max_sequences() const { return static_cast<int64_t>(seqs_.size()); }
-  int64_t free_blocks() const { return static_cast<int64_t>(free_.size()); }
+  int64_t free_blocks() const { return n_free_; }
   int64_t total_blocks() const { return n_blocks_; }
 
   // The lowest free index in [0, max_sequences), or kResourceExhausted naming the limit.
@@ -63,8 +69,9 @@ class SequencePool {
   int64_t blocks_needed(int32_t seq, int64_t n) const;
   // Makes positions [length, length + n) writable: allocates their blocks and, for a block shared with
   // another sequence, a private copy (appended to *copies: the caller copies the cache bytes before
-  // writing). The caller checks length + n ≤ context and blocks_needed ≤ free_blocks first; then this
-  // cannot fail.
+  // writing, in order — a later copy may read a block an earlier one wrote). The caller checks length + n ≤
+  // context and blocks_needed ≤ free_blocks first; then this cannot fail. The table stays ascending
+  // unless the blocks that would have to move are shared with a fork (then the lowest free block is taken).
   void reserve(int32_t seq, int64_t n, std::vector<BlockCopy>* copies);
   // The step that wrote positions [length, length + n) succeeded.
   void commit(int32_t seq, int64_t n) { seqs_[static_cast<size_t>(seq)].length += n; }
@@ -89,13 +96,20 @@ class SequencePool {
     int64_t length = 0;
     std::vector<int32_t> blocks;  // reserved to context / B at construction
   };
-  int32_t take_block();
+  // Appends a block to s's table (ascending where it can, see reserve), recording the copies that moving
+  // s's held blocks takes; returns the appended block.
+  int32_t append_block(Seq& s, std::vector<BlockCopy>* copies);
+  // The lowest free block above `after` (-1: none), the highest free block (-1: none).
+  int32_t free_above(int32_t after) const;
+  int32_t highest_free() const;
+  void take(int32_t b);
   void release_block(int32_t b);
 
   int64_t block_ = 1, n_blocks_ = 0, ring_ = 0;
   std::vector<Seq> seqs_;
   std::vector<int32_t> refs_;  // per block: sequences holding it
-  std::vector<int32_t> free_;  // min-heap: the lowest free block first, so one sequence gets slots 0, 1, 2, ...
+  std::vector<uint64_t> free_;  // bitmap over blocks: set = free
+  int64_t n_free_ = 0;
 };
 
 }  // namespace hfs

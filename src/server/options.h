@@ -29,6 +29,9 @@ struct ServerOptions {
   int grammar_cache = 64;            // compiled response_format grammars kept (least recently used go); 0: none
   size_t grammar_cache_bytes = 64 << 20;  // and the bytes they may hold together
   DraftConfig draft;
+  // The chat format (ChatFormat::select): "" the program's template, or plain without one; "plain", "chatml",
+  // a name from the program's list of templates, or a file.
+  std::string chat_template;
   std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;                   // threads of each selected backend (0: the backend's default)
   int device = -1;                   // the vulkan backend's device (-1: its default)

@@ -1,6 +1,7 @@
 #include "server/request.h"
 
 #include "core/exact_int.h"
+#include "hfstatic/value.h"
 
 #include <cmath>
 #include <limits>
@@ -89,6 +90,90 @@ std::optional<ApiError> content_text(const json& c, const std::string& where, st
   return std::nullopt;
 }
 
+// JSON into the template's values (object keys sorted: templates read them by name).
+Value to_value(const json& v) {
+  auto parsed = Value::parse_json(v.dump());
+  return parsed ? std::move(*parsed) : Value();
+}
+
+// An assistant turn's tool_calls (their arguments, JSON text in OpenAI's shape, given to the template as
+// objects, which is what the templates print with tojson) and a tool turn's tool_call_id and name.
+std::optional<ApiError> message_tool_fields(const json& m, const std::string& at, ChatMessage& msg) {
+  if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
+    if (!calls->is_array()) return wrong_type(at + ".tool_calls", "an array", *calls);
+    json list = json::array();
+    for (size_t i = 0; i < calls->size(); ++i) {
+      const json& c = (*calls)[i];
+      const std::string where = at + ".tool_calls[" + std::to_string(i) + "]";
+      auto fn = c.is_object() ? c.find("function") : c.end();
+      if (!c.is_object() || fn == c.end() || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string())
+        return invalid_param(where, "'" + where + "' must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+      json call = c;
+      if (auto args = fn->find("arguments"); args != fn->end() && args->is_string()) {
+        json parsed = json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+        if (parsed.is_discarded()) return invalid_param(where, "'" + where + ".function.arguments' is not valid JSON");
+        call["function"]["arguments"] = std::move(parsed);
+      }
+      list.push_back(std::move(call));
+    }
+    msg.extra["tool_calls"] = to_value(list);
+  }
+  for (const char* key : {"tool_call_id", "name"})
+    if (auto v = m.find(key); v != m.end() && !v->is_null()) {
+      if (!v->is_string()) return wrong_type(at + "." + key, "a string", *v);
+      msg.extra[key] = Value(v->get<std::string>());
+    }
+  return std::nullopt;
+}
+
+// tools: [{"type": "function", "function": {"name", "description", "parameters"}}]; tool_choice: "none",
+// "auto", "required" or {"type": "function", "function": {"name"}}.
+std::optional<ApiError> parse_tools(const json& j, CompletionRequest& r) {
+  auto it = j.find("tools");
+  if (it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return wrong_type("tools", "an array of {\"type\": \"function\", \"function\": {...}}", *it);
+    if (!it->empty() && !r.chat) return invalid_param("tools", "'tools' needs /v1/chat/completions (the chat template renders them)");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& t = (*it)[i];
+      const std::string at = "tools[" + std::to_string(i) + "]";
+      if (!t.is_object() || t.value("type", json()) != "function" || !t.contains("function") || !t["function"].is_object())
+        return invalid_param("tools", "'" + at + "' must be {\"type\": \"function\", \"function\": {\"name\", \"parameters\"}}");
+      const json& fn = t["function"];
+      if (!fn.contains("name") || !fn["name"].is_string() || fn["name"].get<std::string>().empty())
+        return invalid_param("tools", "'" + at + ".function.name' must be a non-empty string");
+      Tool tool{fn["name"].get<std::string>(), "{\"type\":\"object\"}"};
+      if (auto p = fn.find("parameters"); p != fn.end() && !p->is_null()) {
+        if (!p->is_object()) return wrong_type(at + ".function.parameters", "a JSON Schema object", *p);
+        tool.parameters = p->dump();
+      }
+      r.tools.push_back(std::move(tool));
+    }
+    r.tools_json = it->dump();
+  }
+  auto c = j.find("tool_choice");
+  r.tool_choice = r.tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+  if (c == j.end() || c->is_null()) return std::nullopt;
+  if (*c == "none") {
+    r.tool_choice = ToolChoice::kNone;
+    return std::nullopt;
+  }
+  if (r.tools.empty()) return invalid_param("tool_choice", "'tool_choice' " + c->dump() + " needs 'tools'");
+  if (*c == "auto") r.tool_choice = ToolChoice::kAuto;
+  else if (*c == "required") r.tool_choice = ToolChoice::kRequired;
+  else if (c->is_object() && c->contains("function") && (*c)["function"].is_object() && (*c)["function"].contains("name") &&
+           (*c)["function"]["name"].is_string()) {
+    r.tool_choice = ToolChoice::kNamed;
+    r.tool_name = (*c)["function"]["name"].get<std::string>();
+    bool known = false;
+    for (const Tool& t : r.tools) known = known || t.name == r.tool_name;
+    if (!known) return invalid_param("tool_choice", "'tool_choice' names '" + r.tool_name + "', which is not in 'tools'");
+  } else {
+    return invalid_param("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                                        "{\"type\": \"function\", \"function\": {\"name\": ...}}, got " + c->dump());
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_messages(const json& j, std::vector<ChatMessage>& out) {
   auto it = j.find("messages");
   if (it == j.end()) return invalid_param("messages", "'messages' is required");
@@ -105,6 +190,7 @@ std::optional<ApiError> parse_messages(const json& j, std::vector<ChatMessage>& 
     msg.role = role->get<std::string>();
     if (auto c = m.find("content"); c != m.end())
       if (auto e = content_text(*c, at + ".content", msg.content)) return e;
+    if (auto e = message_tool_fields(m, at, msg)) return e;
     out.push_back(std::move(msg));
   }
   return std::nullopt;
@@ -162,16 +248,8 @@ struct Foreign {
   const char* neutral;  // JSON text of a value that changes nothing, or nullptr (any value refused)
 };
 constexpr Foreign kForeign[] = {
-    {"grammar", "response_format", nullptr},           // llama.cpp
-    {"json_schema", "response_format", nullptr},       // llama.cpp (top level)
-    {"guided_json", "response_format", nullptr},       // vLLM
-    {"guided_regex", "", nullptr},
-    {"guided_choice", "", nullptr},
-    {"guided_grammar", "", nullptr},
-    {"guided_decoding_backend", "", nullptr},
-    {"guided_whitespace_pattern", "", nullptr},
-    {"structured_outputs", "response_format", nullptr},
-    {"regex", "", nullptr},
+    {"guided_whitespace_pattern", "", nullptr},        // vLLM
+    {"regex", "guided_regex", nullptr},
     {"n_predict", "max_tokens", nullptr},               // llama.cpp
     {"repeat_penalty", "repetition_penalty", "1"},
     {"repeat_last_n", "", nullptr},
@@ -198,7 +276,6 @@ constexpr Foreign kForeign[] = {
     {"chat_template_kwargs", "", nullptr},
     {"continue_final_message", "", "false"},
     {"add_generation_prompt", "", "true"},
-    {"tool_choice", "", "\"none\""},
     {"function_call", "", "\"none\""},
     {"prediction", "", nullptr},                        // OpenAI
     {"modalities", "", "[\"text\"]"},
@@ -220,17 +297,10 @@ std::optional<ApiError> refuse_foreign(const json& j) {
 
 // Parameters that change the answer and are not implemented: refused by name.
 std::optional<ApiError> refuse_unsupported(const json& j) {
-  if (auto it = j.find("n"); it != j.end() && !it->is_null() && *it != 1)
-    return invalid_param("n", "'n' must be 1: this server returns one choice per request, got " + it->dump());
   if (auto it = j.find("best_of"); it != j.end() && !it->is_null() && *it != 1)
-    return invalid_param("best_of", "'best_of' is not supported (only 1), got " + it->dump());
-  if (auto it = j.find("logprobs"); it != j.end() && !it->is_null() && *it != false && *it != 0)
-    return invalid_param("logprobs", "'logprobs' is not supported by this server");
-  if (auto it = j.find("top_logprobs"); it != j.end() && !it->is_null() && *it != 0)
-    return invalid_param("top_logprobs", "'top_logprobs' is not supported by this server");
-  for (const char* name : {"tools", "functions"})
-    if (auto it = j.find(name); it != j.end() && !it->is_null() && !(it->is_array() && it->empty()))
-      return invalid_param(name, std::string("'") + name + "' (tool calling) is not supported by this server");
+    return invalid_param("best_of", "'best_of' is not supported (only 1; 'n' returns several choices), got " + it->dump());
+  if (auto it = j.find("functions"); it != j.end() && !it->is_null() && !(it->is_array() && it->empty()))
+    return invalid_param("functions", "'functions' (the deprecated form of tool calling) is not supported: use 'tools'");
   if (auto it = j.find("echo"); it != j.end() && !it->is_null() && *it != false)
     return invalid_param("echo", "'echo' is not supported by this server");
   if (auto it = j.find("suffix"); it != j.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
@@ -256,11 +326,79 @@ std::optional<ApiError> parse_logit_bias(const json& j, SamplingConfig& s) {
   return std::nullopt;
 }
 
-}  // namespace
+// A GBNF literal spelling `text` exactly (escapes for the quote, the backslash and control bytes).
+std::string gbnf_literal(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
+    else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    } else out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
 
-// response_format: {"type": "text"}, {"type": "json_object"}, or {"type": "json_schema", "json_schema":
-// {"name": ..., "schema": {...}, "strict": ...}} (OpenAI's shape; "strict" may be true or false: the output
-// follows the schema either way).
+using Constraint = CompletionRequest::Constraint;
+
+// Sets the request's constraint, refusing a second one: two fields that both constrain the output would
+// leave one of them ignored.
+std::optional<ApiError> set_constraint(CompletionRequest& r, const std::string& field, Constraint::Kind kind, std::string text) {
+  if (r.constraint.kind != Constraint::Kind::kNone)
+    return invalid_param(field, "'" + field + "' and '" + r.constraint.field +
+                                    "' both constrain the output; give one of them");
+  r.constraint = Constraint{kind, std::move(text), field};
+  return std::nullopt;
+}
+
+// A JSON Schema given as an object or a boolean (or, as vLLM takes it, the schema's JSON text).
+std::optional<ApiError> schema_text(const json& v, const std::string& field, bool text_ok, std::string& out) {
+  if (v.is_object() || v.is_boolean()) {
+    out = v.dump();
+    return std::nullopt;
+  }
+  if (text_ok && v.is_string()) {
+    json parsed = json::parse(v.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded() || !(parsed.is_object() || parsed.is_boolean()))
+      return invalid_param(field, "'" + field + "' must be a JSON Schema (an object, or its JSON text)");
+    out = parsed.dump();
+    return std::nullopt;
+  }
+  return wrong_type(field, "a JSON Schema object", v);
+}
+
+// guided_choice: the output is exactly one of the strings.
+std::optional<ApiError> choice_gbnf(const json& v, const std::string& field, std::string& out) {
+  if (!v.is_array() || v.empty()) return wrong_type(field, "a non-empty array of strings", v);
+  out = "root ::= ";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string() || v[i].get<std::string>().empty())
+      return invalid_param(field, "'" + field + "' must hold non-empty strings, got " + v[i].dump() + " at index " + std::to_string(i));
+    out += (i ? " | " : "") + gbnf_literal(v[i].get<std::string>());
+  }
+  out += "\n";
+  return std::nullopt;
+}
+
+// One constraint field of llama.cpp's or vLLM's (`field` as the request names it) into the request.
+std::optional<ApiError> foreign_constraint(const json& v, const std::string& field, const std::string& kind, CompletionRequest& r) {
+  std::string text;
+  if (kind == "json") {
+    if (auto e = schema_text(v, field, field != "json_schema", text)) return e;
+    return set_constraint(r, field, Constraint::Kind::kJsonSchema, std::move(text));
+  }
+  if (kind == "choice") {
+    if (auto e = choice_gbnf(v, field, text)) return e;
+    return set_constraint(r, field, Constraint::Kind::kGbnf, std::move(text));
+  }
+  if (!v.is_string() || v.get<std::string>().empty()) return wrong_type(field, "a non-empty string", v);
+  return set_constraint(r, field, kind == "regex" ? Constraint::Kind::kRegex : Constraint::Kind::kGbnf, v.get<std::string>());
+}
+
+// response_format: {"type": "text"}, {"type": "json_object"} (llama.cpp: with an optional "schema"), or
+// {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}, "strict": ...}} (OpenAI's shape;
+// "strict" may be true or false: the output follows the schema either way).
 std::optional<ApiError> parse_response_format(const json& j, CompletionRequest& r) {
   auto it = j.find("response_format");
   if (it == j.end() || it->is_null()) return std::nullopt;
@@ -268,8 +406,12 @@ std::optional<ApiError> parse_response_format(const json& j, CompletionRequest& 
   const json type = it->value("type", json());
   if (type == "text") return std::nullopt;
   if (type == "json_object") {
-    r.format = CompletionRequest::Format::kJsonObject;
-    return std::nullopt;
+    if (auto schema = it->find("schema"); schema != it->end() && !schema->is_null()) {
+      std::string text;
+      if (auto e = schema_text(*schema, "response_format", false, text)) return e;
+      return set_constraint(r, "response_format", Constraint::Kind::kJsonSchema, std::move(text));
+    }
+    return set_constraint(r, "response_format", Constraint::Kind::kJsonObject, "");
   }
   if (type != "json_schema")
     return invalid_param("response_format", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got " +
@@ -280,10 +422,55 @@ std::optional<ApiError> parse_response_format(const json& j, CompletionRequest& 
   auto schema = spec->find("schema");
   if (schema == spec->end() || !(schema->is_object() || schema->is_boolean()))
     return invalid_param("response_format", "'response_format.json_schema.schema' must be a JSON Schema object");
-  r.format = CompletionRequest::Format::kJsonSchema;
-  r.json_schema = schema->dump();
+  return set_constraint(r, "response_format", Constraint::Kind::kJsonSchema, schema->dump());
+}
+
+// Every constraint field: response_format, llama.cpp's grammar and json_schema, vLLM's guided_* and
+// structured_outputs ({"json" | "regex" | "choice" | "grammar": ...}). At most one may be given.
+std::optional<ApiError> parse_constraint(const json& j, CompletionRequest& r) {
+  if (auto e = parse_response_format(j, r)) return e;
+  static constexpr std::pair<const char*, const char*> kFields[] = {
+      {"grammar", "grammar"},          {"json_schema", "json"},       {"guided_json", "json"},
+      {"guided_regex", "regex"},       {"guided_choice", "choice"},   {"guided_grammar", "grammar"}};
+  for (const auto& [field, kind] : kFields) {
+    auto it = j.find(field);
+    if (it == j.end() || it->is_null()) continue;
+    if (auto e = foreign_constraint(*it, field, kind, r)) return e;
+  }
+  auto so = j.find("structured_outputs");
+  if (so == j.end() || so->is_null()) return std::nullopt;
+  if (!so->is_object()) return wrong_type("structured_outputs", "an object such as {\"regex\": \"...\"}", *so);
+  for (const auto& [key, v] : so->items()) {
+    if (v.is_null()) continue;
+    const std::string field = "structured_outputs." + key;
+    if (key == "json" || key == "regex" || key == "choice" || key == "grammar") {
+      if (auto e = foreign_constraint(v, field, key, r)) return e;
+    } else if (key != "disable_fallback" && key != "disable_any_whitespace" && key != "disable_additional_properties" &&
+               key != "backend") {
+      return invalid_param(field, "'" + field + "' is not supported by this server (it takes json, regex, choice or grammar)");
+    }
+  }
   return std::nullopt;
 }
+
+// logprobs: chat takes "logprobs": true and "top_logprobs": k; completions "logprobs": k (k alternatives).
+std::optional<ApiError> parse_logprobs(const json& j, CompletionRequest& r) {
+  std::optional<int64_t> k;
+  auto it = j.find("logprobs");
+  if (r.chat || (it != j.end() && it->is_boolean())) {
+    if (auto e = boolean(j, "logprobs", r.logprobs)) return e;
+    if (auto e = integer(j, "top_logprobs", 0, kMaxTopLogprobs, k)) return e;
+    if (k && *k > 0 && !r.logprobs)
+      return invalid_param("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  } else {
+    if (auto e = integer(j, "logprobs", 0, kMaxTopLogprobs, k)) return e;
+    r.logprobs = k.has_value();
+  }
+  r.top_logprobs = static_cast<int32_t>(k.value_or(0));
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::optional<ApiError> parse_completion_request(std::string_view body, bool chat, CompletionRequest& r) {
   if (auto e = json_depth_error(body)) return e;
@@ -292,14 +479,22 @@ std::optional<ApiError> parse_completion_request(std::string_view body, bool cha
   if (!j.is_object()) return invalid_param("", "the request body must be a JSON object, got " + type_name(j));
   r = CompletionRequest{};
   r.chat = chat;
-  r.sampling.temperature = 1.0f;
+  r.sampling.temperature = kDefaultTemperature;  // the CLI's and Python's default too (llama.cpp's)
   if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) return wrong_type("model", "a string", *it);
     r.model = it->get<std::string>();
   }
   if (auto e = chat ? parse_messages(j, r.messages) : parse_prompt(j, r)) return e;
   if (auto e = refuse_unsupported(j)) return e;
-  if (auto e = parse_response_format(j, r)) return e;
+  if (auto e = parse_constraint(j, r)) return e;
+  if (auto e = parse_logprobs(j, r)) return e;
+  if (auto e = parse_tools(j, r)) return e;
+  if (r.tool_choice != ToolChoice::kNone && r.constraint.kind != CompletionRequest::Constraint::Kind::kNone)
+    return invalid_param(r.constraint.field, "'" + r.constraint.field + "' and 'tools' both constrain the output; give one "
+                                             "of them (or \"tool_choice\": \"none\")");
+  std::optional<int64_t> n;
+  if (auto e = integer(j, "n", 1, kMaxChoices, n)) return e;
+  r.n = static_cast<int32_t>(n.value_or(1));
   std::optional<int64_t> max_tokens, max_completion_tokens, top_k, seed;
   if (auto e = integer(j, "max_tokens", 1, std::numeric_limits<int32_t>::max(), max_tokens)) return e;
   if (auto e = integer(j, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max(), max_completion_tokens)) return e;

@@ -96,7 +96,7 @@ void handle_generate(State& s, const HttpRequest& req, HttpResponse& res, bool c
   if (!ready(s, res)) return;
   Generation g;
   if (std::optional<ApiError> e = prepare_generation(s, req.body, chat, g)) return reply_error(res, *e);
-  switch (s.scheduler->submit(g.job)) {
+  switch (s.scheduler->submit(g.jobs())) {
     case Scheduler::Admission::kQueued: break;
     case Scheduler::Admission::kQueueFull:
       res.set_header("Retry-After", "1");
@@ -125,7 +125,7 @@ void handle_generate(State& s, const HttpRequest& req, HttpResponse& res, bool c
     return !gen->client_gone;
   };
   res.on_end = [gen](bool success) {
-    if (!success) gen->job->cancel = true;  // the client went away: free its sequence
+    if (!success) gen->cancel();  // the client went away: free its sequences
   };
 }
 

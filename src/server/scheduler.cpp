@@ -47,6 +47,25 @@ Scheduler::Admission Scheduler::submit(std::shared_ptr<Job> job) {
   return Admission::kQueued;
 }
 
+Scheduler::Admission Scheduler::submit(const std::vector<std::shared_ptr<Job>>& jobs) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (draining_) return Admission::kDraining;
+    if (queue_.size() + jobs.size() > static_cast<size_t>(options_.max_queue)) return Admission::kQueueFull;
+    for (const auto& j : jobs) queue_.push_back(j), ++active_;
+  }
+  cv_.notify_all();
+  return Admission::kQueued;
+}
+
+// A sibling choice waits while its first choice is queued or prefilling: forking it then shares the
+// prompt's cache blocks. Once the first has a token (its prompt is in the caches) or has ended, it goes.
+bool Scheduler::waits_for_parent(const Job& job) {
+  if (!job.fork_of) return false;
+  std::lock_guard<std::mutex> l(job.fork_of->mu);
+  return !job.fork_of->done && job.fork_of->tokens.empty();
+}
+
 struct Scheduler::AloneTask {
   std::function<Result<std::string>(Engine&)> f;
   std::mutex mu;
@@ -134,7 +153,18 @@ void Scheduler::admit(const std::shared_ptr<Job>& job) {
   }
   Result<SequenceId> id = make_error(ErrorCode::kInternal, "unset");
   int64_t cached = 0;
-  if (m) {
+  const Job* parent = job->fork_of.get();
+  if (parent && parent->sequence >= 0 && running_.count(parent->sequence) && room()) {
+    // n > 1: the first choice's prompt, all but its last token shared (that token is fed again to give
+    // this choice its own logits and sampler).
+    const int64_t prefix = static_cast<int64_t>(job->prompt.size()) - 1;
+    if (prefix > 0) {
+      id = engine_->fork(parent->sequence, prefix, std::span<const int32_t>(job->prompt).subspan(static_cast<size_t>(prefix)),
+                         job->config);
+      if (id) cached = prefix;
+    }
+  }
+  if (!id && m) {
     const std::span<const int32_t> rest = std::span<const int32_t>(job->prompt).subspan(static_cast<size_t>(m->length));
     id = engine_->fork(m->id, m->length, rest, job->config);
     if (id) {
@@ -143,7 +173,7 @@ void Scheduler::admit(const std::shared_ptr<Job>& job) {
       if (m->length == m->held) cache_.forget(m->id), drop(m->id);
       else cache_.touch(m->id);
     }
-  } else {
+  } else if (!id) {
     id = engine_->add(job->prompt, job->config);
   }
   if (!id) {
@@ -155,6 +185,9 @@ void Scheduler::admit(const std::shared_ptr<Job>& job) {
     job->started = true;
     job->cached_tokens = cached;
   }
+  job->sequence = *id;
+  if (job->top_logprobs >= 0 && job->config.constraint)
+    job->logprob_constraint = std::make_unique<TokenConstraint>(job->config.constraint, job->config.constraint_vocab);
   running_[*id] = Running{job, Clock::now()};
 }
 
@@ -187,6 +220,7 @@ void Scheduler::on_event(const StepEvent& ev, Clock::time_point now) {
   auto it = running_.find(ev.sequence);
   if (it == running_.end()) return;
   Job& job = *it->second.job;
+  if (ev.token >= 0 && job.top_logprobs >= 0) record_logprobs(job, ev.sequence, ev.token);
   if (ev.token >= 0) {
     bool first;
     {
@@ -219,6 +253,29 @@ void Scheduler::on_event(const StepEvent& ev, Clock::time_point now) {
   running_.erase(it);
 }
 
+// The token's log probabilities from the logits it was sampled from (the job runs without drafts, so
+// this step's logits for its sequence are those). Before the token is published: a reader sees both at once.
+void Scheduler::record_logprobs(Job& job, SequenceId id, int32_t token) {
+  const std::span<const float> logits = engine_->logits(id);
+  std::vector<int32_t> history = job.prompt;
+  {
+    std::lock_guard<std::mutex> l(job.mu);
+    history.insert(history.end(), job.tokens.begin(), job.tokens.end());
+  }
+  std::span<const uint8_t> allowed;
+  if (job.logprob_constraint) {
+    job.logprob_mask.resize(logits.size());
+    (void)job.logprob_constraint->compute_mask(job.logprob_mask);
+    allowed = job.logprob_mask;
+    (void)job.logprob_constraint->accept(token);  // the engine's own matcher took it: it was allowed
+  }
+  TokenLogprobs lp = logits.empty() ? TokenLogprobs{token, 0.0f, {}}
+                                    : token_logprobs(logits, history, job.config.sampling, allowed, token, job.top_logprobs,
+                                                     job.logprob_scratch);
+  std::lock_guard<std::mutex> l(job.mu);
+  job.logprobs.push_back(std::move(lp));
+}
+
 void Scheduler::loop() {
   // The thread that runs the engine's steps (with the backend's pool workers, "hfs-pool"): bench/serve
   // counts the server's other threads — HTTP, JSON, SSE — by their CPU time.
@@ -248,9 +305,14 @@ void Scheduler::loop() {
         }
       }
       // A run_alone call waits for the running requests; nothing new starts meanwhile.
-      while (!alone && !queue_.empty() && static_cast<int>(running_.size() + admit_now.size()) < options_.parallel) {
-        admit_now.push_back(queue_.front());
-        queue_.pop_front();
+      for (auto it = queue_.begin();
+           !alone && it != queue_.end() && static_cast<int>(running_.size() + admit_now.size()) < options_.parallel;) {
+        if (waits_for_parent(**it)) {
+          ++it;
+          continue;
+        }
+        admit_now.push_back(*it);
+        it = queue_.erase(it);
       }
       if (stop_ && !alone && queue_.empty() && running_.empty() && admit_now.empty() && expired.empty() && shut.empty())
         break;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "hfstatic/engine.h"
+#include "server/logprobs.h"
 #include "server/metrics.h"
 #include "server/prompt_cache.h"
 
@@ -42,6 +43,13 @@ struct Job {
   GenerationConfig config;
   Clock::time_point arrived = Clock::now();
   Clock::time_point deadline = Clock::time_point::max();
+  // Log probabilities (docs/server.md): -1 off, else the alternatives to list per token (0: the chosen
+  // token's only). Such a job runs without drafts, so each of its steps samples one token from logits the
+  // scheduler can read.
+  int32_t top_logprobs = -1;
+  // n > 1: the request's first choice, whose prompt this one forks once it is prefilled (its cache blocks
+  // shared, copied on write) rather than prefilling the same prompt again. Null for the first choice.
+  std::shared_ptr<Job> fork_of;
   // Set by the request's thread at any time: the client is gone, or a stop string completed.
   std::atomic<bool> cancel{false};
 
@@ -54,6 +62,14 @@ struct Job {
   End end = End::kNone;
   std::string error;            // End::kError: why
   int64_t cached_tokens = 0;    // prompt tokens reused from the prompt cache
+  std::vector<TokenLogprobs> logprobs;  // top_logprobs >= 0: one per token of `tokens`
+
+  // The scheduler thread's own: the job's sequence while it runs (siblings fork it), and for logprobs the
+  // constraint's mask followed beside the engine's, and scratch.
+  SequenceId sequence = -1;
+  std::unique_ptr<TokenConstraint> logprob_constraint;
+  std::vector<uint8_t> logprob_mask;
+  LogprobScratch logprob_scratch;
 
   // Waits until more than `seen` tokens exist, the job is done, or `timeout` passes. False when done and
   // every token was seen (nothing more will come).
@@ -72,6 +88,9 @@ class Scheduler {
 
   enum class Admission : uint8_t { kQueued, kQueueFull, kDraining };
   Admission submit(std::shared_ptr<Job> job);
+  // The choices of one request (n > 1), queued together or not at all; each after the first names the
+  // first as Job::fork_of.
+  Admission submit(const std::vector<std::shared_ptr<Job>>& jobs);
   // Stops admitting (submit answers kDraining), lets running and queued jobs finish for up to `seconds`,
   // cancels the rest (End::kShutdown) and stops the thread.
   void drain(double seconds);
@@ -92,6 +111,8 @@ class Scheduler {
   void end_job(Job& job, Job::End end, const std::string& error = {});
   void drop_cancelled();
   void on_event(const StepEvent& ev, Clock::time_point now);
+  void record_logprobs(Job& job, SequenceId id, int32_t token);
+  static bool waits_for_parent(const Job& job);
   void publish_gauges();
   void free_pool_for_running();
   struct AloneTask;

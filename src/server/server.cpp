@@ -22,11 +22,10 @@ Status load(State& s, const std::string& path) {
   HFS_ASSIGN_OR_RETURN(std::shared_ptr<const Program> program, Program::load(path));
   HFS_ASSIGN_OR_RETURN(s.tokenizer, Tokenizer::from_program(*program));
   const std::string config = program->embedded_file("tokenizer_config.json");
-  if (config.find("\"chat_template\"") != std::string::npos) {
-    auto t = ChatTemplate::from_tokenizer_config(config);
-    if (!t) return t.error().with_context(path + ": chat template");
-    s.chat_template = std::move(*t);
-  }
+  // The format chat and Python use too (ChatFormat::select); "plain" leaves chat_template empty.
+  auto format = ChatFormat::select(config, s.options.chat_template);
+  if (!format) return format.error().with_context(path);
+  if (format->chat_template()) s.chat_template = *format->chat_template();
   s.bos_token = s.tokenizer->bos_token();
   s.eos_token = s.tokenizer->eos_token();
   EngineOptions eo;
@@ -39,6 +38,7 @@ Status load(State& s, const std::string& path) {
     }
   }
   HFS_ASSIGN_OR_RETURN(auto engine, Engine::create(program, eo));
+  HFS_TRY_CTX(check_draft_support(engine->info(), s.options.draft), "--draft");
   if (engine->info().max_sequences < s.options.parallel)
     std::fprintf(stderr,
                  "hfstatic serve: %s serves at most %lld sequences at once (exported with --sequences %lld); "

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <string>
 #include <vector>
 
@@ -109,6 +112,24 @@ const std::vector<Case>& cases() {
       {R"({"type": "string", "pattern": "^\\S+$"})", {"\"ab\""}, {"\"a\u00a0b\"", "\"a b\""}},
       {R"({"type": ["string", "null"], "pattern": "^x"})", {"null", "\"xy\""}, {"\"yx\"", "1"}},
       {R"({"pattern": "^$"})", {"\"\""}, {"\"a\"", "1"}},
+      {R"({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true})",
+       {"[]", "[\"a\"]", "[\"a\", \"c\"]", "[\"a\", \"b\", \"c\"]"},
+       {"[\"a\", \"a\"]", "[\"a\", \"b\", \"c\", \"a\"]", "[\"d\"]"}},
+      {R"({"type": "array", "items": {"enum": [1, 2, 3, 4]}, "uniqueItems": true, "minItems": 2, "maxItems": 3})",
+       {"[1, 2]", "[2, 4]", "[1, 3, 4]"},
+       {"[]", "[1]", "[4]", "[1, 2, 3, 4]", "[2, 2]", "[1, 2, 2]"}},
+      {R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer", "minimum": 1}}, "required": ["a"]},
+                     {"properties": {"b": {"type": "string"}}, "required": ["b"]}]})",
+       {"{\"a\": 1, \"b\": \"x\"}"}, {"{\"a\": 0, \"b\": \"x\"}", "{\"a\": 1}", "{\"b\": \"x\"}"}},
+      {R"({"type": "string", "format": "ipv4"})", {"\"0.0.0.0\"", "\"255.255.255.255\"", "\"192.168.1.10\""},
+       {"\"256.0.0.1\"", "\"01.2.3.4\"", "\"1.2.3\"", "\"1.2.3.4.5\""}},
+      {R"({"type": "string", "format": "ipv6"})", {"\"2001:db8:0:0:0:0:2:1\""}, {"\"2001:db8::1\"", "\"1:2:3:4:5:6:7\""}},
+      {R"({"type": "string", "format": "hostname"})", {"\"example.com\"", "\"a-b.c0\"", "\"x\""},
+       {"\"-a.com\"", "\"a-.com\"", "\"a..b\"", "\"\""}},
+      {R"({"type": "string", "format": "email"})", {"\"ann.lee+x@mail.example.org\""},
+       {"\"ann@\"", "\".ann@x.org\"", "\"ann@x\"", "\"a b@x.org\""}},
+      {R"({"type": "string", "format": "uri"})", {"\"https://example.com/a/b.html\"", "\"http://x\""},
+       {"\"example.com\"", "\"https://\"", "\"ftp://x y\""}},
   };
   return c;
 }
@@ -134,9 +155,18 @@ TEST(JsonSchema, PropertiesComeInTheSchemasOrder) {
 
 TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsNamingTheKeywordAndWhere) {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {R"({"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}})",
-       "json schema: /properties/age: unsupported keyword \"minimum\""},
-      {R"({"allOf": [{"type": "string"}]})", "json schema: /: unsupported keyword \"allOf\""},
+      {R"({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true}}})",
+       "json schema: /properties/tags: \"uniqueItems\" is supported only with \"items\" an enum"},
+      {R"({"type": "array", "items": {"enum": [1, 2]}, "uniqueItems": true, "minItems": 3})",
+       "minItems 3 with \"uniqueItems\" over 2 values accepts no array"},
+      {R"({"type": "object", "properties": {"n": {"type": "integer", "not": {"const": 1}}}})",
+       "json schema: /properties/n: unsupported keyword \"not\""},
+      {R"({"allOf": [{"type": "string"}, {"type": "integer"}]})",
+       "json schema: /allOf/1: \"allOf\": \"type\" in two branches with different values is not supported"},
+      {R"({"allOf": [{"properties": {"a": {"type": "string"}}}, {"properties": {"a": {"type": "integer"}}}]})",
+       "property \"a\" in two branches with different schemas"},
+      {R"({"allOf": [{"properties": {"a": {"type": "string"}}}], "additionalProperties": false})",
+       "\"allOf\": \"additionalProperties\" (at /) and \"properties\" (at /allOf/0) in different schemas"},
       {R"({"type": "array", "items": {"type": "string", "pattern": "(?<=a)b"}})",
        "json schema: /items: \"pattern\" \"(?<=a)b\": regex: offset 1: group kind '(?<' is not supported"},
       {R"({"type": "string", "pattern": "(a)\\1"})", "\"pattern\" \"(a)\\\\1\": regex: offset 4: escape '\\1' is not supported"},
@@ -146,7 +176,15 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsNamingTheKeywordAndWhere) {
       {R"({"type": "string", "pattern": "^a", "format": "date"})", "\"pattern\" with \"format\" is not supported"},
       {R"({"pattern": "^a", "enum": ["a", "b"]})", "\"pattern\" beside \"enum\" is not supported"},
       {R"({"enum": ["long"], "maxLength": 2})", "json schema: /: \"maxLength\" beside \"enum\" is not supported"},
-      {R"({"const": 5, "minimum": 6})", "unsupported keyword \"minimum\""},
+      {R"({"const": 5, "minimum": 6})", "\"minimum\" beside \"const\" is not supported"},
+      {R"({"type": "integer", "minimum": 5, "exclusiveMaximum": 5})", "no integer of at most 16 digits satisfies"},
+      {R"({"type": "integer", "exclusiveMinimum": true})", "\"exclusiveMinimum\" as a boolean (draft 4) is not supported"},
+      {R"({"type": "integer", "multipleOf": 2.5})", "\"multipleOf\" 2.5 is not supported"},
+      {R"({"type": "integer", "multipleOf": 101})", "an integer in [1, 100] on an integer is"},
+      {R"({"type": "integer", "multipleOf": 3, "minimum": 0})", "\"multipleOf\" together with minimum/maximum"},
+      {R"({"type": "number", "multipleOf": 3})", "\"multipleOf\" on a number is not supported"},
+      {R"({"type": "number", "minimum": 0.5})", "\"minimum\" 0.5 on a number is not supported: number bounds must be integers"},
+      {R"({"type": "number", "minimum": 3, "exclusiveMaximum": 3})", "no number satisfies the bounds"},
       {R"({"const": "a", "enum": ["b"]})", "\"enum\" beside \"const\" is not supported"},
       {R"({"type": "string", "enum": ["a", 1]})", "\"enum\" value 1 is not of \"type\" \"string\""},
       {R"({"type": "integer", "const": 1.5})", "\"const\" value 1.5 is not of \"type\" \"integer\""},
@@ -157,7 +195,7 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsNamingTheKeywordAndWhere) {
       {R"({"type": "array", "minItems": 3, "maxItems": 2})", "minItems 3 > maxItems 2"},
       {R"({"type": "string", "minLength": -1})", "\"minLength\" must be a non-negative integer, got -1"},
       {R"({"type": "decimal"})", "unknown type \"decimal\""},
-      {R"({"type": "string", "format": "email"})", "unsupported \"format\": \"email\""},
+      {R"({"type": "string", "format": "iri"})", "unsupported \"format\": \"iri\""},
       {R"({"type": "object",)", "json schema: not valid JSON"},
       {R"({"enum": []})", "\"enum\" must be a non-empty array"},
       {R"({"anyOf": [{"type": "string"}], "type": "string"})", "\"anyOf\" beside \"type\""},
@@ -171,6 +209,108 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsNamingTheKeywordAndWhere) {
 }
 
 // Annotations describe and never constrain: a schema full of them converts like the bare one.
+// Integer bounds compile to an exact regular language: every integer of the window around each bound is
+// accepted exactly when lo <= n <= hi (plain arithmetic is the reference), for bounds of every digit count and
+// sign, exclusive and fractional forms included.
+TEST(JsonSchema, IntegerBoundsAreExact) {
+  struct Range {
+    std::string keywords;
+    int64_t lo, hi;
+  };
+  const int64_t big = 9'999'999'999'999'999;
+  const std::vector<Range> ranges = {
+      {R"("minimum": 0, "maximum": 9)", 0, 9},          {R"("minimum": -5, "maximum": 120)", -5, 120},
+      {R"("minimum": 17, "maximum": 1234)", 17, 1234},  {R"("minimum": -1000, "maximum": -999)", -1000, -999},
+      {R"("minimum": 100, "maximum": 999)", 100, 999},  {R"("minimum": 7, "maximum": 7)", 7, 7},
+      {R"("exclusiveMinimum": 0, "exclusiveMaximum": 100)", 1, 99},
+      {R"("minimum": 1.5, "maximum": 9.99)", 2, 9},     {R"("exclusiveMinimum": -2.5, "exclusiveMaximum": 3.0)", -2, 2},
+      {R"("minimum": 18)", 18, big},                    {R"("maximum": -3)", -big, -3},
+      {R"("minimum": 4095, "maximum": 65536)", 4095, 65536},
+      {R"("minimum": -123456789, "maximum": 987654321)", -123456789, 987654321},
+      {R"("minimum": 1e300)", 0, -1},  // (refused: checked below)
+  };
+  for (const Range& r : ranges) {
+    const std::string schema = R"({"type": "integer", )" + r.keywords + "}";
+    if (r.lo > r.hi) {
+      EXPECT_FALSE(json_schema_to_gbnf(schema).ok()) << schema;
+      continue;
+    }
+    auto g = compile(schema);
+    ASSERT_TRUE(g) << schema;
+    std::vector<int64_t> probes;
+    for (int64_t b : {r.lo, r.hi, int64_t{0}, int64_t{9}, int64_t{10}, int64_t{99}, int64_t{100}, int64_t{-10}})
+      for (int64_t d = -25; d <= 25; ++d)
+        if (b + d >= -big && b + d <= big) probes.push_back(b + d);
+    for (int64_t n : probes) {
+      const bool in = n >= r.lo && n <= r.hi;
+      EXPECT_EQ(accepts(g, std::to_string(n)), in) << schema << "\nn = " << n;
+    }
+    EXPECT_FALSE(accepts(g, "0" + std::to_string(r.lo < 0 ? 1 : r.lo))) << schema;  // no leading zeros
+    EXPECT_FALSE(accepts(g, std::to_string(r.lo) + ".0")) << schema;                 // an integer's own form
+  }
+}
+
+// Number bounds (integer-valued): every generated form is checked against plain arithmetic over a grid of
+// decimals around each bound; the values inside the bounds are accepted in the forms the grammar writes.
+TEST(JsonSchema, NumberBoundsAcceptOnlyValuesInside) {
+  struct Bounds {
+    std::string keywords;
+    double lo, hi;
+    bool lo_incl, hi_incl;
+  };
+  const double inf = 1e300;
+  const std::vector<Bounds> all = {
+      {R"("minimum": 0)", 0, inf, true, true},           {R"("exclusiveMinimum": 0)", 0, inf, false, true},
+      {R"("minimum": -3, "maximum": 7)", -3, 7, true, true}, {R"("exclusiveMinimum": -3, "exclusiveMaximum": 7)", -3, 7, false, false},
+      {R"("maximum": 0)", -inf, 0, true, true},          {R"("exclusiveMaximum": 0)", -inf, 0, true, false},
+      {R"("minimum": 10, "maximum": 12)", 10, 12, true, true}, {R"("maximum": -5)", -inf, -5, true, true},
+      {R"("minimum": 2, "exclusiveMinimum": 2, "maximum": 5.0)", 2, 5, false, true},
+  };
+  for (const Bounds& b : all) {
+    const std::string schema = R"({"type": "number", )" + b.keywords + "}";
+    auto g = compile(schema);
+    ASSERT_TRUE(g) << schema;
+    int accepted = 0;
+    for (int tenths = -150; tenths <= 150; ++tenths) {
+      for (const char* suffix : {"", "0"}) {
+        const double v = tenths / 10.0;
+        const bool whole = tenths % 10 == 0;
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%s%d.%d%s", tenths < 0 ? "-" : "", std::abs(tenths) / 10, std::abs(tenths) % 10, suffix);
+        for (const std::string& text : {std::string(buf), whole ? std::to_string(tenths / 10) : std::string(buf)}) {
+          const bool inside = (b.lo_incl ? v >= b.lo : v > b.lo) && (b.hi_incl ? v <= b.hi : v < b.hi);
+          const bool acc = accepts(g, text);
+          if (acc) ++accepted;
+          EXPECT_TRUE(!acc || inside) << schema << "\naccepted " << text;  // sound
+          // Inside and away from an exclusive bound's integer: generated too.
+          const bool near_exclusive = (!b.lo_incl && v > b.lo && v < b.lo + 1) || (!b.hi_incl && v < b.hi && v > b.hi - 1);
+          if (inside && !near_exclusive && text != "-0" && text.rfind("-0.0", 0) != 0) {
+            EXPECT_TRUE(acc) << schema << "\nrefused " << text;
+          }
+        }
+      }
+    }
+    EXPECT_GT(accepted, 0) << schema;
+    EXPECT_FALSE(accepts(g, "1e2")) << schema;  // no exponent under bounds
+  }
+}
+
+TEST(JsonSchema, IntegerMultiplesAreExact) {
+  for (int k : {2, 3, 7, 10, 12, 100}) {
+    const std::string schema = R"({"type": "integer", "multipleOf": )" + std::to_string(k) + "}";
+    auto g = compile(schema);
+    ASSERT_TRUE(g) << schema;
+    for (int64_t n = -1100; n <= 2100; ++n) EXPECT_EQ(accepts(g, std::to_string(n)), n % k == 0) << schema << " " << n;
+    EXPECT_TRUE(accepts(g, std::to_string(int64_t{k} * 1234567890123))) << schema;
+    EXPECT_FALSE(accepts(g, std::to_string(int64_t{k} * 1234567890123 + 1))) << schema;
+    // At most 15 digits (below 2^53: validators reading doubles agree).
+    const int64_t largest = 999'999'999'999'999 / k * k;
+    EXPECT_TRUE(accepts(g, std::to_string(largest))) << schema;
+    EXPECT_TRUE(accepts(g, "-" + std::to_string(largest))) << schema;
+    EXPECT_FALSE(accepts(g, std::to_string(largest * 10))) << schema;
+  }
+}
+
 TEST(JsonSchema, AnnotationsAreIgnored) {
   auto plain = json_schema_to_gbnf(R"({"type": "integer"})");
   auto annotated = json_schema_to_gbnf(R"({"$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -4,7 +4,8 @@ Each architecture's tiny random checkpoint (scripts/make-checkpoint) is exported
 step methods (contract version 2) and for one (version 1). Sequences of different prompt lengths arrive at
 different steps, share steps, run past 3x the sliding window where the architecture has one, and each one's
 logits must equal the same tokens fed one at a time through a Runner on the version-1 program (<= 1e-5);
-that runner is checked against the PyTorch reference in tests/export/test_parity.py.
+that runner is checked against the PyTorch reference in tests/export/test_parity.py. On the same program they
+are bit for bit what the sequence gets alone, fed one token per step (docs/determinism.md).
 """
 import subprocess
 import sys
@@ -35,6 +36,20 @@ def solo_logits(program, tokens):
     return [np.array(r.decode_step(t)) for t in tokens]
 
 
+def alone_logits(program, tokens):
+    """The logits after each token, the sequence alone in an Engine on `program`, one token per step."""
+    e = hfstatic.Engine(program)
+    s = e.add(tokens[:1], max_new_tokens=0)
+    out = []
+    for i in range(len(tokens)):
+        if i > 0:
+            e.append(s, tokens[i:i + 1], max_new_tokens=0)
+        while not e.idle:
+            e.step()
+        out.append(np.array(e.logits(s)))
+    return out
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_sequences_sharing_steps_equal_their_solo_runs(tmp_path, arch):
     ckpt = make_checkpoint(tmp_path, arch)
@@ -47,7 +62,7 @@ def test_sequences_sharing_steps_equal_their_solo_runs(tmp_path, arch):
 
     def add(n, max_new):
         prompt = [int(t) for t in rng.integers(3, 500, size=n)]
-        s = e.add(prompt, max_new_tokens=max_new, ignore_eos=True)
+        s = e.add(prompt, max_new_tokens=max_new, ignore_eos=True, temperature=0)
         fed[s], seen[s] = list(prompt), {}
 
     def step():
@@ -67,22 +82,26 @@ def test_sequences_sharing_steps_equal_their_solo_runs(tmp_path, arch):
     for s, logits in seen.items():
         last = max(logits)
         ref = solo_logits(solo, fed[s][:last + 1])
+        alone = alone_logits(multi, fed[s][:last + 1])
         for pos, l in logits.items():
             diff = float(np.abs(l - ref[pos]).max())
             assert diff <= 1e-5, f"{arch}: sequence {s} position {pos}: max |engine - solo| = {diff:.3g}"
+            assert l.tobytes() == alone[pos].tobytes(), \
+                f"{arch}: sequence {s} position {pos}: not bit-identical to the sequence alone " \
+                f"(max diff {float(np.abs(l - alone[pos]).max()):.3g})"
 
 
 def test_engine_errors_are_hfstatic_errors(tmp_path):
     ckpt = make_checkpoint(tmp_path, "llama")
     e = hfstatic.Engine(hfstatic.export(ckpt, tmp_path / "m.hfs", context=16, sequences=2))
     with pytest.raises(hfstatic.Error) as err:
-        e.add(list(range(3, 20)))  # 17 tokens, context 16
+        e.add(list(range(3, 20)), temperature=0)  # 17 tokens, context 16
     assert err.value.code == "capacity_exceeded" and "17 tokens" in str(err.value)
     with pytest.raises(hfstatic.Error) as err:
-        e.add([5], top_p=2.0)
+        e.add([5], top_p=2.0, temperature=0)
     assert "top_p" in str(err.value)
     with pytest.raises(hfstatic.Error) as err:
-        e.add([5], temprature=0.5)
+        e.add([5], temprature=0.5, temperature=0)
     assert "temprature" in str(err.value)
     with pytest.raises(hfstatic.Error):
         e.remove(42)
@@ -93,14 +112,14 @@ def test_engine_logit_bias(tmp_path):
     """logit_bias per sequence: +100 on a token makes greedy pick it at every step, beside a sequence without."""
     ckpt = make_checkpoint(tmp_path, "llama")
     e = hfstatic.Engine(hfstatic.export(ckpt, tmp_path / "m.hfs", context=32, sequences=2))
-    biased = e.add([5, 6, 7], max_new_tokens=4, ignore_eos=True, logit_bias={123: 100.0})
-    plain = e.add([5, 6, 7], max_new_tokens=4, ignore_eos=True)
+    biased = e.add([5, 6, 7], max_new_tokens=4, ignore_eos=True, logit_bias={123: 100.0}, temperature=0)
+    plain = e.add([5, 6, 7], max_new_tokens=4, ignore_eos=True, temperature=0)
     while not e.idle:
         e.step()
     assert e.sequence(biased)["generated"] == [123] * 4
     assert e.sequence(plain)["generated"] != [123] * 4
     with pytest.raises(hfstatic.Error, match="logit_bias keys must be int"):
-        e.add([5], logit_bias={"a": 1.0})
+        e.add([5], logit_bias={"a": 1.0}, temperature=0)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -113,13 +132,13 @@ def test_greedy_with_ngram_drafts_equals_greedy(tmp_path, arch):
     half = [int(t) for t in rng.integers(3, 500, size=12)]
     prompt = half + half
     plain = hfstatic.Runner(prog)
-    want = plain.generate(prompt, max_new_tokens=220, ignore_eos=True)
+    want = plain.generate(prompt, max_new_tokens=220, ignore_eos=True, temperature=0)
     spec = hfstatic.Runner(prog)
-    got = spec.generate(prompt, max_new_tokens=220, ignore_eos=True, draft="ngram", draft_max=7)
+    got = spec.generate(prompt, max_new_tokens=220, ignore_eos=True, draft="ngram", draft_max=7, temperature=0)
     assert got == want
     assert len(got) == 220 and spec.stats["verify_steps"] > 0
     with pytest.raises(hfstatic.Error) as err:
-        spec.generate(prompt, max_new_tokens=4, draft="medusa")
+        spec.generate(prompt, max_new_tokens=4, draft="medusa", temperature=0)
     assert "draft" in str(err.value)
 
 
@@ -135,31 +154,31 @@ def test_greedy_with_a_draft_program_equals_greedy(tmp_path):
     draft = hfstatic.export(other, tmp_path / "draft.hfs", prefill_chunk=4, context=256)
     rng = np.random.default_rng(12)
     prompt = [int(t) for t in rng.integers(3, 500, size=12)]
-    want = hfstatic.Runner(prog).generate(prompt, max_new_tokens=220, ignore_eos=True)
+    want = hfstatic.Runner(prog).generate(prompt, max_new_tokens=220, ignore_eos=True, temperature=0)
     spec = hfstatic.Runner(prog)
-    got = spec.generate(prompt, max_new_tokens=220, ignore_eos=True, draft=str(draft), draft_max=4)
+    got = spec.generate(prompt, max_new_tokens=220, ignore_eos=True, draft=str(draft), draft_max=4, temperature=0)
     assert got == want and len(got) == 220
     assert spec.stats["draft_tokens"] > 0 and spec.stats["draft_program_steps"] > 0
     # The target drafting for itself accepts (nearly) everything, and continues the sequence across calls.
     self_spec = hfstatic.Runner(prog)
-    got = self_spec.generate(prompt, max_new_tokens=100, ignore_eos=True, draft=str(prog), draft_max=4)
-    got += self_spec.generate([], max_new_tokens=120, ignore_eos=True, draft=str(prog), draft_max=4)
+    got = self_spec.generate(prompt, max_new_tokens=100, ignore_eos=True, draft=str(prog), draft_max=4, temperature=0)
+    got += self_spec.generate([], max_new_tokens=120, ignore_eos=True, draft=str(prog), draft_max=4, continue_=True, temperature=0)
     assert got == want
     assert self_spec.stats["draft_accepted"] >= 0.9 * self_spec.stats["draft_tokens"] > 0
     with pytest.raises(hfstatic.Error) as err:
-        spec.generate(prompt, max_new_tokens=4, draft=str(tmp_path / "missing.hfs"))
+        spec.generate(prompt, max_new_tokens=4, draft=str(tmp_path / "missing.hfs"), temperature=0)
     assert "no such file" in str(err.value) and "missing.hfs" in str(err.value)
     multi = hfstatic.export(ckpt, tmp_path / "m.hfs", context=256, sequences=2)
     e = hfstatic.Engine(multi)
-    a = e.add(prompt, max_new_tokens=220, ignore_eos=True, draft=str(prog), draft_max=4)
-    b = e.add(prompt[:5], max_new_tokens=40, ignore_eos=True)
+    a = e.add(prompt, max_new_tokens=220, ignore_eos=True, draft=str(prog), draft_max=4, temperature=0)
+    b = e.add(prompt[:5], max_new_tokens=40, ignore_eos=True, temperature=0)
     while not e.idle:
         e.step()
     assert e.sequence(a)["generated"] == want
-    assert e.sequence(b)["generated"] == hfstatic.Runner(prog).generate(prompt[:5], max_new_tokens=40, ignore_eos=True)
+    assert e.sequence(b)["generated"] == hfstatic.Runner(prog).generate(prompt[:5], max_new_tokens=40, ignore_eos=True, temperature=0)
     assert e.stats["draft_tokens"] > 0
     with pytest.raises(hfstatic.Error) as err:
-        e.add([5], draft=str(tmp_path / "missing.hfs"))
+        e.add([5], draft=str(tmp_path / "missing.hfs"), temperature=0)
     assert "no such file" in str(err.value) and "missing.hfs" in str(err.value)
 
 
@@ -169,14 +188,39 @@ def test_engine_sequences_with_drafts_generate_what_runner_generates(tmp_path):
     e = hfstatic.Engine(multi)
     rng = np.random.default_rng(5)
     half = [int(t) for t in rng.integers(3, 500, size=10)]
-    a = e.add(half + half, max_new_tokens=60, ignore_eos=True, draft="ngram", draft_max=6)
-    b = e.add(half[:5], max_new_tokens=30, ignore_eos=True)
+    a = e.add(half + half, max_new_tokens=60, ignore_eos=True, draft="ngram", draft_max=6, temperature=0)
+    b = e.add(half[:5], max_new_tokens=30, ignore_eos=True, temperature=0)
     while not e.idle:
         e.step()
     assert e.stats["draft_tokens"] > 0
     for seq, prompt, n in [(a, half + half, 60), (b, half[:5], 30)]:
-        want = hfstatic.Runner(multi).generate(prompt, max_new_tokens=n, ignore_eos=True)
+        want = hfstatic.Runner(multi).generate(prompt, max_new_tokens=n, ignore_eos=True, temperature=0)
         assert e.sequence(seq)["generated"] == want
     with pytest.raises(hfstatic.Error) as err:
-        e.add([5], draft="lookahead")
+        e.add([5], draft="lookahead", temperature=0)
     assert "draft" in str(err.value)
+
+
+def test_text_prompts_and_stop_strings(stories_dir, tmp_path):
+    """Engine.add with a str prompt: its text equals Runner.generate's for the same prompt (greedy), and a stop
+    string cuts it there and ends the sequence while the other keeps going. Cost: one stories260K export."""
+    prog = hfstatic.export(stories_dir, tmp_path / "s2.hfs", prefill_chunk=8, context=96, sequences=2)
+    prompt = "Once upon a time"
+    want = hfstatic.Runner(prog).generate(prompt, max_new_tokens=30, temperature=0)
+    assert "Lily" in want
+    e = hfstatic.Engine(prog)
+    a = e.add(prompt, max_new_tokens=30, temperature=0)
+    b = e.add(prompt, max_new_tokens=30, temperature=0, stop=["Lily", "zebra"])
+    finished = set()
+    while not e.idle:
+        for seq, _, done in e.step():
+            if done:
+                finished.add(seq)
+    assert e.sequence(a)["text"] == want and e.sequence(a)["stop"] == "max_tokens"
+    sb = e.sequence(b)
+    assert sb["text"] == want[: want.index("Lily")] and sb["stop"] == "stop_string" and sb["finished"]
+    assert finished == {a, b}
+    e.remove(b)
+    with pytest.raises(hfstatic.Error) as err:
+        e.add([1, 2], stop="x")
+    assert "str prompt" in str(err.value)

@@ -45,7 +45,7 @@ def test_over_capacity_prefill_changes_nothing(runner):
 
 def test_generation_stops_when_the_context_is_full(runner):
     runner.prefill([1] + [5] * 90)
-    stream = runner.stream([5], max_new_tokens=50, ignore_eos=True)
+    stream = runner.stream([5], max_new_tokens=50, ignore_eos=True, continue_=True, temperature=0)
     ids = list(stream)
     assert stream.stop_reason == "context_full"
     assert runner.position == 96 and len(ids) == 96 - 92 + 1
@@ -85,13 +85,13 @@ def test_bad_generation_arguments(runner, kw, what):
 
 def test_bad_prompts(runner):
     with pytest.raises(hfstatic.Error) as e:
-        runner.generate([1, "x"])
+        runner.generate([1, "x"], temperature=0)
     assert e.value.code == "invalid_argument" and "token ids" in str(e.value)
     with pytest.raises(hfstatic.Error) as e:
-        runner.generate([1, 2], stop="Lily")
+        runner.generate([1, 2], stop="Lily", temperature=0)
     assert e.value.code == "invalid_argument" and "stop strings" in str(e.value)
     with pytest.raises(hfstatic.Error) as e:
-        runner.generate([])  # nothing to continue from
+        runner.generate([], temperature=0)  # nothing to continue from
     assert e.value.code == "invalid_argument"
 
 
@@ -111,9 +111,9 @@ def test_program_without_tokenizer_runs_ids_but_not_text(tmp_path, stories_dir):
         os.symlink(stories_dir / f, model / f)
     out = hfstatic.export(model, tmp_path / "notok.hfs", prefill_chunk=8, context=32)
     r = hfstatic.Runner(out)
-    assert len(r.generate([1], max_new_tokens=3)) == 3
+    assert len(r.generate([1], max_new_tokens=3, temperature=0)) == 3
     with pytest.raises(hfstatic.Error) as e:
-        r.generate("Once")
+        r.generate("Once", temperature=0)
     assert e.value.code == "not_found"
 
 
@@ -160,11 +160,11 @@ def test_nan_logits_raise_execution_naming_the_step(program_path, tmp_path):
     bad.write_bytes(bytes(b))
     r = hfstatic.Runner(bad)
     with pytest.raises(hfstatic.Error) as e:
-        r.generate([1, 5, 9], max_new_tokens=3)
+        r.generate([1, 5, 9], max_new_tokens=3, temperature=0)
     assert e.value.code == "execution"
     assert "the prompt's last step (position 2): logits contain NaN at id 7" in str(e.value)
     with pytest.raises(hfstatic.Error) as e:
-        r.generate([1], max_new_tokens=1)
+        r.generate([1], max_new_tokens=1, continue_=True, temperature=0)
     assert e.value.code == "needs_reset"
     r.reset()
     assert r.position == 0

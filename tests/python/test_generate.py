@@ -34,7 +34,7 @@ def runner_tokenizer_ids(program_path):
 def test_greedy_text_matches_reference(runner, greedy_ref):
     _, generated, _, expected = greedy_ref
     assert 2 not in generated  # no EOS inside 30 tokens, so nothing is cut
-    text = runner.generate(PROMPT, max_new_tokens=N)
+    text = runner.generate(PROMPT, max_new_tokens=N, temperature=0)
     assert text == expected
     # The model's known greedy behaviour (docs of the shared fixture): a story about Lily.
     assert text.startswith(", there was a little girl named Lily")
@@ -42,7 +42,7 @@ def test_greedy_text_matches_reference(runner, greedy_ref):
 
 def test_greedy_ids_match_reference(runner, greedy_ref):
     prompt, generated, _, _ = greedy_ref
-    assert runner.generate(prompt, max_new_tokens=N) == generated
+    assert runner.generate(prompt, max_new_tokens=N, temperature=0) == generated
     assert runner.position == len(prompt) + N - 1  # the last generated token is pending, not fed
     assert runner.pending_token == generated[-1]
 
@@ -51,13 +51,13 @@ def test_greedy_ids_match_reference(runner, greedy_ref):
 def test_tail_policies_agree(program_path, greedy_ref, tail):
     prompt, generated, _, _ = greedy_ref
     r = hfstatic.Runner(program_path, tail=tail)
-    assert r.generate(prompt, max_new_tokens=N) == generated
+    assert r.generate(prompt, max_new_tokens=N, temperature=0) == generated
 
 
 def test_fast_backend_agrees(program_path, greedy_ref):
     prompt, generated, ref_logits, _ = greedy_ref
     r = hfstatic.Runner(program_path, backends=["cpu_fast"])
-    assert r.generate(prompt, max_new_tokens=N) == generated
+    assert r.generate(prompt, max_new_tokens=N, temperature=0) == generated
     r.reset()
     r.prefill(prompt)
     np.testing.assert_allclose(r.logits, ref_logits[0], atol=1e-4, rtol=0)
@@ -67,7 +67,7 @@ def test_fast_backend_agrees(program_path, greedy_ref):
 def test_vulkan_backend_agrees(program_path, greedy_ref):
     prompt, generated, ref_logits, _ = greedy_ref
     r = hfstatic.Runner(program_path, backends=["vulkan"], device=0)
-    assert r.generate(prompt, max_new_tokens=N) == generated
+    assert r.generate(prompt, max_new_tokens=N, temperature=0) == generated
     r.reset()
     r.prefill(prompt)
     np.testing.assert_allclose(r.logits, ref_logits[0], atol=1e-4, rtol=0)
@@ -133,42 +133,57 @@ def test_stream_pieces_concatenate_to_generate(program_path, kw):
 
 def test_stream_of_ids(runner, greedy_ref):
     prompt, generated, _, _ = greedy_ref
-    assert list(runner.stream(prompt, max_new_tokens=N)) == generated
+    assert list(runner.stream(prompt, max_new_tokens=N, temperature=0)) == generated
 
 
 def test_reset_starts_over(runner, greedy_ref):
     prompt, generated, _, expected = greedy_ref
-    assert runner.generate(PROMPT, max_new_tokens=N) == expected
+    assert runner.generate(PROMPT, max_new_tokens=N, temperature=0) == expected
     assert runner.position > 0
     runner.reset()
     assert runner.position == 0 and runner.pending_token is None
     assert runner.capacity_left == runner.info["context_length"] == 96
     assert runner.logits.shape == (0,)
-    assert runner.generate(PROMPT, max_new_tokens=N) == expected
+    assert runner.generate(PROMPT, max_new_tokens=N, temperature=0) == expected
 
 
-def test_consecutive_generates_continue_the_sequence(runner, greedy_ref):
+def test_continue_continues_the_sequence(runner, greedy_ref):
     _, _, _, expected = greedy_ref
-    first = runner.generate(PROMPT, max_new_tokens=10)
-    rest = runner.generate("", max_new_tokens=N - 10)  # continues: the pending token is committed first
+    first = runner.generate(PROMPT, max_new_tokens=10, temperature=0)
+    rest = runner.generate("", max_new_tokens=N - 10, continue_=True, temperature=0)  # the pending token is committed first
     assert first + rest == expected
+    # Without continue_, an empty prompt has nothing to start from.
+    with pytest.raises(hfstatic.Error) as e:
+        runner.generate([], max_new_tokens=3, temperature=0)
+    assert e.value.code == "invalid_argument" and "continue_=True" in str(e.value)
+
+
+def test_each_generate_starts_from_its_prompt(runner, greedy_ref):
+    """A loop of calls never fills the context (96 tokens here): each call starts at position 0, and gives
+    what a fresh runner gives."""
+    prompt, generated, _, expected = greedy_ref
+    for _ in range(20):
+        assert runner.generate(PROMPT, max_new_tokens=N, temperature=0) == expected
+    assert runner.position == len(prompt) + N - 1
+    assert list(runner.stream(prompt, max_new_tokens=N, temperature=0)) == generated
+    assert runner.generate(prompt, max_new_tokens=N, temperature=0) == generated
 
 
 def test_text_prompt_after_generation_gets_no_bos(runner, greedy_ref):
     prompt, _, _, _ = greedy_ref
-    runner.generate(PROMPT, max_new_tokens=5)
+    runner.generate(PROMPT, max_new_tokens=5, temperature=0)
     p0 = runner.position
     assert p0 == len(prompt) + 4
     more = runner.tokenizer.encode(" Then", add_special=False)
     assert 1 not in more
-    runner.generate(" Then", max_new_tokens=1)
+    runner.generate(" Then", max_new_tokens=1, continue_=True, temperature=0)
     # pending token + the text without BOS; the one generated token is pending again
     assert runner.position == p0 + 1 + len(more)
 
 
 def test_stop_string_cuts_text(runner, greedy_ref):
     _, _, _, expected = greedy_ref
-    stream = runner.stream(PROMPT, max_new_tokens=N, stop="Lily")
+    stream = runner.stream(PROMPT, max_new_tokens=N, stop="Lily", temperature=0)
     text = "".join(stream)
     assert text == expected[: expected.index("Lily")]
     assert stream.stop_reason == "stop_string"
@@ -178,11 +193,11 @@ def test_stop_token_ids(runner, greedy_ref):
     prompt, generated, _, expected = greedy_ref
     stop_id = generated[4]
     assert stop_id not in generated[:4]
-    ids = runner.generate(prompt, max_new_tokens=N, stop=[stop_id])
+    ids = runner.generate(prompt, max_new_tokens=N, stop=[stop_id], temperature=0)
     assert ids == generated[:5]  # the stop token is reported in token mode
     runner.reset()
     tokenizer = runner.tokenizer
-    text = runner.generate(PROMPT, max_new_tokens=N, stop=stop_id)
+    text = runner.generate(PROMPT, max_new_tokens=N, stop=stop_id, temperature=0)
     full = tokenizer.decode(prompt + generated[:4])
     assert text == full[len(tokenizer.decode(prompt)):]  # ...but not rendered in text mode
 
@@ -195,16 +210,16 @@ def test_logit_bias_moves_the_choice(runner, greedy_ref):
     assert order[0] == generated[0]
     runner_up = int(order[1])
     assert runner_up not in (2, generated[0])  # not EOS, which would end generation
-    assert runner.generate(prompt, max_new_tokens=1, logit_bias={generated[0]: -100.0}) == [runner_up]
+    assert runner.generate(prompt, max_new_tokens=1, logit_bias={generated[0]: -100.0}, temperature=0) == [runner_up]
     runner.reset()
-    assert runner.generate(prompt, max_new_tokens=3, logit_bias={runner_up: 100.0}) == [runner_up] * 3
+    assert runner.generate(prompt, max_new_tokens=3, logit_bias={runner_up: 100.0}, temperature=0) == [runner_up] * 3
     runner.reset()
     with pytest.raises(hfstatic.Error, match="logit_bias must be a dict"):
-        runner.generate(prompt, logit_bias=[(1, 2.0)])
+        runner.generate(prompt, logit_bias=[(1, 2.0)], temperature=0)
 
 
 def test_stats_and_info(runner):
-    runner.generate(PROMPT, max_new_tokens=N)
+    runner.generate(PROMPT, max_new_tokens=N, temperature=0)
     s = runner.stats
     assert s["generated_tokens"] == N and s["decode_steps"] == N - 1
     assert s["prompt_tokens"] == len(runner.tokenizer.encode(PROMPT))
@@ -216,16 +231,16 @@ def test_stats_and_info(runner):
 
 
 def test_streams_end_when_the_runner_is_used_elsewhere(runner):
-    stream = runner.stream(PROMPT, max_new_tokens=N)
+    stream = runner.stream(PROMPT, max_new_tokens=N, temperature=0)
     next(stream)
     runner.reset()
     with pytest.raises(hfstatic.Error) as e:
         next(stream)
     assert e.value.code == "invalid_argument"
     # An abandoned stream leaves the runner usable.
-    abandoned = runner.stream(PROMPT, max_new_tokens=N)
+    abandoned = runner.stream(PROMPT, max_new_tokens=N, temperature=0)
     next(abandoned)
-    assert isinstance(runner.generate("", max_new_tokens=3), str)
+    assert isinstance(runner.generate("", max_new_tokens=3, temperature=0), str)
 
 
 def test_threads_share_nothing_and_agree(program_path, greedy_ref):
@@ -233,7 +248,7 @@ def test_threads_share_nothing_and_agree(program_path, greedy_ref):
     results = [None] * 4
 
     def work(i):
-        results[i] = hfstatic.Runner(program_path).generate(PROMPT, max_new_tokens=N)
+        results[i] = hfstatic.Runner(program_path).generate(PROMPT, max_new_tokens=N, temperature=0)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
     for t in threads:
@@ -248,15 +263,15 @@ def test_one_runner_used_from_two_threads_serializes(runner, greedy_ref):
     out = []
 
     def work():
-        out.append(runner.generate(prompt, max_new_tokens=3))
+        out.append(runner.generate(prompt, max_new_tokens=3, temperature=0))
 
     threads = [threading.Thread(target=work) for _ in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    # Whole calls interleave safely; each is a valid continuation of a consistent sequence.
-    assert generated[:3] in out and len(out) == 2 and runner.position == 2 * len(prompt) + 5
+    # Whole calls interleave safely; each starts from its prompt.
+    assert out == [generated[:3]] * 2 and runner.position == len(prompt) + 2
 
 
 def test_cli_agrees(program_path, greedy_ref):
@@ -276,7 +291,7 @@ def test_steps_release_the_gil(program_path):
     import sys
     import time
     r = hfstatic.Runner(program_path)
-    r.generate([1], max_new_tokens=2)  # warm up
+    r.generate([1], max_new_tokens=2, temperature=0)  # warm up
     r.reset()
     before = r.stats["generated_tokens"]
     old = sys.getswitchinterval()
@@ -285,7 +300,7 @@ def test_steps_release_the_gil(program_path):
     sys.setswitchinterval(100.0)
     try:
         done = threading.Event()
-        t = threading.Thread(target=lambda: (r.generate([1], max_new_tokens=90, ignore_eos=True), done.set()))
+        t = threading.Thread(target=lambda: (r.generate([1], max_new_tokens=90, ignore_eos=True, temperature=0), done.set()))
         t.start()
         wakeups = 0
         while not done.is_set():
@@ -346,6 +361,15 @@ def test_io_allocator_errors(program_path):
         hfstatic.Runner(program_path, io_allocator="gpu")
     with pytest.raises(hfstatic.Error, match="shared_memory_io"):
         hfstatic.Runner(program_path, io_allocator="heap", shared_memory_io=True)
+
+
+def test_default_temperature_is_every_front_ends(runner, greedy_ref):
+    """0.8, as `hfstatic run`/`chat` and the server default to (llama.cpp's): sampled, seed 0 unless given."""
+    prompt, _, _, _ = greedy_ref
+    for method in (hfstatic.Runner.generate, hfstatic.Runner.stream):
+        assert "temperature: float = 0.8" in method.__doc__, method.__doc__
+    default = runner.generate(prompt, max_new_tokens=N)
+    assert default == runner.generate(prompt, max_new_tokens=N, temperature=0.8, seed=0)
 
 
 def test_deterministic_by_default_and_the_faster_prefill_on_request(stories_dir, greedy_ref, tmp_path):

@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace hfs::server {
 namespace {
@@ -43,7 +46,8 @@ TEST(CompletionRequest, DefaultsAreOpenAis) {
   CompletionRequest r;
   ASSERT_FALSE(parse(R"({"prompt":"x"})", false, &r));
   EXPECT_EQ(r.prompt, "x");
-  EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);
+  // The one default temperature of every front end (llama.cpp's), not OpenAI's 1.
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.8f);
   EXPECT_FALSE(r.max_tokens.has_value());
   EXPECT_FALSE(r.seeded);
   ASSERT_FALSE(parse(R"({"prompt":[1,2,3]})", false, &r));
@@ -76,11 +80,20 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":"x","logit_bias":{"a":1}})", false, "logit_bias", "token ids"},
       {R"({"prompt":"x","logit_bias":{"1":500}})", false, "logit_bias", "[-100, 100]"},
       {R"({"prompt":"x","stream_options":{"include_usage":1}})", false, "stream_options.include_usage", "boolean"},
-      {R"({"prompt":"x","n":3})", false, "n", "must be 1"},
-      {R"({"prompt":"x","logprobs":1})", false, "logprobs", "not supported"},
+      {R"({"prompt":"x","n":30})", false, "n", "[1, 16]"},
+      {R"({"prompt":"x","logprobs":"yes"})", false, "logprobs", "an integer"},
       {R"({"prompt":"x","echo":true})", false, "echo", "not supported"},
       {R"({"prompt":"x","best_of":2})", false, "best_of", "not supported"},
-      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{}]})", true, "tools", "not supported"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{}]})", true, "tools", "'tools[0]' must be {"},
+      {R"({"prompt":"x","tools":[{"type":"function","function":{"name":"f"}}]})", false, "tools", "needs /v1/chat/completions"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],
+           "tool_choice":{"type":"function","function":{"name":"g"}}})", true, "tool_choice", "'g', which is not in 'tools'"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})", true, "tool_choice", "needs 'tools'"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],
+           "grammar":"root ::= \"a\""})", true, "grammar", "both constrain"},
+      {R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{"}}]}]})", true,
+       "messages[0].tool_calls[0]", "not valid JSON"},
+      {R"({"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]})", true, "functions", "use 'tools'"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})", true, "response_format",
        "'response_format.json_schema' must be an object"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a"}}})",
@@ -105,16 +118,96 @@ TEST(CompletionRequest, ErrorsNameTheField) {
 TEST(CompletionRequest, ResponseFormatsAreParsed) {
   CompletionRequest r;
   ASSERT_FALSE(parse_completion_request(R"({"prompt":"x","response_format":{"type":"json_object"}})", false, r));
-  EXPECT_EQ(r.format, CompletionRequest::Format::kJsonObject);
+  EXPECT_EQ(r.constraint.kind, CompletionRequest::Constraint::Kind::kJsonObject);
+  EXPECT_EQ(r.constraint.field, "response_format");
   ASSERT_FALSE(parse_completion_request(
       R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"n","strict":true,
           "schema":{"type":"object","properties":{"a":{"type":"integer"}}}}}})",
       false, r));
-  EXPECT_EQ(r.format, CompletionRequest::Format::kJsonSchema);
-  EXPECT_EQ(nlohmann::json::parse(r.json_schema),
+  EXPECT_EQ(r.constraint.kind, CompletionRequest::Constraint::Kind::kJsonSchema);
+  EXPECT_EQ(nlohmann::json::parse(r.constraint.text),
             nlohmann::json::parse(R"({"type":"object","properties":{"a":{"type":"integer"}}})"));
   ASSERT_FALSE(parse_completion_request(R"({"prompt":"x","response_format":{"type":"text"}})", false, r));
-  EXPECT_EQ(r.format, CompletionRequest::Format::kText);
+  EXPECT_EQ(r.constraint.kind, CompletionRequest::Constraint::Kind::kNone);
+}
+
+// Every other server's constraint field is taken, each into the kind and text the generation compiles.
+TEST(CompletionRequest, OtherServersConstraintFieldsAreHonoured) {
+  using Kind = CompletionRequest::Constraint::Kind;
+  struct Case {
+    const char* body;
+    Kind kind;
+    const char* text;
+    const char* field;
+  } cases[] = {
+      {R"({"prompt":"x","grammar":"root ::= \"yes\" | \"no\""})", Kind::kGbnf, R"(root ::= "yes" | "no")", "grammar"},
+      {R"({"prompt":"x","json_schema":{"type":"integer"}})", Kind::kJsonSchema, R"({"type":"integer"})", "json_schema"},
+      {R"({"prompt":"x","guided_json":{"type":"object", "properties":{}}})", Kind::kJsonSchema,
+       R"({"type":"object","properties":{}})", "guided_json"},
+      {R"({"prompt":"x","guided_json":"{\"type\": \"string\"}"})", Kind::kJsonSchema, R"({"type":"string"})", "guided_json"},
+      {R"({"prompt":"x","guided_regex":"[0-9]+"})", Kind::kRegex, "[0-9]+", "guided_regex"},
+      {R"({"prompt":"x","guided_grammar":"root ::= [a-z]+"})", Kind::kGbnf, "root ::= [a-z]+", "guided_grammar"},
+      {R"({"prompt":"x","guided_choice":["yes","no \"quoted\"\n"]})", Kind::kGbnf,
+       "root ::= \"yes\" | \"no \\\"quoted\\\"\\x0A\"\n", "guided_choice"},
+      {R"({"prompt":"x","structured_outputs":{"regex":"a|b"}})", Kind::kRegex, "a|b", "structured_outputs.regex"},
+      {R"({"prompt":"x","response_format":{"type":"json_object","schema":{"type":"array"}}})", Kind::kJsonSchema,
+       R"({"type":"array"})", "response_format"},
+      {R"({"prompt":"x","guided_decoding_backend":"xgrammar","guided_regex":"a"})", Kind::kRegex, "a", "guided_regex"},
+  };
+  for (const Case& c : cases) {
+    CompletionRequest r;
+    auto e = parse_completion_request(c.body, false, r);
+    ASSERT_FALSE(e.has_value()) << c.body << ": " << e->message;
+    EXPECT_EQ(r.constraint.kind, c.kind) << c.body;
+    EXPECT_EQ(r.constraint.text, c.text) << c.body;
+    EXPECT_EQ(r.constraint.field, c.field) << c.body;
+  }
+  // Two constraints: refused, naming both (one of them would be ignored).
+  auto e = parse(R"({"prompt":"x","response_format":{"type":"json_object"},"grammar":"root ::= \"a\""})", false);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "grammar");
+  EXPECT_NE(e->message.find("'response_format'"), std::string::npos) << e->message;
+  // Wrong shapes name the field.
+  for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"prompt":"x","grammar":5})", "grammar"},
+           {R"({"prompt":"x","guided_choice":[]})", "guided_choice"},
+           {R"({"prompt":"x","guided_choice":["a", 1]})", "guided_choice"},
+           {R"({"prompt":"x","guided_json":"not json"})", "guided_json"},
+           {R"({"prompt":"x","json_schema":"{}"})", "json_schema"},
+           {R"({"prompt":"x","structured_outputs":{"structural_tag":"x"}})", "structured_outputs.structural_tag"}}) {
+    auto err = parse(body, false);
+    ASSERT_TRUE(err.has_value()) << body;
+    EXPECT_EQ(err->param, field) << body;
+  }
+}
+
+TEST(CompletionRequest, LogprobsAndChoices) {
+  CompletionRequest r;
+  ASSERT_FALSE(parse_completion_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":3,"n":3})",
+                                        true, r));
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 3);
+  EXPECT_EQ(r.n, 3);
+  ASSERT_FALSE(parse_completion_request(R"({"prompt":"x","logprobs":2})", false, r));
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 2);
+  ASSERT_FALSE(parse_completion_request(R"({"prompt":"x","logprobs":0})", false, r));
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 0);
+  ASSERT_FALSE(parse_completion_request(R"({"prompt":"x"})", false, r));
+  EXPECT_FALSE(r.logprobs);
+  EXPECT_EQ(r.n, 1);
+  for (const auto& [body, chat, field] : std::vector<std::tuple<std::string, bool, std::string>>{
+           {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", true, "top_logprobs"},
+           {R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})", true, "top_logprobs"},
+           {R"({"messages":[{"role":"user","content":"x"}],"logprobs":2})", true, "logprobs"},
+           {R"({"prompt":"x","logprobs":21})", false, "logprobs"},
+           {R"({"prompt":"x","n":0})", false, "n"},
+           {R"({"prompt":"x","n":17})", false, "n"}}) {
+    auto e = parse(body, chat);
+    ASSERT_TRUE(e.has_value()) << body;
+    EXPECT_EQ(e->param, field) << body;
+  }
 }
 
 TEST(CompletionRequest, NeutralValuesOfRefusedFieldsAreAccepted) {
@@ -138,8 +231,7 @@ TEST(CompletionRequest, DeepNestingIsRefusedBeforeParsing) {
 }
 
 TEST(CompletionRequest, OtherServersFieldsThatChangeTheAnswerAreRefusedByName) {
-  for (const char* field : {"grammar", "json_schema", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                            "guided_decoding_backend", "n_predict", "min_tokens", "stop_token_ids"}) {
+  for (const char* field : {"guided_whitespace_pattern", "n_predict", "min_tokens", "stop_token_ids", "typical_p"}) {
     auto e = parse(std::string(R"({"prompt": "x", ")") + field + R"(": ["a"]})", false);
     ASSERT_TRUE(e.has_value()) << field;
     EXPECT_EQ(e->param, field);

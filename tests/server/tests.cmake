@@ -13,3 +13,11 @@ set_tests_properties(serve_nginx PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:h
 add_test(NAME serve_limits
          COMMAND ${HFS_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve_limits.py)
 set_tests_properties(serve_limits PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 300)
+# What real clients send (constraint fields of other servers, logprobs, n > 1) through the npm openai client.
+add_test(NAME serve_api
+         COMMAND ${HFS_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve_api.py)
+set_tests_properties(serve_api PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 300)
+# Tool calling with the real chat templates of the three call formats (Hermes, Llama 3, Mistral).
+add_test(NAME serve_tools
+         COMMAND ${HFS_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve_tools.py)
+set_tests_properties(serve_tools PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 300)

@@ -52,8 +52,8 @@ def test_huge_prompt_file_is_an_error_naming_the_limit(stories_program, tmp_path
 
 def test_huge_grammar_schema_and_tokenize_files_are_errors_naming_the_limit(stories_program, tmp_path):
     big = sparse(tmp_path / "big.json", 1 << 30)
-    for args in (["run", "-m", stories_program, "-p", "x", "--json-schema", big],
-                 ["run", "-m", stories_program, "-p", "x", "--grammar", big],
+    for args in (["run", "-m", stories_program, "-p", "x", "--json-schema-file", big],
+                 ["run", "-m", stories_program, "-p", "x", "--grammar-file", big],
                  ["tokenize", "-m", stories_program, "-f", big]):
         r = run_capped(args)
         assert 0 < r.returncode < 128, (args, r.returncode, r.stderr)
@@ -69,8 +69,8 @@ def test_prompt_file_at_the_limit_is_still_read(stories_program, tmp_path):
 
 
 @pytest.mark.parametrize("flag,text", [
-    ("--json-schema", '{"type": "array", "items": ' * 100000 + "true" + "}" * 100000),
-    ("--grammar", "root ::= " + "(" * 100000 + '"a"' + ")" * 100000 + "\n"),
+    ("--json-schema-file", '{"type": "array", "items": ' * 100000 + "true" + "}" * 100000),
+    ("--grammar-file", "root ::= " + "(" * 100000 + '"a"' + ")" * 100000 + "\n"),
 ], ids=["json-schema", "grammar"])
 def test_deeply_nested_constraint_files_are_refused_naming_the_limit(stories_program, tmp_path, flag, text):
     f = tmp_path / "c.txt"

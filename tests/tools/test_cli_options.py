@@ -30,6 +30,8 @@ FLOATS = {  # sampling options of run and chat: out-of-range values beyond NON_N
     "--top-p": ["0", "-0.5", "2", "1.001", "1e39"],
     "--min-p": ["-0.01", "1.5", "2"],
     "--repeat-penalty": ["0", "-1", "-0", "1e39"],
+    "--presence-penalty": ["-2.01", "2.5", "1e39"],
+    "--frequency-penalty": ["-3", "2.001"],
 }
 INTS = {  # (command, option): out-of-range values beyond NON_NUMBERS and INT_ONLY
     ("run", "--n-predict"): ["-1", "2147483648"],
@@ -50,6 +52,8 @@ INTS = {  # (command, option): out-of-range values beyond NON_NUMBERS and INT_ON
     ("export", "--context"): ["0", "-1", "9223372036854775808"],
     ("export", "--sequences"): ["0", "-1", "4097"],
     ("run", "--draft-max"): ["0", "-1", "1025"],
+    ("run", "--threads"): ["-1", "1025"],
+    ("chat", "--threads"): ["-1", "1025"],
     ("chat", "--draft-max"): ["0", "1025"],
     ("export", "--pool-slots"): ["0", "-1", "9223372036854775808"],
 }
@@ -134,6 +138,7 @@ GOOD_RUN = [
     ["--min-p", "0"], ["--min-p", "1"], ["--repeat-penalty", "1e-30"], ["--repeat-penalty", "1e30"],
     ["--top-k", "0"], ["--top-k", "2147483647"], ["--seed", "0"], ["--seed", "18446744073709551615"],
     ["-n", "0"], ["--seed", "007"], ["--temp", "-0"], ["--tail", "decode"], ["--backend", "cpu_ref"],
+    ["--presence-penalty", "-2"], ["--frequency-penalty", "2"], ["-t", "1"], ["--threads", "0"], ["-s", "5"],
 ]
 
 

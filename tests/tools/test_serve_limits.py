@@ -353,9 +353,7 @@ def test_connection_cap_answers_503(srv):
 
 
 FOREIGN = [
-    ("grammar", 'root ::= "a"'), ("json_schema", {"type": "object"}), ("guided_json", {"type": "object"}),
-    ("guided_regex", "a+"), ("guided_choice", ["a", "b"]), ("guided_grammar", 'root ::= "a"'),
-    ("guided_decoding_backend", "xgrammar"), ("n_predict", 5), ("ignore_eos", True), ("min_tokens", 3),
+    ("guided_whitespace_pattern", " "), ("regex", "a+"), ("n_predict", 5), ("ignore_eos", True), ("min_tokens", 3),
     ("stop_token_ids", [2]), ("repeat_penalty", 1.3), ("typical_p", 0.5),
 ]
 

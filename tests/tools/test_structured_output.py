@@ -59,7 +59,7 @@ def test_bounded_json_grammar_always_parses(random_program, tmp_path):
     g = tmp_path / "person.gbnf"
     g.write_text(BOUNDED_JSON, encoding="utf-8")
     for seed in range(40):
-        j = run_json(random_program, "--grammar", g, "-n", "400", "--seed", seed, "--temp", "1.5")
+        j = run_json(random_program, "--grammar-file", g, "-n", "400", "--seed", seed, "--temp", "1.5")
         assert j["stop"] == "stop_token", j
         obj = json.loads(j["text"])
         assert set(obj) == {"name", "age", "tags"}
@@ -97,7 +97,7 @@ def test_grammar_that_ends_only_past_max_tokens_stops_on_length_with_a_valid_pre
     g = tmp_path / "long.gbnf"
     g.write_text('root ::= [a-z]{40} "!"\n')
     for seed in range(4):
-        j = run_json(random_program, "--grammar", g, "-n", "6", "--seed", seed)
+        j = run_json(random_program, "--grammar-file", g, "-n", "6", "--seed", seed)
         assert j["stop"] == "max_tokens"
         assert len(j["tokens"]) == 6
         assert re.fullmatch(r"[a-z]{1,40}", j["text"]), j["text"]
@@ -106,7 +106,7 @@ def test_grammar_that_ends_only_past_max_tokens_stops_on_length_with_a_valid_pre
 def test_bad_grammar_and_regex_are_clear_errors(random_program, tmp_path):
     g = tmp_path / "bad.gbnf"
     g.write_text('root ::= "a" value\n\nvalue "x"\n')
-    r = cli("run", "-m", random_program, "-p", "x", "--grammar", g, check=False)
+    r = cli("run", "-m", random_program, "-p", "x", "--grammar-file", g, check=False)
     assert "grammar line 3, column 7: expected '::=' after rule name \"value\"" in r.stderr
     r = cli("run", "-m", random_program, "-p", "x", "--regex", "a(?=b)", check=False)
     assert "--regex: regex: offset 2: group kind '(?=' is not supported" in r.stderr

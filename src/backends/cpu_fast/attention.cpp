@@ -16,14 +16,19 @@ namespace {
 // (row, head) lanes per prefill block: two vectors' worth (attn_block_avx512 takes up to 32).
 constexpr int kBlockLanes = 32;
 
-// Decode splits a row's units into ranges of at least kMinSplitSlots slots (each range costs a partial
-// write and a merge), and into at most this many tasks per thread (what AttentionScratch holds).
-constexpr int64_t kMinSplitSlots = 64;
+// Split decode tasks AttentionScratch holds partials for, per thread (at least: it holds a whole row's
+// segments too).
 // Per-thread floats for a multi-row step's rows together (rows_together): 512 KiB, which holds 16 rows of
 // Qwen2.5's 7 query heads over about 1000 slots; steps over more take the per-row units.
 constexpr int64_t kRowsTogetherFloats = int64_t{128} << 10;
 constexpr int64_t kMaxSplitTasksPerThread = 6;
 int64_t max_split_tasks(int threads) { return kMaxSplitTasksPerThread * threads; }
+// Split partials are held for rows of up to this many kv heads over all their segments (more take whole
+// units: the same bits, on fewer threads).
+constexpr int64_t kSplitKvHeads = 8;
+// Per thread and query head: a segment's scores need S floats (S ≤ kSegmentSlots) or kSegmentSlots, and
+// a row of several segments its later segments' sums (d floats; 512 where the head dims differ, d = 0).
+int64_t scores_slots(int64_t s, int64_t d) { return s <= kSegmentSlots ? s : std::max(s, kSegmentSlots + (d > 0 ? d : 512)); }
 
 struct Kernels {
   detail::ScoresFn scores;
@@ -294,21 +299,17 @@ UnionKernel union_kernel(const AttentionArgs& a, const AttentionScratch& scratch
   return {UnionKernel::kRows, 1};
 }
 
-// How many slot ranges a (row, kv head) unit of a row that sees n slots is split into on `threads`
-// threads, from the row alone: decode has only Hkv units (often fewer than twice the threads), so each is
-// split into ranges merged exactly afterwards (flash-decoding). Just enough ranges that Hkv × ranges is a
-// multiple of the threads, so each thread takes the same number of equal tasks: long ranges keep each
-// core's K/V stream long enough for the prefetchers, which several short ranges per thread starve
-// (docs/cpu-fast-backend.md, Attention). Up to kRowInvariantRows rows a step splits every row as decode
-// would (the split changes the rounding, and a verified draft row must compute what decode computes);
-// above, the rows of a prefill chunk are units enough and stay whole.
-int64_t split_parts(const AttentionArgs& a, const AttentionScratch& scratch, int threads, int64_t n) {
+// Whether a step's (row, kv head) units are split over the threads: decode has only Hkv units (often
+// fewer than twice the threads), so each unit's segments become separate tasks (flash-decoding) whose
+// partials are merged afterwards in the same order a whole unit merges them — splitting changes which
+// thread computes a segment, never a bit. Steps of more than kRowInvariantRows rows have units enough.
+bool splits(const AttentionArgs& a, const AttentionScratch& scratch, int threads) {
   const int g = static_cast<int>(a.hq / a.hkv);
-  if (threads <= 1 || a.hkv >= 2 * threads || scratch.group != g || scratch.d != a.d) return 1;
-  if (a.t > kRowInvariantRows) return 1;
-  const int64_t parts = std::min<int64_t>(threads / std::gcd<int64_t>(a.hkv, threads), n / kMinSplitSlots);
-  return std::clamp<int64_t>(parts, 1, max_split_tasks(threads) / a.hkv);
+  return threads > 1 && a.hkv * a.t < 2 * threads && a.t <= kRowInvariantRows && scratch.group == g &&
+         scratch.d == a.d;
 }
+
+int64_t segments_of(int64_t n) { return (n + kSegmentSlots - 1) / kSegmentSlots; }
 
 // Whether a step's rows go through the kernels together, one unit per kv head: the rows' query heads as
 // the heads of one unit (scores, and P·V, of t·g heads) over the longest row's list, each row's softmax
@@ -317,9 +318,9 @@ int64_t split_parts(const AttentionArgs& a, const AttentionScratch& scratch, int
 // each row's list is a prefix of the last one's (checked: a paged pool may order the slots otherwise);
 // together they read each K and V row once instead of once per row. On AVX-512 a head's scores and sums
 // do not depend on the heads beside it (each score is the plain chain over D, each output element the
-// slots' FMAs in order), so every row keeps decode's bits; the other ISAs' kernels are not shown to.
-// Only unsplit rows (a split row's ranges come from its own slot count), a group of at most 64 heads, and
-// what the scratch holds.
+// slots' FMAs in order), so every row keeps its own bits; the other ISAs' kernels are not shown to.
+// Only rows of one segment (a longer row merges segments), a group of at most 64 heads, and what the
+// scratch holds.
 // Returns the row whose list every other row's is a prefix of (-1: not so, or not together).
 int64_t rows_together(const AttentionArgs& a, const Kernels& kn, const RowLists& rl, const AttentionScratch& scratch) {
   const int64_t g = a.hq / a.hkv;
@@ -330,7 +331,7 @@ int64_t rows_together(const AttentionArgs& a, const Kernels& kn, const RowLists&
   for (int64_t r = 1; r < a.t; ++r)
     if (rl.count(r) > rl.count(longest)) longest = r;
   const int64_t n = rl.count(longest);
-  if (a.t * g * (n + 2 * a.d) > scratch.rows_per_thread) return -1;
+  if (n > kSegmentSlots || a.t * g * (n + 2 * a.d) > scratch.rows_per_thread) return -1;
   for (int64_t r = 0; r < a.t; ++r)
     if (rl.of(r) != rl.of(longest) &&
         std::memcmp(rl.of(r), rl.of(longest), static_cast<size_t>(rl.count(r)) * sizeof(int32_t)) != 0)
@@ -338,9 +339,81 @@ int64_t rows_together(const AttentionArgs& a, const Kernels& kn, const RowLists&
   return longest;
 }
 
-// Units of (row, kv head), each over its row's list: decode (one row) and the per-row path. A unit's slots
-// may be split into ranges (split_parts), each an unnormalized partial merged exactly afterwards; a
-// row's result depends only on its own slots and the thread count, never on the rows beside it.
+// Folds one segment's unnormalized partial (acc [g][d], max mx[g], Σ p sum[g]) into the running one
+// (out [g][d], m[g], l[g]; l = 0: nothing yet). The one merge every path uses, segment after segment in
+// list order, so a row's bits depend only on its own list.
+void merge_segment(int g, int64_t d, const float* acc, const float* mx, const float* sum, float* out, float* m, float* l) {
+  for (int j = 0; j < g; ++j) {
+    if (sum[j] == 0) continue;  // the row sees nothing in this segment
+    float* o = out + j * d;
+    const float* x = acc + j * d;
+    if (l[j] == 0) {
+      if (o != x) std::memcpy(o, x, static_cast<size_t>(d) * sizeof(float));
+      m[j] = mx[j];
+      l[j] = sum[j];
+      continue;
+    }
+    const float m2 = std::max(m[j], mx[j]);
+    const float wo = std::exp(m[j] - m2), wx = std::exp(mx[j] - m2);
+    for (int64_t e = 0; e < d; ++e) o[e] = o[e] * wo + x[e] * wx;
+    l[j] = l[j] * wo + sum[j] * wx;
+    m[j] = m2;
+  }
+}
+
+void normalize(int g, int64_t d, const float* l, float* out) {
+  for (int j = 0; j < g; ++j) {
+    const float inv = 1.0f / l[j];
+    for (int64_t e = 0; e < d; ++e) out[j * d + e] *= inv;
+  }
+}
+
+// Kv head h of rows [r0, r0 + rows) of one sequence together, in segments: each row's list is a prefix of
+// `list` (the longest's, n slots), so segment k of every row is segment k of `list` cut at the row's own
+// count. Per segment, the rows' query heads go through the kernels as the heads of one unit (each K/V row
+// read once for all of them), each row's softmax over its part with its own mask row and its
+// probabilities past it 0 (adding exactly nothing), and each row's partial merged as whole_unit merges
+// it — on AVX-512 the same bits as the row alone (rows_together). buf: [rows·g][d] query heads,
+// [rows·g][d] sums, [rows·g][kSegmentSlots] scores. Every row sees a slot (own lists, count ≥ 1).
+void rows_in_segments(const AttentionArgs& a, const Kernels& kn, int64_t h, int64_t r0, int rows, const int32_t* list,
+                      int64_t n, const RowLists& rl, float* buf) {
+  const int g = static_cast<int>(a.hq / a.hkv);
+  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s, nv = rows * g;
+  const bool f16 = a.kv_dtype == DType::kF16;
+  const void* kb = static_cast<const char*>(a.k) + h * S * d * es;
+  const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
+  float* qb = buf;           // [nv][d]
+  float* acc = qb + nv * d;  // [nv][d]
+  float* sc = acc + nv * d;  // [nv][len]
+  for (int r = 0; r < rows; ++r)
+    std::memcpy(qb + r * g * d, a.q + ((r0 + r) * a.hq + h * g) * d, static_cast<size_t>(g * d) * sizeof(float));
+  constexpr int kMaxHeads = 64;
+  float m[kMaxHeads], l[kMaxHeads], mx[kMaxHeads], sum[kMaxHeads];
+  std::fill(l, l + nv, 0.0f);
+  for (int64_t i0 = 0; i0 < n; i0 += kSegmentSlots) {
+    const int64_t len = std::min(kSegmentSlots, n - i0);
+    kn.scores(qb, static_cast<int>(nv), kb, vb, f16, d, list + i0, len, sc);
+    for (int r = 0; r < rows; ++r) {
+      const int64_t nr = std::clamp<int64_t>(rl.count(r0 + r) - i0, 0, len);
+      for (int j = 0; j < g; ++j) {
+        float* sj = sc + (r * g + j) * len;
+        sum[r * g + j] = nr > 0 ? softmax_row(a, kn, sj, nr, a.mask + (r0 + r) * S, list + i0, &mx[r * g + j]) : 0.0f;
+        std::memset(sj + nr, 0, static_cast<size_t>(len - nr) * sizeof(float));  // p = 0: adds exactly nothing
+      }
+    }
+    std::memset(acc, 0, static_cast<size_t>(nv * d) * sizeof(float));
+    kn.accum(sc, static_cast<int>(nv), vb, f16, d, list + i0, len, acc);
+    for (int r = 0; r < rows; ++r)
+      merge_segment(g, d, acc + r * g * d, mx + r * g, sum + r * g, a.out + ((r0 + r) * a.hq + h * g) * d, m + r * g, l + r * g);
+  }
+  for (int r = 0; r < rows; ++r) normalize(g, d, l + r * g, a.out + ((r0 + r) * a.hq + h * g) * d);
+}
+
+// Units of (row, kv head), each over its row's own list (or the union, which a row's mask then trims) in
+// segments of kSegmentSlots: each segment an unnormalized partial, merged in list order (merge_segment).
+// Every step's rows — decode, verification, packed sequences, prefill chunks — take this one order, so a
+// row's result depends only on its query, its list and the cache, never on the rows beside it, the
+// thread count or the step's size (docs/determinism.md).
 void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl, AttentionScratch& scratch,
                    ThreadPool* pool) {
   const int g = static_cast<int>(a.hq / a.hkv);
@@ -355,38 +428,33 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
     vb = static_cast<const char*>(a.v) + h * S * d * es;
     mrow = a.mask + r * S;
   };
-  // A whole unit: its sums straight into out, then normalized.
+  // A whole unit: the first segment's sums straight into out, later ones through the thread's scratch
+  // (past the scores of a segment: a row with more than one segment has S > kSegmentSlots + d + 2).
   auto whole_unit = [&](int64_t unit, int thread) {
     const float *q, *mrow;
     float* out;
     const void *kb, *vb;
     unit_ptrs(unit, q, out, kb, vb, mrow);
-    const int64_t r = unit / a.hkv;
+    const int64_t r = unit / a.hkv, n = rl.count(r);
     if (!rl.sees_a_slot(r, mrow)) return uniform_average(a, vb, g, out);
-    float mx[64], sum[64];
+    float m[64], l[64], mx[64], sum[64];
     float* sc = scratch.scores.data() + thread * scratch.per_thread;
-    for (int j0 = 0; j0 < g; j0 += 64) {  // g ≤ 64 per pass keeps mx/sum on the stack
+    for (int j0 = 0; j0 < g; j0 += 64) {  // g ≤ 64 per pass keeps the sums on the stack
       const int gg = std::min(64, g - j0);
-      partial_attention(a, kn, q + j0 * d, kb, vb, mrow, rl.of(r), rl.count(r), gg, sc, out + j0 * d, mx, sum);
-      for (int j = 0; j < gg; ++j) {
-        const float inv = 1.0f / sum[j];
-        for (int64_t e = 0; e < d; ++e) out[(j0 + j) * d + e] *= inv;
+      float* o = out + j0 * d;
+      float* acc = sc + gg * kSegmentSlots;
+      std::fill(l, l + gg, 0.0f);
+      for (int64_t i0 = 0; i0 < n; i0 += kSegmentSlots) {
+        float* dst = i0 == 0 ? o : acc;
+        partial_attention(a, kn, q + j0 * d, kb, vb, mrow, rl.of(r) + i0, std::min(kSegmentSlots, n - i0), gg, sc, dst, mx,
+                          sum);
+        merge_segment(gg, d, dst, mx, sum, o, m, l);
       }
+      normalize(gg, d, l, o);
     }
   };
 
-  // Rows split into parts: task = (unit, part) from first[r] on; part p of a unit whose row sees n slots
-  // covers [n·p/parts, n·(p+1)/parts).
-  int64_t first[kRowInvariantRows + 1] = {}, row_parts[kRowInvariantRows] = {};
-  bool split = false;
-  if (a.t <= kRowInvariantRows) {
-    for (int64_t r = 0; r < a.t; ++r) {
-      row_parts[r] = split_parts(a, scratch, threads, rl.count(r));
-      split = split || row_parts[r] > 1;
-      first[r + 1] = first[r] + a.hkv * row_parts[r];
-    }
-  }
-  if (const int64_t longest = split ? -1 : rows_together(a, kn, rl, scratch); longest >= 0) {
+  if (const int64_t longest = rows_together(a, kn, rl, scratch); longest >= 0) {
     run_units(pool, a.hkv, 1, [&](int64_t h, int thread) {
       heads_together(
           a, kn, h, 0, static_cast<int>(a.t), rl.of(longest), rl.count(longest), [&](int64_t r) { return rl.count(r); },
@@ -395,31 +463,62 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
     });
     return;
   }
-  // A scratch sized for fewer rows (AttentionScratch's max_rows) than the step has cannot hold the partials.
-  if (!split || static_cast<size_t>(first[a.t] * g * (d + 2)) > scratch.partial.size()) {
+  // Prefill chunks on AVX-512: blocks of rows whose lists nest (a causal chunk of one sequence) take
+  // rows_in_segments, each K/V row read once per block instead of once per row; other blocks row by row.
+  if (const int rows = std::max(1, kBlockLanes / g);
+      a.t > kRowInvariantRows && rl.row_slots != nullptr && rows > 1 && kn.scores == detail::attn_scores_avx512 &&
+      scratch.group == g && scratch.d == d && a.d <= scratch.block_d &&
+      rows * g * (2 * d + kSegmentSlots) <= scratch.block_per_thread) {
+    const int64_t blocks = (a.t + rows - 1) / rows;
+    run_units(pool, blocks * a.hkv, blocks * a.hkv, [&](int64_t unit, int thread) {
+      const int64_t h = unit % a.hkv, r0 = unit / a.hkv * rows;
+      const int nr = static_cast<int>(std::min<int64_t>(rows, a.t - r0));
+      int64_t longest = r0;
+      bool nested = true;
+      for (int64_t r = r0; r < r0 + nr; ++r) {
+        nested = nested && rl.count(r) > 0;
+        if (rl.count(r) > rl.count(longest)) longest = r;
+      }
+      for (int64_t r = r0; nested && r < r0 + nr; ++r)
+        nested = std::memcmp(rl.of(r), rl.of(longest), static_cast<size_t>(rl.count(r)) * sizeof(int32_t)) == 0;
+      if (!nested) {
+        for (int64_t r = r0; r < r0 + nr; ++r) whole_unit(r * a.hkv + h, thread);
+        return;
+      }
+      rows_in_segments(a, kn, h, r0, nr, rl.of(longest), rl.count(longest), rl,
+                       scratch.block.data() + thread * scratch.block_per_thread);
+    });
+    return;
+  }
+  // Split: one task per (unit, segment) from first[r] on, each partial to its own place in scratch.partial.
+  int64_t first[kRowInvariantRows + 1] = {};
+  const int64_t stride = g * (d + 2);
+  bool split = splits(a, scratch, threads);
+  if (split) {
+    for (int64_t r = 0; r < a.t; ++r) first[r + 1] = first[r] + a.hkv * std::max<int64_t>(1, segments_of(rl.count(r)));
+    split = first[a.t] > units && static_cast<size_t>(first[a.t] * stride) <= scratch.partial.size() && g <= 64;
+  }
+  if (!split) {
     run_units(pool, units, 8, whole_unit);
     return;
   }
-  const int64_t stride = g * (d + 2);
   float* partial = scratch.partial.data();
   pool->run(first[a.t], [&](int64_t task, int thread) {
     int64_t r = 0;
     while (task >= first[r + 1]) ++r;
-    const int64_t parts = row_parts[r], unit = r * a.hkv + (task - first[r]) / parts, p = (task - first[r]) % parts;
-    if (parts == 1) return whole_unit(unit, thread);
+    const int64_t n = rl.count(r), parts = std::max<int64_t>(1, segments_of(n));
+    const int64_t unit = r * a.hkv + (task - first[r]) / parts, p = (task - first[r]) % parts;
     const float *q, *mrow;
     float* out;
     const void *kb, *vb;
     unit_ptrs(unit, q, out, kb, vb, mrow);
-    const int64_t n = rl.count(r);
-    const int64_t i0 = n * p / parts, i1 = n * (p + 1) / parts;
+    const int64_t i0 = std::min(n, p * kSegmentSlots), i1 = std::min(n, i0 + kSegmentSlots);
     float* acc = partial + task * stride;
     partial_attention(a, kn, q, kb, vb, mrow, rl.of(r) + i0, i1 - i0, g,
                       scratch.scores.data() + thread * scratch.per_thread, acc, acc + g * d, acc + g * d + g);
   });
   for (int64_t unit = 0; unit < units; ++unit) {
-    const int64_t r = unit / a.hkv, parts = row_parts[r];
-    if (parts == 1) continue;
+    const int64_t r = unit / a.hkv, parts = std::max<int64_t>(1, segments_of(rl.count(r)));
     const float *q, *mrow;
     float* out;
     const void *kb, *vb;
@@ -428,23 +527,14 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
       uniform_average(a, vb, g, out);
       continue;
     }
+    float m[64], l[64];
+    std::fill(l, l + g, 0.0f);
     const float* unit_partial = partial + (first[r] + (unit % a.hkv) * parts) * stride;
-    for (int j = 0; j < g; ++j) {
-      float m = -INFINITY;
-      for (int64_t p = 0; p < parts; ++p) m = std::max(m, unit_partial[p * stride + g * d + j]);
-      float* o = out + j * d;
-      std::memset(o, 0, static_cast<size_t>(d) * sizeof(float));
-      float total = 0;
-      for (int64_t p = 0; p < parts; ++p) {
-        const float* part = unit_partial + p * stride;
-        if (part[g * d + g + j] == 0) continue;  // range with nothing visible
-        const float w = std::exp(part[g * d + j] - m);
-        total += w * part[g * d + g + j];
-        for (int64_t e = 0; e < d; ++e) o[e] += w * part[j * d + e];
-      }
-      const float inv = 1.0f / total;
-      for (int64_t e = 0; e < d; ++e) o[e] *= inv;
+    for (int64_t p = 0; p < parts; ++p) {
+      const float* part = unit_partial + p * stride;
+      merge_segment(g, d, part, part + g * d, part + g * d + g, out, m, l);
     }
+    normalize(g, d, l, out);
   }
 }
 
@@ -452,10 +542,11 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
 
 AttentionScratch::AttentionScratch(int threads_, int64_t group_, int64_t s, int64_t d_, int64_t block_d_,
                                    int64_t max_rows)
-    : scores(static_cast<size_t>(threads_ * group_ * s)),
-      partial(static_cast<size_t>(std::clamp<int64_t>(max_rows, 1, kRowInvariantRows) * max_split_tasks(threads_) *
+    : scores(static_cast<size_t>(threads_ * group_ * scores_slots(s, d_))),
+      partial(static_cast<size_t>(std::clamp<int64_t>(max_rows, 1, kRowInvariantRows) *
+                                  std::max(max_split_tasks(threads_), kSplitKvHeads * ((s + kSegmentSlots - 1) / kSegmentSlots)) *
                                   group_ * (d_ + 2))),
-      per_thread(group_ * s),
+      per_thread(group_ * scores_slots(s, d_)),
       group(group_),
       d(d_),
       threads(threads_) {

@@ -4,15 +4,15 @@
 // softmax over S in f32, then ·v; grouped-query (Hq % Hkv == 0). The mask [T, S] is additive with
 // hidden = -1e30. A slot hidden from a row contributes exp(-1e30 - max) = 0 to it, so it is skipped:
 // `scan_live_slots` reads the mask once per step (shared by all layers using it) and lists the slots each
-// row sees and their union; the kernel only touches those. Rows of one sequence (a prefill chunk) see
-// nested prefixes and walk the union with the blocked kernels; rows of different sequences packed into one
-// step (each sees only its own part of a shared pool) walk their own lists, so a row costs what it sees,
-// not what the step sees. A row that sees no slot at all degenerates, as in the reference, to the uniform
+// row sees and their union; the kernel only touches those. Every row walks its own list in slot order, in
+// the same segments and merge order whatever the step (so a row costs what it sees, not what the step
+// sees, and its bits are its own: the host keeps a sequence's slots ascending in its positions,
+// llm/sequence_pool.h). A row that sees no slot at all degenerates, as in the reference, to the uniform
 // average of v over all S slots.
 //
 //   LiveSlots live(T, S);                                      // at compile time
 //   hfs::cpu_fast::scan_live_slots(mask, live);                // once per step per mask
-//   hfs::cpu_fast::attention(args, live, scratch, &pool);      // picks the union or the rows' own lists
+//   hfs::cpu_fast::attention(args, live, scratch, &pool);      // each row over its own list
 #pragma once
 
 #include <cstdint>
@@ -81,27 +81,32 @@ struct AttentionScratch {
   int threads = 0;
 };
 
-// Steps of up to this many rows (decode, and the multi-row steps that verify draft tokens or pack several
-// sequences' decode rows) walk each row's own list through the decode kernels, split as decode splits it,
-// so a row's output is bit for bit what decode gives it whatever rows share the step. Longer steps (prefill
-// chunks) take the blocked kernels, which round differently.
+// Every row of every step walks its own list (the union for one row) in segments of kSegmentSlots
+// slots, each an unnormalized partial, merged in list order: a row's output is bit for bit the same
+// whatever rows share its step, however many rows the step has (decode, draft verification, packed
+// sequences, prefill chunks) and on any thread count (docs/determinism.md). Steps of up to
+// kRowInvariantRows rows may split a row's segments over the threads (the merge is the same) or take a
+// sequence's rows together (rows_together); longer steps take blocks of a sequence's rows together,
+// segment by segment (rows_in_segments, AVX-512), with the same bits per row.
 inline constexpr int64_t kRowInvariantRows = 16;
+inline constexpr int64_t kSegmentSlots = 256;
 
 // Decode has only Hkv (row, kv-head) units of work, often fewer than twice the threads (SmolLM2: 3 on 2
-// threads), so a step with few units splits each unit's live slots into ranges (flash-decoding): every
-// range yields an unnormalized partial (Σ p·v, its max, Σ p) and the caller merges them exactly.
+// threads), so a step with few units computes each unit's segments as separate tasks (flash-decoding):
+// every segment yields an unnormalized partial (Σ p·v, its max, Σ p), merged afterwards in list order.
 // `scratch` must hold ≥ pool size threads (1 without a pool) and match the group size and D. Does not
 // allocate.
 // Every row walks the union `live` (skipping what its mask row hides).
 void attention(const AttentionArgs& a, const int32_t* live, int64_t n_live, AttentionScratch& scratch, ThreadPool* pool);
 
-// Which slots the rows of a step walk: the union (every row skips what its mask hides), each row its own
-// list (units of (row, kv head) through the decode kernels, split over slot ranges as decode splits them
-// for steps of up to kRowInvariantRows rows), or kChoose: its own list up to kRowInvariantRows rows, above
-// whichever walks_own_slots() picks.
+// Which slots the rows of a step walk: each row its own list (kOwn, the default: units of (row, kv head)
+// through the decode kernels in segments, row-invariant as above), the union (every row skips what its
+// mask hides; prefill chunks take the blocked kernels, which read each K/V row once per block of rows but
+// round differently per row count), or kChoose: own lists up to kRowInvariantRows rows, above whichever
+// walks_own_slots() picks. Only kOwn is batch- and chunking-invariant.
 enum class RowPath { kChoose, kUnion, kOwn };
 void attention(const AttentionArgs& a, const LiveSlots& live, AttentionScratch& scratch, ThreadPool* pool,
-               RowPath path = RowPath::kChoose);
+               RowPath path = RowPath::kOwn);
 
 // The union path walks, per block of rows its kernel takes together, the union up to the last slot any of
 // them sees (every row the whole union on the decode kernels); what the rows do not see of that is waste.

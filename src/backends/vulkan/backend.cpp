@@ -27,8 +27,10 @@ void notice_unclaimed(const NodeDef& node, const std::string& why) {
 
 }  // namespace
 
-VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx, bool passes)
-    : ctx_(std::move(ctx)), allocator_(make_io_allocator(ctx_)), passes_(passes) {}
+VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx, bool passes, bool subgroups)
+    : ctx_(std::move(ctx)), allocator_(make_io_allocator(ctx_)), passes_(passes) {
+  lower_.subgroup_gemv = subgroups && ctx_->subgroups().arithmetic_in_compute();
+}
 
 bool VulkanBackend::supports(const NodeDef& node, std::span<const TensorType* const> types) const {
   std::string why;
@@ -45,7 +47,9 @@ bool VulkanBackend::supports(const NodeDef& node, std::span<const TensorType* co
   return false;
 }
 
-Result<std::unique_ptr<Delegate>> VulkanBackend::compile(const Subgraph& sg) { return build_delegate(ctx_, sg); }
+Result<std::unique_ptr<Delegate>> VulkanBackend::compile(const Subgraph& sg) {
+  return build_delegate(ctx_, sg, lower_);
+}
 
 std::vector<Pass> VulkanBackend::passes() const {
   if (!passes_) return {};
@@ -58,6 +62,9 @@ Result<std::unique_ptr<Backend>> make_vulkan_backend(const Value& settings) {
   // compare with the unfused graph; the "passes" setting wins over it.
   const char* env = std::getenv("HFS_VULKAN_PASSES");
   bool passes = !(env && std::strcmp(env, "0") == 0);
+  // HFS_VULKAN_SUBGROUPS=0 likewise forces the shared-memory GEMV on a device with subgroup arithmetic.
+  const char* sub_env = std::getenv("HFS_VULKAN_SUBGROUPS");
+  bool subgroups = !(sub_env && std::strcmp(sub_env, "0") == 0);
   if (settings.is_object()) {
     for (const auto& [key, v] : settings.as_object()) {
       // `threads`, the host threads a CPU backend may use, is accepted and has nothing to size here (the
@@ -75,9 +82,16 @@ Result<std::unique_ptr<Backend>> make_vulkan_backend(const Value& settings) {
         passes = v.as_bool();
         continue;
       }
+      if (key == "subgroups") {
+        if (!v.is_bool())
+          return make_error(ErrorCode::kInvalidArgument,
+                            "vulkan: setting 'subgroups' must be a bool, got " + v.to_json());
+        subgroups = v.as_bool();
+        continue;
+      }
       if (key != "device")
         return make_error(ErrorCode::kInvalidArgument,
-                          "vulkan: unknown setting '" + key + "' (known: device, passes, threads)");
+                          "vulkan: unknown setting '" + key + "' (known: device, passes, subgroups, threads)");
       if (!v.is_int() || v.as_int() < 0 || v.as_int() > 1024)
         return make_error(ErrorCode::kInvalidArgument,
                           "vulkan: setting 'device' must be a device index in [0, 1024], got " + v.to_json());
@@ -87,7 +101,7 @@ Result<std::unique_ptr<Backend>> make_vulkan_backend(const Value& settings) {
     return make_error(ErrorCode::kInvalidArgument, "vulkan: settings must be an object, got " + settings.to_json());
   }
   HFS_ASSIGN_OR_RETURN(std::shared_ptr<Context> ctx, Context::get(device));
-  return std::unique_ptr<Backend>(std::make_unique<VulkanBackend>(std::move(ctx), passes));
+  return std::unique_ptr<Backend>(std::make_unique<VulkanBackend>(std::move(ctx), passes, subgroups));
 }
 
 namespace {

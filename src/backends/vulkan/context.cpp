@@ -96,7 +96,26 @@ Result<std::vector<VkPhysicalDevice>> physical_devices(const VkApi& vk, VkInstan
   return devs;
 }
 
+// The device's subgroup properties, where device and loader are Vulkan 1.1 or later.
+SubgroupInfo query_subgroups(const VkApi& vk, VkPhysicalDevice dev, uint32_t api_version) {
+  SubgroupInfo info;
+  if (!vk.vkGetPhysicalDeviceProperties2 || api_version < VK_API_VERSION_1_1) return info;
+  auto sub = vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+  auto props = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  props.pNext = &sub;
+  vk.vkGetPhysicalDeviceProperties2(dev, &props);
+  info.size = sub.subgroupSize;
+  info.stages = sub.supportedStages;
+  info.operations = sub.supportedOperations;
+  return info;
+}
+
 }  // namespace
+
+bool SubgroupInfo::arithmetic_in_compute() const {
+  const VkSubgroupFeatureFlags needed = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+  return size >= 4 && (stages & VK_SHADER_STAGE_COMPUTE_BIT) && (operations & needed) == needed;
+}
 
 uint64_t validation_message_count() { return g_validation_messages.load(); }
 
@@ -140,6 +159,7 @@ Status Context::open(int device) {
   name_ = props[static_cast<size_t>(device)].deviceName;
   limits_ = props[static_cast<size_t>(device)].limits;
   vk_.vkGetPhysicalDeviceMemoryProperties(physical_, &mem_);
+  subgroups_ = query_subgroups(vk_, physical_, props[static_cast<size_t>(device)].apiVersion);
 
   uint32_t nq = 0;
   vk_.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nq, nullptr);

@@ -32,6 +32,17 @@ inline constexpr const char* kValidationEnv = "HFS_VULKAN_VALIDATION";
 // Validation messages (warnings and errors) reported since the process started, when kValidationEnv is set.
 uint64_t validation_message_count();
 
+// What the device reports of its subgroups (VkPhysicalDeviceSubgroupProperties; all zero on a Vulkan 1.0
+// device or loader, which cannot report them).
+struct SubgroupInfo {
+  uint32_t size = 0;
+  VkShaderStageFlags stages = 0;
+  VkSubgroupFeatureFlags operations = 0;
+  // Whether linear_gemv_subgroup.comp can run: basic and arithmetic subgroup operations in compute
+  // shaders, and subgroups of at least 4 invocations (smaller ones save nothing over the shared tree).
+  bool arithmetic_in_compute() const;
+};
+
 class Context : public std::enable_shared_from_this<Context> {
  public:
   // `device` < 0: the first discrete GPU, else device 0. Fails naming the backend and what to install
@@ -49,6 +60,7 @@ class Context : public std::enable_shared_from_this<Context> {
   const VkPhysicalDeviceLimits& limits() const { return limits_; }
   // Valid bits of the compute queue's timestamps (0: the queue cannot time its commands).
   uint32_t timestamp_bits() const { return timestamp_bits_; }
+  const SubgroupInfo& subgroups() const { return subgroups_; }
 
   // A memory type index among `bits` with `required` flags, preferring those that also have `preferred`.
   [[nodiscard]] Result<uint32_t> memory_type(uint32_t bits, VkMemoryPropertyFlags required,
@@ -85,6 +97,7 @@ class Context : public std::enable_shared_from_this<Context> {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   uint32_t timestamp_bits_ = 0;
+  SubgroupInfo subgroups_;
   VkPhysicalDeviceMemoryProperties mem_{};
   VkPhysicalDeviceLimits limits_{};
   std::string name_;

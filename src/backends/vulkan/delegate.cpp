@@ -255,7 +255,8 @@ Status create_objects(VulkanDelegate& d) {
 
 }  // namespace
 
-Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, const Subgraph& sg) {
+Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, const Subgraph& sg,
+                                                 const LowerOptions& options) {
   const std::string where = "vulkan: subgraph";
   if (!sg.constants) return make_error(ErrorCode::kInvalidArgument, where + ": no constant store");
   HFS_ASSIGN_OR_RETURN(detail::TypeMap types, detail::infer_value_types(sg.inputs, sg.nodes, *sg.constants, where));
@@ -314,7 +315,7 @@ Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, c
       out.push_back(operand(v));
       ot.push_back(&types.at(v));
     }
-    HFS_ASSIGN_OR_RETURN(Lowered l, lower_node(i, node, in, it, out, ot));
+    HFS_ASSIGN_OR_RETURN(Lowered l, lower_node(i, node, in, it, out, ot, options));
     if (l.dispatch) d->dispatches_.push_back(*l.dispatch);
     if (l.check) d->checks_.push_back(*l.check);
   }

@@ -22,6 +22,8 @@
 
 namespace hfs::vulkan {
 
-[[nodiscard]] Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, const Subgraph& sg);
+// `options`: the backend's kernel choices (lowering.h), the same for every partition it compiles.
+[[nodiscard]] Result<std::unique_ptr<Delegate>> build_delegate(std::shared_ptr<Context> ctx, const Subgraph& sg,
+                                                               const LowerOptions& options);
 
 }  // namespace hfs::vulkan

@@ -20,6 +20,8 @@ enum class Kernel : uint8_t {
   kEltwise,       // a, b -> y: add, mul, silu, scale, softcap, gelu_tanh, copy
   kRmsNorm,       // x, w -> y
   kLinearGemv,    // x, w, bias, scale -> y: a workgroup per output column, rows in registers (few rows)
+  // x, w, bias, scale -> y: kLinearGemv summed by subgroupAdd and one shared step (subgroup arithmetic)
+  kLinearGemvSubgroup,
   kLinearTiled,   // x, w, bias, scale -> y: 32 × 32 output tiles through shared memory (many rows)
   kEmbedding,     // table, ids, scale -> y
   kGather,        // x, index -> y

@@ -99,7 +99,7 @@ bool vulkan_supports(const NodeDef& node, std::span<const TensorType* const> t, 
 
 Result<Lowered> lower_node(size_t index, const NodeDef& node, std::span<const Operand> in,
                            std::span<const TensorType* const> it, std::span<const Operand> out,
-                           std::span<const TensorType* const> ot) {
+                           std::span<const TensorType* const> ot, const LowerOptions& options) {
   const std::string& op = node.op;
   const std::string label = "node " + std::to_string(index) + " (op '" + op + "')";
   Lowered l;
@@ -148,7 +148,8 @@ Result<Lowered> lower_node(size_t index, const NodeDef& node, std::span<const Op
     bind({in[0], in[1], bias ? in[2] : in[1], scale ? in[3] : in[1], out[0]});
     params(5, {u32(m), u32(n), u32(k), bias ? 1u : 0u, static_cast<uint32_t>(weight_code(it[1]))});
     if (m <= kGemvMaxRows) {
-      d.kernel = Kernel::kLinearGemv;  // a workgroup per output column, grid folded into 2-D past the cap
+      // A workgroup per output column, grid folded into 2-D past the cap.
+      d.kernel = options.subgroup_gemv ? Kernel::kLinearGemvSubgroup : Kernel::kLinearGemv;
       d.groups = {u32(std::min<int64_t>(n, kMaxGroups)), u32((n + kMaxGroups - 1) / kMaxGroups), 1};
     } else {
       d.kernel = Kernel::kLinearTiled;

@@ -46,6 +46,12 @@ struct IndexCheck {
 // Whether the backend has a kernel for this node with these operand types; `why` gets the reason when not.
 bool vulkan_supports(const NodeDef& node, std::span<const TensorType* const> types, std::string* why = nullptr);
 
+// Kernel choices made once per backend at load (never per step): the same node lowers to the same
+// kernel in every method a backend compiles.
+struct LowerOptions {
+  bool subgroup_gemv = false;  // few-row linears on linear_gemv_subgroup instead of linear_gemv
+};
+
 struct Lowered {
   std::optional<Dispatch> dispatch;  // none for a pure view (reshape)
   std::optional<IndexCheck> check;
@@ -54,6 +60,6 @@ struct Lowered {
 // `in`/`out`: the node's operands (absent optional operands have Kind::kNone) and their types.
 [[nodiscard]] Result<Lowered> lower_node(size_t index, const NodeDef& node, std::span<const Operand> in,
                                          std::span<const TensorType* const> in_types, std::span<const Operand> out,
-                                         std::span<const TensorType* const> out_types);
+                                         std::span<const TensorType* const> out_types, const LowerOptions& options);
 
 }  // namespace hfs::vulkan

@@ -64,6 +64,8 @@ Status load_instance_fns(VkApi& api, VkInstance instance) {
       api.vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
   api.vkDestroyDebugUtilsMessengerEXT = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
       api.vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
+  api.vkGetPhysicalDeviceProperties2 = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties2>(
+      api.vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceProperties2"));
   return Ok{};
 }
 

@@ -47,6 +47,7 @@ struct VkApi {
   HFS_VK_DEVICE_FNS(HFS_VK_MEMBER)
   PFN_vkCreateDebugUtilsMessengerEXT vkCreateDebugUtilsMessengerEXT = nullptr;    // only with validation
   PFN_vkDestroyDebugUtilsMessengerEXT vkDestroyDebugUtilsMessengerEXT = nullptr;
+  PFN_vkGetPhysicalDeviceProperties2 vkGetPhysicalDeviceProperties2 = nullptr;  // Vulkan 1.1 loaders
 #undef HFS_VK_MEMBER
 };
 

@@ -246,24 +246,26 @@ std::vector<float> attend(Data& x, const std::vector<RowView>& rows, int64_t q0,
   return out;
 }
 
-// A row of an R-row step computes, bit for bit, what decode (the row alone) computes: R = 2, 3, 4, 8, 16
-// causal rows of one sequence (draft tokens being verified) after 40 or 700 cached slots (700: decode
-// splits each row's slots into ranges on 2 threads), and decode rows of different sequences; Qwen2.5-0.5B's
-// heads (14/2, D = 64), SmolLM2's (9/3) and stories260K's (8/4, D = 8), f32 and f16 caches, 1 and 2
-// threads. On AVX-512 the causal rows of one sequence go through the kernels together (rows_together,
-// their lists prefixes of the last row's), the other cases row by row. Greedy speculative decoding is
-// token-identical to plain decoding only if this holds.
+// A row of an R-row step computes, bit for bit, what decode (the row alone, on one thread) computes:
+// R = 2, 3, 4, 8, 16 causal rows of one sequence (draft tokens being verified) and R = 24 (a prefill chunk,
+// a sample of its rows) after 40 or 700 cached slots (700: three segments, split over the threads on 2),
+// and decode rows of different sequences; Qwen2.5-0.5B's heads (14/2, D = 64), SmolLM2's (9/3),
+// stories260K's (8/4, D = 8) and one query head per kv head at D = 128, f32 and f16 caches, 1 and 2
+// threads. On AVX-512 the causal rows of one sequence go through the kernels together (rows_together up to
+// 16 rows, rows_in_segments above), the other cases row by row. Greedy speculative decoding is
+// token-identical to plain decoding, and a prompt's rows the same in any chunks, only if this holds
+// (docs/determinism.md).
 TEST_P(CpuFastRowAttention, EveryRowIsWhatDecodeGivesIt) {
   const int64_t S = 1024;
-  for (const Case& c : {Case{14, 2, 64, false}, Case{9, 3, 64, true}, Case{14, 2, 64, true}, Case{8, 4, 8, false},
+  for (const Case& c : {Case{14, 2, 64, false}, Case{9, 3, 64, true}, Case{14, 2, 64, true}, Case{4, 4, 128, true}, Case{8, 4, 8, false},
                         Case{8, 4, 8, true}})
     for (int threads : {1, 2})
       for (int64_t prefix : {40, 700})
-        for (int64_t R : {2, 3, 4, 8, 16}) {
-          ThreadPool pool(threads);
+        for (int64_t R : {2, 3, 4, 8, 16, 24}) {
+          ThreadPool pool(threads), one(1);
           std::vector<RowView> rows;
           for (int64_t r = 0; r < R; ++r) rows.push_back({0, prefix + r + 1, 1});
-          if (prefix == 40 && R >= 4) rows = decode_rows(std::vector<int64_t>(static_cast<size_t>(R), 50), S / R);
+          if (prefix == 40 && R >= 4 && R <= 16) rows = decode_rows(std::vector<int64_t>(static_cast<size_t>(R), 50), S / R);
           SCOPED_TRACE("R=" + std::to_string(R) + " prefix=" + std::to_string(prefix) + " hq=" + std::to_string(c.hq) +
                        (c.f16 ? " f16" : " f32") + " threads=" + std::to_string(threads) +
                        " isa=" + std::string(isa_name(active_isa())));
@@ -271,7 +273,8 @@ TEST_P(CpuFastRowAttention, EveryRowIsWhatDecodeGivesIt) {
           const std::vector<float> step = attend(x, rows, 0, S, c, pool);
           const int64_t per_row = c.hq * c.D;
           for (int64_t r = 0; r < R; ++r) {
-            const std::vector<float> alone = attend(x, {rows[static_cast<size_t>(r)]}, r, S, c, pool);
+            if (R > kRowInvariantRows && r % 7 != 0 && r != R - 1) continue;  // a sample of a chunk's rows
+            const std::vector<float> alone = attend(x, {rows[static_cast<size_t>(r)]}, r, S, c, one);
             ASSERT_EQ(0, std::memcmp(alone.data(), step.data() + r * per_row, static_cast<size_t>(per_row) * sizeof(float)))
                 << "row " << r;
           }

@@ -36,6 +36,9 @@ class Store : public ConstantStore {
 OpOperand f32_operand(const std::string& name, Shape shape, std::vector<float> values, bool constant = false);
 OpOperand i32_operand(const std::string& name, Shape shape, std::vector<int32_t> values);
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+// A constant "w" [n, k] of random values stored as `dtype` by the exporter's encoders (core/quant.h), plus
+// its per-row scale "w.scale" for i8 (q4_0 needs k % 32 == 0).
+std::vector<OpOperand> stored_weight(DType dtype, int64_t n, int64_t k, uint32_t seed);
 
 struct OpRun {
   std::vector<std::vector<float>> outputs;  // as floats (i32 outputs converted)

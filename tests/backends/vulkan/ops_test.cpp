@@ -77,38 +77,6 @@ TEST_F(VulkanOps, LinearGemvAndTiledShapes) {
   }
 }
 
-// w [n, k] stored as `dtype` (the exporter's encoders, core/quant.h), plus its per-row scale for i8.
-std::vector<OpOperand> stored_weight(DType dtype, int64_t n, int64_t k, uint32_t seed) {
-  const std::vector<float> w = random_floats(static_cast<size_t>(n * k), seed);
-  OpOperand op{"w", {dtype, {n, k}}, {}, true};
-  std::vector<OpOperand> out;
-  switch (dtype) {
-    case DType::kF16:
-    case DType::kBF16:
-      op.bytes.resize(w.size() * 2);
-      for (size_t i = 0; i < w.size(); ++i) {
-        const uint16_t h = dtype == DType::kF16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
-        std::memcpy(op.bytes.data() + 2 * i, &h, 2);
-      }
-      break;
-    case DType::kI8: {
-      op.bytes.resize(w.size());
-      std::vector<float> scale(static_cast<size_t>(n));
-      quant::quantize_i8_per_channel(w.data(), n, k, reinterpret_cast<int8_t*>(op.bytes.data()), scale.data());
-      out.push_back(op);
-      out.push_back(f32_operand("w.scale", {n}, scale, true));
-      return out;
-    }
-    case DType::kQ4_0:
-      op.bytes.resize(static_cast<size_t>(quant::q4_0_bytes(n, k)));
-      EXPECT_TRUE(quant::quantize_q4_0(w.data(), n, k, op.bytes.data()).ok());
-      break;
-    default: return {f32_operand("w", {n, k}, w, true)};
-  }
-  out.push_back(op);
-  return out;
-}
-
 TEST_F(VulkanOps, LinearWeightFormats) {
   // f16/bf16/i8 rows of odd length start mid-word; q4_0 needs K % 32 == 0. 3 rows (GEMV) and 37 (tiled).
   for (DType dt : {DType::kF16, DType::kBF16, DType::kI8, DType::kQ4_0}) {
