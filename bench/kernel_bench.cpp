@@ -386,21 +386,25 @@ void prefill_int_gemm() {
 
 void extra() {
   ThreadPool pool(2);
-  // Prefill: M rows through one f32 [4864, 896] weight, ours vs OpenBLAS sgemm (2 threads each).
+  // Prefill: M rows through one f32 [4864, 896] weight, ours (the row-invariant default and the panel GEMM,
+  // linear.h FloatRows) vs OpenBLAS sgemm (2 threads each).
   for (int64_t m : {16, 64, 128}) {
     const int64_t n = 4864, k = 896;
     std::vector<float> w(n * k, 0.01f), x(m * k, 0.5f), y(m * n);
     auto pw = pack_weight(DType::kF32, w.data(), n, k, nullptr).value();
     LinearScratch scratch;
     double ours = seconds_best(20, [&] { linear(pw, x.data(), m, nullptr, y.data(), scratch, &pool); });
+    double panel = seconds_best(20, [&] {
+      linear(pw, x.data(), m, nullptr, y.data(), scratch, &pool, FloatRows::kPanelGemm);
+    });
     openblas_set_num_threads(2);
     double blas = seconds_best(20, [&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data(), k, w.data(), k, 0.0f, y.data(), n);
     });
     const double fl = 2.0 * m * n * k;
-    std::printf("prefill f32 M=%-4lld N=%lld K=%lld  ours %6.1f GFLOP/s  openblas %6.1f GFLOP/s\n",
+    std::printf("prefill f32 M=%-4lld N=%lld K=%lld  ours %6.1f GFLOP/s (panel GEMM %6.1f)  openblas %6.1f GFLOP/s\n",
                 static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), fl / ours / 1e9,
-                fl / blas / 1e9);
+                fl / panel / 1e9, fl / blas / 1e9);
     for (DType f : {DType::kQ4_0, DType::kQ8_0}) {
       std::vector<float> wf(n * k);
       std::mt19937 rng(2);

@@ -38,7 +38,7 @@ set(HFS_HEADER_OWNERS
   "alloc:ext/allocator.h"
   "format:program.h,ext/program_writer.h,ext/metadata_keys.h"
   "ops:ext/ops.h"
-  "runtime:ext/backend.h,ext/method.h"
+  "runtime:ext/backend.h,ext/backend_kernels.h,ext/method.h"
   "tokenizer:tokenizer.h"
   "chat:chat_template.h"
   "constrain:constraint.h"

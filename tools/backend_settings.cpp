@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "hfstatic/ext/backend_kernels.h"
 #include "option_checks.h"
 
 namespace hfs::cli {
@@ -32,7 +33,8 @@ int capped_threads(const char* command, int threads) {
   return cpus;
 }
 
-Result<BackendOptions> backend_options(const std::vector<std::string>& backends, int threads, int device) {
+Result<BackendOptions> backend_options(const std::vector<std::string>& backends, int threads, int device,
+                                       bool deterministic) {
   BackendOptions o;
   o.backends = backends;
   const bool vulkan = std::find(backends.begin(), backends.end(), "vulkan") != backends.end();
@@ -44,8 +46,22 @@ Result<BackendOptions> backend_options(const std::vector<std::string>& backends,
     } else if (threads > 0) {
       o.settings[b].set("threads", Value(threads));
     }
+    if (b == "cpu_fast" && !deterministic) o.settings[b].set("deterministic", Value(false));
   }
   return o;
+}
+
+std::map<std::string, std::string> backend_kernels(const BackendOptions& options) {
+  std::map<std::string, std::string> out;
+  for (const std::string& b : options.backends)
+    if (std::string k = hfs::backend_kernels(b); !k.empty()) out[b] = k;
+  return out;
+}
+
+std::string describe_kernels(const std::map<std::string, std::string>& kernels) {
+  std::string s;
+  for (const auto& [name, k] : kernels) s += (s.empty() ? "" : ", ") + name + " " + k;
+  return s;
 }
 
 }  // namespace hfs::cli

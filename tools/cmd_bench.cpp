@@ -40,6 +40,7 @@ struct BenchArgs {
   std::vector<std::string> backends = {"cpu_fast"};
   int threads = 0;
   int device = -1;
+  bool nondeterministic = false;
   int reps = 1;
   int vs_threads = 0;
   int vs_pairs = 0;  // 0: --reps
@@ -52,7 +53,7 @@ struct BenchArgs {
 
 // --threads and --device as settings (bench() checked the combination first).
 BackendOptions bench_backends(const BenchArgs& a) {
-  auto o = cli::backend_options(a.backends, a.threads, a.device);
+  auto o = cli::backend_options(a.backends, a.threads, a.device, !a.nondeterministic);
   return o ? std::move(*o) : BackendOptions{};
 }
 
@@ -371,6 +372,8 @@ int bench(const BenchArgs& a) {
     j["runs"] = per;
   }
   j["backends"] = a.backends;
+  j["kernels"] = cli::backend_kernels(bench_backends(a));
+  j["deterministic"] = !a.nondeterministic;
   j["prompt_tokens"] = prompt_n;
   j["bandwidth_gbs"] = bw;
   j["decode_bytes_per_token"] = bytes;
@@ -389,6 +392,8 @@ int bench(const BenchArgs& a) {
   if (a.json) {
     outf("%s\n", j.dump().c_str());
   } else {
+    if (const std::string k = cli::describe_kernels(j["kernels"].get<std::map<std::string, std::string>>()); !k.empty())
+      outf("kernels: %s%s\n", k.c_str(), a.nondeterministic ? " (--nondeterministic)" : " (deterministic)");
     outf("prefill %d tok: %.1f tok/s | ttft %.1f ms | decode %d tok: %.1f tok/s | peak RSS %.1f MiB\n", prompt_n,
                 s.prefill_tok_s(), s.ttft_ms, gen_n, s.decode_tok_s(), static_cast<double>(s.peak_rss_bytes) / (1 << 20));
     outf("bandwidth %.1f GB/s (triad) | decode reads %.2f MB/token → roofline %.1f tok/s | share %.0f%%\n", bw,
@@ -427,6 +432,7 @@ RunFn setup(CLI::App& sub) {
                  "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")
       ->capture_default_str()
       ->check(backend_name());
+  sub.add_flag("--nondeterministic", a->nondeterministic, cli::kNondeterministicHelp);
   sub.add_option("--threads", a->threads,
                  "Threads for the selected backends, an integer in [0, 1024] (0 = their default)")
       ->transform(integer_in(0, 1024, "an integer in [0, 1024]"));
@@ -473,9 +479,11 @@ RunFn setup(CLI::App& sub) {
       ->needs(sub.get_option("--draft"));
   sub.footer(
       "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
-      "its threads were, and the f16/bf16 decode kernel variant timed and picked at load; "
-      "HFS_CPU_FAST_ISA=scalar|avx2|avx512|amx caps the kernels cpu_fast picks; HFS_CPU_FAST_HALF_GEMV=<variant> "
-      "forces that f16/bf16 decode kernel instead of timing (an unknown name fails the load, listing them).\n" +
+      "its threads were; HFS_CPU_FAST_ISA=scalar|avx2|avx512|amx caps the kernels cpu_fast picks (results are "
+      "bit-identical only within one level); HFS_CPU_FAST_HALF_GEMV=<variant> forces that f16/bf16 decode kernel "
+      "instead of the ISA's own (an unknown name fails the load, listing them), HFS_CPU_FAST_HALF_GEMV=tune times "
+      "the variants at load and keeps the fastest (not reproducible from load to load; HFS_PROFILE=1 prints the "
+      "timings).\n" +
       std::string(kExitStatusHelp));
   sub.add_flag("--json", a->json, "Print one JSON object");
   return [a, prompt, gen] {

@@ -49,6 +49,7 @@ int inspect(const InspectArgs& a) {
   auto backends = backend_options(a.backends, 0, a.device);
   if (!backends) return usage_error("inspect", backends.error().message());
   mo.backends = std::move(*backends);
+  j["kernels"] = backend_kernels(mo.backends);
   for (const MethodDef& m : p.methods()) {
     nlohmann::json mj;
     mj["name"] = m.name;
@@ -101,6 +102,8 @@ int inspect(const InspectArgs& a) {
   }
   outf("constants: %zu tensors, %.2f MiB\n", p.constants().size(),
               static_cast<double>(p.constant_bytes()) / (1 << 20));
+  if (const std::string k = describe_kernels(j["kernels"].get<std::map<std::string, std::string>>()); !k.empty())
+    outf("kernels: %s (results are bit-identical run to run on one kernel level, not across levels)\n", k.c_str());
   for (const auto& mj : j["methods"]) {
     outf("method %s: %d nodes, arena %.2f MiB (unshared %.2f MiB), delegate scratch %.2f MiB\n",
                 mj["name"].get<std::string>().c_str(), mj["nodes"].get<int>(),

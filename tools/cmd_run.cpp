@@ -36,6 +36,7 @@ struct RunArgs {
   std::string tail = "auto";
   std::vector<std::string> backends = {"cpu_fast"};
   int device = -1;
+  bool nondeterministic = false;
   std::string dump_logits;
   ConstraintArgs constraint;
 };
@@ -61,7 +62,7 @@ int run(const RunArgs& a) {
   auto model = resolve_model(a.model);
   if (!model) return fail(model.error());
   RunnerOptions ro;
-  auto backends = backend_options(a.backends, capped_threads("run", a.threads), a.device);
+  auto backends = backend_options(a.backends, capped_threads("run", a.threads), a.device, !a.nondeterministic);
   if (!backends) return usage_error("run", backends.error().message());
   ro.io.method.backends = std::move(*backends);
   ro.on_prefill_progress = prefill_progress_bar();
@@ -212,10 +213,11 @@ RunFn setup(CLI::App& sub) {
   add_draft_options(sub, a->draft);
   sub.add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-sequence tokens");
   sub.add_option("--tail", a->tail,
-                 "Prompt tail (after the full chunks): auto (least estimated time), pad (no decode steps), "
+                 "Prompt tail (after the full chunks): auto (least cost in a fixed model), pad (no decode steps), "
                  "decode (no pad rows)")
       ->capture_default_str()
       ->check(one_of({"auto", "pad", "decode"}));
+  sub.add_flag("--nondeterministic", a->nondeterministic, kNondeterministicHelp);
   sub.add_option("--backend", a->backends,
                  "Backends in priority order (cpu_ref always takes the rest); cpu_ref alone = the portable reference")
       ->capture_default_str()

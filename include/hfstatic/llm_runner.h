@@ -38,7 +38,7 @@ class Tokenizer;
 // the program has prefill variants), at most one padded chunk (the smallest prefill method that holds the
 // rest) and decode steps.
 enum class TailPolicy : uint8_t {
-  kAuto,    // the plan with the least estimated time (measured step times per method; a prior before)
+  kAuto,    // the plan of least cost in a fixed model (never timings: the same plan on every run)
   kPad,     // no decode steps: without variants, always one padded chunk
   kDecode,  // no padded chunk: full chunks of every size, the rest token by token
 };

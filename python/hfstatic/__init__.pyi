@@ -95,6 +95,8 @@ class Runner:
         # allocate(nbytes) returns a writable C-contiguous buffer (≥ nbytes, 64-byte aligned)
         io_allocator: Literal["backend", "heap", "shared_memory"] | _IoAllocator | None = None,
         device: int | None = None,  # the vulkan backend's device (backends must list "vulkan")
+        # False: faster f32/f16/bf16 prefill on cpu_fast; prompt rows then round unlike decode rows
+        deterministic: bool = True,
     ) -> None: ...
     def prefill(self, tokens: Sequence[int]) -> None:
         """Feeds tokens (any count that fits). Over capacity → Error("capacity_exceeded"), state unchanged."""

@@ -360,7 +360,7 @@ py::dict info_dict(const ModelInfo& i) {
 
 std::shared_ptr<PyRunner> make_runner(const py::object& program, const std::optional<std::vector<std::string>>& backends,
                                       const std::string& tail, bool shared_memory_io, const py::object& io_allocator,
-                                      std::optional<int> device) {
+                                      std::optional<int> device, bool deterministic) {
   auto r = std::make_shared<PyRunner>();
   if (py::isinstance<PyProgram>(program)) {
     r->program = program.cast<PyProgram&>().program;
@@ -384,6 +384,7 @@ std::shared_ptr<PyRunner> make_runner(const py::object& program, const std::opti
     if (*device < 0) throw py::value_error("device must be >= 0, got " + std::to_string(*device));
     ro.io.method.backends.settings["vulkan"].set("device", Value(*device));
   }
+  if (!deterministic) ro.io.method.backends.settings["cpu_fast"].set("deterministic", Value(false));
   Result<std::unique_ptr<Runner>> made = [&] {
     py::gil_scoped_release nogil;
     return Runner::create(r->program, ro);
@@ -454,20 +455,23 @@ other state-changing call on the runner ends the stream (its next step raises hf
 
   py::class_<PyRunner, std::shared_ptr<PyRunner>>(m, "Runner", R"(Runs an exported program (the hf_static contract).
 
-Runner(program, backends=None, tail="auto", shared_memory_io=False, io_allocator=None, device=None): `program`
+Runner(program, backends=None, tail="auto", shared_memory_io=False, io_allocator=None, device=None,
+deterministic=True): `program`
 is a path or an hfstatic.Program. `backends` lists backends in priority order (e.g. ["cpu_fast"], or
 ["vulkan"] for a Vulkan GPU; "cpu_ref" always takes the rest; hfstatic.backends() lists those built in);
 `device` picks the vulkan backend's device (default: the first discrete GPU, else device 0); `tail` routes a prompt's last partial chunk: "auto" | "pad" | "decode". `io_allocator` is
 where every I/O buffer (K/V caches, inputs, logits) is allocated, once, here: None or "backend" (the
 backend's choice), "heap", "shared_memory" (= shared_memory_io=True), or an object whose allocate(nbytes)
 returns a writable C-contiguous buffer of at least nbytes, 64-byte aligned (zero-filled and kept alive by
-the runner).
+the runner). `deterministic=False` trades bit-reproducibility for speed: cpu_fast runs f32/f16/bf16 prefill
+chunks through its panel GEMM, so prompt rows round differently from decode rows (docs/determinism.md).
 
 Each generate() / stream() starts from its prompt (position 0), so a loop of calls never fills the context.
 With continue_=True a call continues the runner's sequence instead (everything prefilled plus everything
 generated; the last generated token is committed first), and the prompt may be empty.)")
       .def(py::init(&make_runner), py::arg("program"), py::arg("backends") = py::none(), py::arg("tail") = "auto",
-           py::arg("shared_memory_io") = false, py::arg("io_allocator") = py::none(), py::arg("device") = py::none())
+           py::arg("shared_memory_io") = false, py::arg("io_allocator") = py::none(), py::arg("device") = py::none(),
+           py::arg("deterministic") = true)
       .def(
           "prefill",
           [](PyRunner& r, const py::object& tokens) {

@@ -49,13 +49,9 @@ struct Runner::Impl {
   RunnerOptions options;
   RunnerStats stats;
   std::vector<int32_t> history;  // committed tokens (repetition penalty), reserved to capacity at load
-  // The program's prefill step sizes, ascending (the last is C), with the measured mean step time of
-  // each and of decode: they drive TailPolicy::kAuto (see est_prefill).
+  // The program's prefill step sizes, ascending (the last is C): with step_cost they drive
+  // TailPolicy::kAuto.
   std::vector<int64_t> sizes;
-  std::vector<double> prefill_ms;
-  std::vector<int64_t> prefill_steps;
-  double decode_step_ms = 0;
-  int64_t decode_steps = 0;
   // Tail planning scratch, sized C at create: the estimated cost of the cheapest way to run r tokens and
   // its first step (kDecodeStep or an index into sizes).
   static constexpr int32_t kDecodeStep = -1;
@@ -68,35 +64,14 @@ struct Runner::Impl {
   // every row): K drafts + the pending token. 0 or 1: no speculative decoding.
   int64_t verify_rows = 0;
 
-  // Before a step kind is measured, a T-row prefill step is taken to cost 1 + (T − 1)/kPriorRows decode
-  // steps: one pass over the weights, as decode makes, plus the rows' compute, here one more pass per 16
-  // rows (a 64-row chunk ≈ 5 decode steps; the 0.1–0.5B benchmark shapes measure 4–7 on a 2-core CPU).
-  // Measured step times replace it as soon as there are any; only ratios matter.
-  static constexpr double kPriorRows = 16.0;
-  static double prior_steps(int64_t rows) { return 1.0 + static_cast<double>(rows - 1) / kPriorRows; }
-  // The largest prefill size with a measurement, or -1.
-  int largest_measured() const {
-    for (size_t i = sizes.size(); i-- > 0;)
-      if (prefill_steps[i] > 0) return static_cast<int>(i);
-    return -1;
-  }
-  // A decode step's time: measured, else implied by the largest measured prefill size, else 1.
-  double est_decode() const {
-    if (decode_steps > 0) return decode_step_ms;
-    const int j = largest_measured();
-    return j >= 0 ? prefill_ms[static_cast<size_t>(j)] / prior_steps(sizes[static_cast<size_t>(j)]) : 1.0;
-  }
-  // A prefill step of sizes[i] rows: measured, else on the line through the decode time (one row) and the
-  // largest measured size (with no decode measured yet that is the prior's line), else the prior. Never
-  // below one decode step.
-  double est_prefill(size_t i) const {
-    if (prefill_steps[i] > 0) return prefill_ms[i];
-    const double d = est_decode();
-    const int j = largest_measured();
-    if (j < 0 || sizes[static_cast<size_t>(j)] <= 1) return d * prior_steps(sizes[i]);
-    const double mj = prefill_ms[static_cast<size_t>(j)], sj = static_cast<double>(sizes[static_cast<size_t>(j)]);
-    return std::max(d, d + (mj - d) * static_cast<double>(sizes[i] - 1) / (sj - 1));
-  }
+  // The tail plan's cost model, in decode steps: a T-row prefill step costs 1 + (T − 1)/kPlanRows — one
+  // pass over the weights, as decode makes, plus the rows' compute, here one more pass per 16 rows (a
+  // 64-row chunk ≈ 5 decode steps; the 0.1–0.5B benchmark shapes measure 4–7 on a 2-core CPU). Fixed, not
+  // measured: a plan picked from step times would change with the machine's load from one run to the
+  // next, and a prompt's bits with it wherever two plans round differently (docs/determinism.md).
+  static constexpr double kPlanRows = 16.0;
+  static double step_cost(int64_t rows) { return 1.0 + static_cast<double>(rows - 1) / kPlanRows; }
+  double est_prefill(size_t i) const { return step_cost(sizes[i]); }
 
   // Fills plan_cost / plan_step for 1..tail tokens (tail < C): each step is a full chunk of a smaller
   // prefill size, the rest padded into the smallest method that holds it (not with kDecode), or one
@@ -104,7 +79,7 @@ struct Runner::Impl {
   // Decode wins only when strictly cheaper, as the C-only rule always had it.
   void plan_tail(int64_t tail) {
     const bool may_pad = options.tail != TailPolicy::kDecode, may_decode = options.tail != TailPolicy::kPad;
-    const double d = est_decode();
+    const double d = step_cost(1);
     plan_cost[0] = 0;
     for (int64_t r = 1; r <= tail; ++r) {
       double best = std::numeric_limits<double>::infinity();
@@ -124,21 +99,12 @@ struct Runner::Impl {
   }
 
   Status run_prefill_chunk(std::span<const int32_t> chunk, StepLogits logits) {
-    auto t0 = Clock::now();
     HFS_TRY(io->run_prefill(chunk, logits));
-    double ms = ms_since(t0);
-    const size_t i = prefill_size_index(sizes, static_cast<int64_t>(chunk.size()));
-    prefill_ms[i] = (prefill_ms[i] * static_cast<double>(prefill_steps[i]) + ms) / static_cast<double>(prefill_steps[i] + 1);
-    ++prefill_steps[i];
     history.insert(history.end(), chunk.begin(), chunk.end());
     return Ok{};
   }
   Status run_decode(int32_t token) {
-    auto t0 = Clock::now();
     HFS_TRY(io->run_decode(token));
-    double ms = ms_since(t0);
-    decode_step_ms = (decode_step_ms * static_cast<double>(decode_steps) + ms) / static_cast<double>(decode_steps + 1);
-    ++decode_steps;
     history.push_back(token);
     return Ok{};
   }
@@ -259,8 +225,6 @@ Result<std::unique_ptr<Runner>> Runner::create(std::unique_ptr<IOManager> io, co
   const ModelInfo& info = io->info();
   impl->sizes = info.prefill_step_sizes;
   if (impl->sizes.empty() || impl->sizes.back() != info.prefill_tokens) impl->sizes = {info.prefill_tokens};
-  impl->prefill_ms.assign(impl->sizes.size(), 0.0);
-  impl->prefill_steps.assign(impl->sizes.size(), 0);
   impl->plan_cost.assign(static_cast<size_t>(info.prefill_tokens), 0.0);
   impl->plan_step.assign(static_cast<size_t>(info.prefill_tokens), Impl::kDecodeStep);
   impl->verify_rows = info.step_sizes.empty() ? 0 : info.step_sizes.back();

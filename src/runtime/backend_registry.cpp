@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "hfstatic/ext/backend.h"
+#include "hfstatic/ext/backend_kernels.h"
 
 namespace hfs {
 namespace {
@@ -10,6 +11,7 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::map<std::string, BackendFactory, std::less<>> factories;
+  std::map<std::string, KernelsDescriber, std::less<>> kernels;
 };
 
 Registry& registry() {
@@ -24,6 +26,24 @@ bool register_backend(std::string name, BackendFactory factory) {
   std::lock_guard<std::mutex> lock(r.mu);
   // The first registration wins: a duplicate (e.g. a test registering twice) must not swap a live backend.
   return r.factories.emplace(std::move(name), std::move(factory)).second;
+}
+
+bool register_backend_kernels(std::string name, KernelsDescriber describe) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.kernels.emplace(std::move(name), std::move(describe)).second;
+}
+
+std::string backend_kernels(std::string_view name) {
+  KernelsDescriber describe;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.kernels.find(name);
+    if (it == r.kernels.end()) return {};
+    describe = it->second;
+  }
+  return describe();
 }
 
 std::vector<std::string> registered_backends() {

@@ -20,7 +20,7 @@ def test_forced_variant_runs_and_unknown_fails_the_load(stories_dir, tmp_path):
     bad = cli(*args, env=_env("zmm-r9-warp"), check=False)
     assert bad.returncode == 1
     assert "HFS_CPU_FAST_HALF_GEMV='zmm-r9-warp' is not a GEMV variant" in bad.stderr
-    assert "choices: default, ymm-default" in bad.stderr
+    assert "choices: default, tune, ymm-default" in bad.stderr
     assert bad.stdout == ""
 
 

@@ -6,8 +6,10 @@
 #include <string>
 
 #include "backends/cpu_fast/compile_steps.h"
+#include "backends/cpu_fast/cpu_features.h"
 #include "backends/cpu_fast/huge_slab.h"
 #include "backends/cpu_fast/thread_pool.h"
+#include "hfstatic/ext/backend_kernels.h"
 #include "hfstatic/ext/method.h"
 
 namespace hfs::cpu_fast {
@@ -32,7 +34,8 @@ std::shared_ptr<ThreadPool> shared_pool(int threads) {
 
 }  // namespace
 
-CpuFastBackend::CpuFastBackend(int threads) : pool_(shared_pool(threads)) {}
+CpuFastBackend::CpuFastBackend(int threads, bool deterministic)
+    : pool_(shared_pool(threads)), deterministic_(deterministic) {}
 CpuFastBackend::~CpuFastBackend() = default;
 int CpuFastBackend::threads() const { return pool_->size(); }
 std::shared_ptr<Allocator> CpuFastBackend::allocator() const { return huge_page_allocator(); }
@@ -45,6 +48,7 @@ bool CpuFastBackend::supports(const NodeDef& node, std::span<const TensorType* c
 Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
   auto d = std::make_unique<FastDelegate>();
   d->pool = pool_;
+  d->float_rows = deterministic_ ? FloatRows::kRowInvariant : FloatRows::kPanelGemm;
   CompileState c{sg, *d, pool_.get(), sg.constants != nullptr && sg.constants->releases_pages(), {}};
   HFS_TRY(resolve_steps(c));
   HFS_TRY(pack_embedding_tables(c));
@@ -65,10 +69,19 @@ Result<std::unique_ptr<Delegate>> CpuFastBackend::compile(const Subgraph& sg) {
 
 Result<std::unique_ptr<Backend>> make_cpu_fast_backend(const Value& settings) {
   int threads = 0;
+  bool deterministic = true;
   if (settings.is_object()) {
     for (const auto& [key, v] : settings.as_object()) {
+      if (key == "deterministic") {
+        if (!v.is_bool())
+          return make_error(ErrorCode::kInvalidArgument,
+                            "cpu_fast: setting 'deterministic' must be true or false, got " + v.to_json());
+        deterministic = v.as_bool();
+        continue;
+      }
       if (key != "threads")
-        return make_error(ErrorCode::kInvalidArgument, "cpu_fast: unknown setting '" + key + "' (known: threads)");
+        return make_error(ErrorCode::kInvalidArgument,
+                          "cpu_fast: unknown setting '" + key + "' (known: threads, deterministic)");
       if (!v.is_int() || v.as_int() < 0 || v.as_int() > 1024)
         return make_error(ErrorCode::kInvalidArgument,
                           "cpu_fast: setting 'threads' must be an integer in [0, 1024] (0 = one per CPU), got " + v.to_json());
@@ -77,11 +90,13 @@ Result<std::unique_ptr<Backend>> make_cpu_fast_backend(const Value& settings) {
   } else if (!settings.is_null()) {
     return make_error(ErrorCode::kInvalidArgument, "cpu_fast: settings must be an object, got " + settings.to_json());
   }
-  return std::unique_ptr<Backend>(std::make_unique<CpuFastBackend>(threads));
+  return std::unique_ptr<Backend>(std::make_unique<CpuFastBackend>(threads, deterministic));
 }
 
 namespace {
 const bool kRegistered = register_backend("cpu_fast", [](const Value& s) { return make_cpu_fast_backend(s); });
+// The dispatch level: results are bit-identical run to run on one level, not across levels.
+const bool kKernelsRegistered = register_backend_kernels("cpu_fast", [] { return std::string(isa_name(active_isa())); });
 }  // namespace
 
 }  // namespace hfs::cpu_fast

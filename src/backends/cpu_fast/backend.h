@@ -1,6 +1,8 @@
 // cpu_fast/backend.h — the fast CPU backend ("cpu_fast"): SIMD kernels, packed weights, one thread pool.
 //
-// Registered under "cpu_fast" with settings {"threads": N} (default: the CPUs this process may use).
+// Registered under "cpu_fast" with settings {"threads": N} (default: the CPUs this process may use) and
+// {"deterministic": false} (default true): float weights then run prefill chunks through the panel GEMM,
+// whose rows round differently from decode's (linear.h FloatRows, docs/determinism.md).
 // It claims linear (weights f32/f16/bf16/q8_0/q4_0, and i8 with a per-channel f32 scale as optional
 // 4th operand), attention, rms_norm, silu, gelu_tanh, mul, add, scale, softcap, rope, embedding,
 // kv_cache_write and reshape. compile() packs integer weights once (the Delegate owns them), fuses
@@ -30,7 +32,7 @@ class ThreadPool;
 
 class CpuFastBackend : public Backend {
  public:
-  explicit CpuFastBackend(int threads);
+  explicit CpuFastBackend(int threads, bool deterministic = true);
   ~CpuFastBackend() override;
   std::string_view name() const override { return "cpu_fast"; }
   bool supports(const NodeDef& node, std::span<const TensorType* const> types) const override;
@@ -43,9 +45,11 @@ class CpuFastBackend : public Backend {
 
  private:
   std::shared_ptr<ThreadPool> pool_;
+  bool deterministic_ = true;
 };
 
-// Parses {"threads": N}; kInvalidArgument on a non-integer or negative value or an unknown key.
+// Parses {"threads": N, "deterministic": B}; kInvalidArgument on a non-integer or negative thread count, a
+// non-boolean "deterministic" or an unknown key.
 [[nodiscard]] Result<std::unique_ptr<Backend>> make_cpu_fast_backend(const Value& settings);
 
 }  // namespace hfs::cpu_fast

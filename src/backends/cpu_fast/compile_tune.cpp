@@ -1,5 +1,8 @@
-// Tune: the decode GEMV variant of each 16-bit weight class, measured on this machine at load
-// (compile_steps.h, linear_half.h).
+// Tune: the decode GEMV variant of each 16-bit weight class (compile_steps.h, linear_half.h). By default
+// every weight keeps the ISA's kernel: variants add in different orders, so a variant picked by timing
+// would make the same program give different bits from one load to the next (docs/determinism.md).
+// HFS_CPU_FAST_HALF_GEMV=<name> forces one; HFS_CPU_FAST_HALF_GEMV=tune times them at load (faster on
+// some machines, and not reproducible).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -43,7 +46,7 @@ Status tune_linears(FastDelegate& d) {
       bytes += w.weight_bytes();
     }
     HFS_ASSIGN_OR_RETURN(int variant, forced_half_gemv(key.first));
-    if (variant < 0 && bytes >= kMinTuneBytes) {
+    if (variant < 0 && half_gemv_tuning_requested() && bytes >= kMinTuneBytes) {
       const std::vector<const PackedWeight*> ws(members.begin(), members.end());
       const HalfGemvTuning t = tune_half_gemv(key.first, key.second, ws, d.pool.get());
       if (StepProfile::requested()) std::fprintf(stderr, "%s\n", describe(t, key.first, key.second, d.pool->size()).c_str());

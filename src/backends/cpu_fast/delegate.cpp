@@ -375,11 +375,11 @@ Status FastDelegate::run_linear(const Step& s) {
     if (w.is_integer()) quantize_input(s, w, x, m);
     QuantizedActs& a = lin_scratch.acts;
     if (s.glu_out >= 0)
-      linear_glu(jobs[s.glu_gate_first ? 0 : 1], jobs[s.glu_gate_first ? 1 : 0], x, &a, m, fp(ptr, s.glu_out), pool.get());
+      linear_glu(jobs[s.glu_gate_first ? 0 : 1], jobs[s.glu_gate_first ? 1 : 0], x, &a, m, fp(ptr, s.glu_out), pool.get(), float_rows);
     else
-      linear_batch(std::span<const LinearJob>(jobs, s.batch.size() + 1), x, &a, m, pool.get());
+      linear_batch(std::span<const LinearJob>(jobs, s.batch.size() + 1), x, &a, m, pool.get(), float_rows);
   } else if (!w.is_integer()) {
-    linear(w, x, m, bias, fp(ptr, s.out), lin_scratch, pool.get());
+    linear(w, x, m, bias, fp(ptr, s.out), lin_scratch, pool.get(), float_rows);
   } else {
     quantize_input(s, w, x, m);
     linear_quantized(w, lin_scratch.acts, m, bias, fp(ptr, s.out), pool.get());

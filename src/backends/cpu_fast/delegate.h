@@ -81,6 +81,8 @@ class FastDelegate : public Delegate {
   void enable_profile(ThreadPool& threads);
 
   std::shared_ptr<ThreadPool> pool;
+  // How float linears run prefill-sized row counts (linear.h); the backend's "deterministic" setting.
+  FloatRows float_rows = FloatRows::kRowInvariant;
   std::vector<Val> vals;
   std::vector<Step> steps;
   std::vector<std::shared_ptr<PackedWeight>> weights;  // integer formats shared process-wide (packed once)

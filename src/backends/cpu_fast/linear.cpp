@@ -83,15 +83,29 @@ void float_rows_as_decode(const PackedWeight& w, const float* x, int64_t m, cons
     for (int64_t i = 0; i < m; ++i) one(w, x + i * w.k, 1, bias, y + i * w.n, c0, c1);
   }
 }
-// The float kernel linear() runs for m rows of w: decode's for one row, its rows kernel (or each row
-// through decode's) up to kFloatRowsMax rows, the ISA's prefill GEMM above.
-detail::FloatKernel float_kernel_for(const PackedWeight& w, int64_t m) {
+// The float kernel for at most kFloatRowsMax rows: decode's for one row, else its rows kernel (or each
+// row through decode's).
+detail::FloatKernel float_kernel_upto_rows_max(const PackedWeight& w, int64_t m) {
   if (m == 1) return half_gemv_kernel(w, 1, float_kernel());
-  if (m <= detail::kFloatRowsMax) {
-    const detail::FloatKernel rows = half_rows_kernel(w, float_rows_kernel());
-    return rows != nullptr ? rows : float_rows_as_decode;
+  const detail::FloatKernel rows = half_rows_kernel(w, float_rows_kernel());
+  return rows != nullptr ? rows : float_rows_as_decode;
+}
+// More than kFloatRowsMax rows, each bit for bit what decode gives it: blocks of kFloatRowsMax rows through
+// the rows kernel. A pool task's range of weight rows (tens of KiB) stays in L2 while the blocks pass, and
+// each block's activations in L1.
+void float_rows_blocked(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
+                        int64_t n1) {
+  for (int64_t i = 0; i < m; i += detail::kFloatRowsMax) {
+    const int64_t r = std::min(detail::kFloatRowsMax, m - i);
+    float_kernel_upto_rows_max(w, r)(w, x + i * w.k, r, bias, y + i * w.n, n0, n1);
   }
-  return float_kernel();
+}
+// The float kernel linear() runs for m rows of w: decode's for one row, its rows kernel (or each row
+// through decode's) up to kFloatRowsMax rows; above, the same in blocks (FloatRows::kRowInvariant) or the
+// ISA's prefill GEMM (FloatRows::kPanelGemm), whose sums run in plain K order and so round differently.
+detail::FloatKernel float_kernel_for(const PackedWeight& w, int64_t m, FloatRows mode) {
+  if (m <= detail::kFloatRowsMax) return float_kernel_upto_rows_max(w, m);
+  return mode == FloatRows::kPanelGemm ? float_kernel() : float_rows_blocked;
 }
 
 // AMX pays a tile configuration per task and works on 16 rows at once: prefill only.
@@ -446,10 +460,10 @@ void quantize_acts(const float* x, int64_t m, int64_t k, int offset, QuantizedAc
 }
 
 void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, LinearScratch& scratch,
-            ThreadPool* pool) {
+            ThreadPool* pool, FloatRows mode) {
   const int threads = pool ? pool->size() : 1;
   if (!w.is_integer()) {
-    const detail::FloatKernel kern = float_kernel_for(w, m);
+    const detail::FloatKernel kern = float_kernel_for(w, m, mode);
     const int64_t rows = detail::float_unit_rows(active_isa(), w.format, m);
     const int64_t units = (w.n + rows - 1) / rows;
     const int64_t chunks = task_count(w.weight_bytes(), m, units, threads);
@@ -476,12 +490,12 @@ void linear_quantized(const PackedWeight& w, const QuantizedActs& a, int64_t m, 
 }
 
 void linear_batch(std::span<const LinearJob> jobs, const float* x, const QuantizedActs* acts, int64_t m,
-                  ThreadPool* pool) {
+                  ThreadPool* pool, FloatRows mode) {
   constexpr size_t kMaxJobs = 8;
   if (jobs.empty()) return;
   if (jobs.size() > kMaxJobs) {
-    linear_batch(jobs.first(kMaxJobs), x, acts, m, pool);
-    linear_batch(jobs.subspan(kMaxJobs), x, acts, m, pool);
+    linear_batch(jobs.first(kMaxJobs), x, acts, m, pool, mode);
+    linear_batch(jobs.subspan(kMaxJobs), x, acts, m, pool, mode);
     return;
   }
   const bool integer = jobs[0].w->is_integer();
@@ -523,14 +537,14 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
       const IntUnits iu(*job.w, m);
       ikern(*job.w, *acts, m, job.bias, job.y, iu.first(u0), iu.end(u1));
     } else {
-      float_kernel_for(*job.w, m)(*job.w, x, m, job.bias, job.y, u0 * frows[j], std::min(job.w->n, u1 * frows[j]));
+      float_kernel_for(*job.w, m, mode)(*job.w, x, m, job.bias, job.y, u0 * frows[j], std::min(job.w->n, u1 * frows[j]));
     }
   };
   run_tasks(pool, total_tasks, body);
 }
 
 void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, const QuantizedActs* acts, int64_t m,
-                float* y, ThreadPool* pool) {
+                float* y, ThreadPool* pool, FloatRows mode) {
   const bool integer = gate.w->is_integer();
   const detail::IntKernel ikern = int_kernel(m);
   const int64_t n = gate.w->n;
@@ -546,7 +560,7 @@ void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, cons
       if (integer)
         ikern(*j->w, *acts, m, j->bias, j->y, iu.first(u0), iu.end(u1));
       else
-        float_kernel_for(*j->w, m)(*j->w, x, m, j->bias, j->y, u0 * cols, std::min(n, u1 * cols));
+        float_kernel_for(*j->w, m, mode)(*j->w, x, m, j->bias, j->y, u0 * cols, std::min(n, u1 * cols));
     }
     const int64_t c0 = u0 * cols, c1 = std::min(n, u1 * cols);
     for (int64_t i = 0; i < m; ++i) silu_mul(gate.y + i * n + c0, up.y + i * n + c0, c1 - c0, y + i * n + c0);

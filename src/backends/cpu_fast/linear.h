@@ -130,10 +130,21 @@ struct LinearScratch {
   size_t bytes() const;
 };
 
+// How float weights (f32/f16/bf16) run more than kFloatRowsMax activation rows (a prefill chunk).
+//   kRowInvariant  every row bit for bit what a one-row (decode) call gives it: the decode kernel's K order
+//                  for every row, kFloatRowsMax rows at a time (docs/determinism.md). The default.
+//   kPanelGemm     the prefill panel GEMM: each output summed in plain K order, outputs along the lanes —
+//                  faster for long chunks, but a prompt row then rounds differently from a decode row
+//                  (cpu_fast setting "deterministic": false).
+// Integer formats give every row the same bits either way (their block sums are exact and every kernel
+// runs the same float epilogue).
+enum class FloatRows : uint8_t { kRowInvariant, kPanelGemm };
+
 // y [m, n] = x [m, k] · Wᵀ + bias ([n] or nullptr). Integer formats need scratch sized for (k_padded, ≥ m)
-// rows. `pool` may be nullptr (runs on the calling thread). Does not allocate.
+// rows. `pool` may be nullptr (runs on the calling thread). Does not allocate. The outputs do not depend
+// on the pool's size: work is split over output columns only.
 void linear(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, LinearScratch& scratch,
-            ThreadPool* pool);
+            ThreadPool* pool, FloatRows mode = FloatRows::kRowInvariant);
 
 // The integer path with activations already quantized by quantize_acts (with offset 8 for q4_0, 128
 // otherwise): lets several linears that read the same activation (q/k/v, gate/up) quantize it once.
@@ -153,14 +164,14 @@ struct LinearJob {
 // float (x is read) or every weight is integer with the same act_offset and k_padded (`acts` holds x
 // quantized for them). Does not allocate.
 void linear_batch(std::span<const LinearJob> jobs, const float* x, const QuantizedActs* acts, int64_t m,
-                  ThreadPool* pool);
+                  ThreadPool* pool, FloatRows mode = FloatRows::kRowInvariant);
 
 // The gate/up projections of a gated MLP fused with silu(gate)·up: gate.y and up.y [m, n] are written as
 // by linear_batch, and y [m, n] = silu(gate.y)·up.y, each task finishing the columns it produced while
 // they are in its cache. Both weights have the same n and are both float (x is read) or both integer
 // (acts as for linear_batch). Bit-identical to linear_batch followed by silu_mul. Does not allocate.
 void linear_glu(const LinearJob& gate, const LinearJob& up, const float* x, const QuantizedActs* acts, int64_t m,
-                float* y, ThreadPool* pool);
+                float* y, ThreadPool* pool, FloatRows mode = FloatRows::kRowInvariant);
 
 // Work that produces rows of a linear's input, run by quantize_acts just before it quantizes them, on
 // the same thread: fn(ctx, r0, r1) writes rows [r0, r1) of x (e.g. residual add + RMSNorm), so they are

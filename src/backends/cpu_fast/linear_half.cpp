@@ -14,6 +14,7 @@ namespace hfs::cpu_fast {
 namespace {
 
 constexpr const char* kEnv = "HFS_CPU_FAST_HALF_GEMV";
+constexpr std::string_view kTune = "tune";  // the one value that is not a variant: time them at load
 
 bool serves(const HalfGemvVariant& v, DType f) { return f == DType::kF16 ? v.f16 : f == DType::kBF16 && v.bf16; }
 
@@ -63,9 +64,14 @@ std::vector<int> eligible_half_gemv(DType f) {
   return out;
 }
 
+bool half_gemv_tuning_requested() {
+  const char* env = std::getenv(kEnv);
+  return env != nullptr && std::string_view(env) == kTune;
+}
+
 Result<int> forced_half_gemv(DType f) {
   const char* env = std::getenv(kEnv);
-  if (env == nullptr || *env == '\0') return -1;
+  if (env == nullptr || *env == '\0' || std::string_view(env) == kTune) return -1;
   const std::string_view want = env;
   const std::vector<int> ok = eligible_half_gemv(f);
   if (want == "default") return ok.empty() ? -1 : ok[0];
@@ -76,18 +82,18 @@ Result<int> forced_half_gemv(DType f) {
   return make_error(ErrorCode::kInvalidArgument,
                     std::string("cpu_fast: ") + kEnv + "='" + std::string(want) + "' " +
                         (known ? "cannot run " : "is not a GEMV variant for ") + std::string(dtype_name(f)) +
-                        " weights on " + std::string(isa_name(active_isa())) + " (choices: default, " + names(ok) + ")");
+                        " weights on " + std::string(isa_name(active_isa())) + " (choices: default, tune, " + names(ok) + ")");
 }
 
 Status check_half_gemv_env() {
   const char* env = std::getenv(kEnv);
-  if (env == nullptr || *env == '\0' || std::string_view(env) == "default") return Ok{};
+  if (env == nullptr || *env == '\0' || std::string_view(env) == "default" || std::string_view(env) == kTune) return Ok{};
   const auto all = half_gemv_variants();
   if (std::any_of(all.begin(), all.end(), [&](const HalfGemvVariant& v) { return v.name == env; })) return Ok{};
   std::vector<int> every(all.size());
   for (size_t i = 0; i < all.size(); ++i) every[i] = static_cast<int>(i);
   return make_error(ErrorCode::kInvalidArgument, std::string("cpu_fast: ") + kEnv + "='" + env +
-                                                     "' is not a GEMV variant (choices: default, " + names(every) + ")");
+                                                     "' is not a GEMV variant (choices: default, tune, " + names(every) + ")");
 }
 
 HalfGemvTuning tune_half_gemv(DType f, int64_t k, std::span<const PackedWeight* const> weights, ThreadPool* pool) {

@@ -1,15 +1,19 @@
-// cpu_fast/linear_half.h — decode GEMV variants for f16 / bf16 weights, picked per machine at load (internal).
+// cpu_fast/linear_half.h — decode GEMV variants for f16 / bf16 weights (internal).
 //
 // A decode step streams every weight once, so a 16-bit model decodes at the speed its GEMVs read memory.
 // What gets a core closest to that speed differs between x86 generations (vector width, software
 // prefetch distance and level, how bf16 is widened), and no single choice can be shown to win on all of
-// them. So the kernels come in variants (linear_half_gemv.h), and at load the backend
-// times every variant the CPU can run on the program's own weights and keeps the fastest for each
-// (format, K) (tune_half_gemv, called by the compile step tune_linears). Every variant computes the same
-// dot products (to f32 rounding), so the choice changes only the speed.
+// them. So the kernels come in variants (linear_half_gemv.h). Every variant computes the same dot
+// products, but not in the same order: their results differ in the last bits. A pick by timing would
+// therefore change a program's output from one load to the next, so by default no variant is picked and
+// every weight runs the ISA's own kernel (the one its multi-row and prefill steps match bit for bit,
+// docs/determinism.md). The timing (tune_half_gemv, called by the compile step tune_linears) runs only
+// when asked for:
 //
-//   HFS_CPU_FAST_HALF_GEMV=<name>  forces a variant for every 16-bit weight (no tuning; an unknown name, or
-//                                  one the CPU / the format cannot run, is a load error naming the choices)
+//   HFS_CPU_FAST_HALF_GEMV=<name>  forces a variant for every 16-bit weight (an unknown name, or one the
+//                                  CPU / the format cannot run, is a load error naming the choices)
+//   HFS_CPU_FAST_HALF_GEMV=tune    times every eligible variant at load and keeps the fastest per
+//                                  (format, K): not reproducible from load to load
 //   HFS_PROFILE=1                  prints each tuning's choice and the variants' measured speeds to stderr
 //
 //   int v = tune_half_gemv(DType::kBF16, 896, weights, &pool).variant;   // at load
@@ -44,8 +48,10 @@ std::span<const HalfGemvVariant> half_gemv_variants();
 // The indices of the variants that run weights of format f on the active ISA (empty for f32, integer
 // formats and the scalar path). The first is "default", the ISA's built-in kernel.
 std::vector<int> eligible_half_gemv(DType f);
-// The variant HFS_CPU_FAST_HALF_GEMV forces for format f: -1 when unset; an error for an unknown name or
-// one that is not eligible for f.
+// Whether HFS_CPU_FAST_HALF_GEMV=tune asks for the load-time timing.
+bool half_gemv_tuning_requested();
+// The variant HFS_CPU_FAST_HALF_GEMV forces for format f: -1 when unset or "tune"; an error for an unknown
+// name or one that is not eligible for f.
 [[nodiscard]] Result<int> forced_half_gemv(DType f);
 // An error when HFS_CPU_FAST_HALF_GEMV names no variant at all (checked at every compile, 16-bit weights or
 // not, so that a misspelt name never passes silently).

@@ -11,10 +11,12 @@
 #include <sstream>
 #include <vector>
 
+#include "backends/cpu_fast/cpu_features.h"
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/step_profile.h"
 #include "backends/cpu_fast/thread_pool.h"
 #include "backends/cpu_fast/weight_formats.h"
+#include "hfstatic/ext/backend_kernels.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -634,11 +636,25 @@ TEST(CpuFastBackend, SupportsAndSettings) {
   auto e = make_cpu_fast_backend(bad);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.error().message().find("unknown setting 'thread'"), std::string::npos);
+  EXPECT_NE(e.error().message().find("(known: threads, deterministic)"), std::string::npos);
   bad = Value::object();
   bad.set("threads", Value("two"));
   EXPECT_FALSE(make_cpu_fast_backend(bad).ok());
+  // "deterministic": a boolean (false: the float panel GEMM for prefill, docs/determinism.md).
+  Value nd = Value::object();
+  nd.set("deterministic", Value(false));
+  EXPECT_TRUE(make_cpu_fast_backend(nd).ok());
+  bad = Value::object();
+  bad.set("deterministic", Value(0));
+  auto d = make_cpu_fast_backend(bad);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message().find("'deterministic' must be true or false, got 0"), std::string::npos)
+      << d.error().message();
   EXPECT_NE(std::find(registered_backends().begin(), registered_backends().end(), "cpu_fast"),
             registered_backends().end());
+  // Reports name the dispatch level the kernels run (hfstatic/ext/backend_kernels.h).
+  EXPECT_EQ(backend_kernels("cpu_fast"), std::string(isa_name(active_isa())));
+  EXPECT_EQ(backend_kernels("no_such_backend"), "");
 }
 
 TEST(CpuFastBackend, CompileAndExecuteErrorsNameTheProblem) {

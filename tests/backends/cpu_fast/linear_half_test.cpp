@@ -175,7 +175,14 @@ TEST_P(CpuFastHalfGemv, TuningPicksAnEligibleVariantOncePerClass) {
 
 TEST_P(CpuFastHalfGemv, ForcedVariantIsCheckedAgainstTheFormatAndTheIsa) {
   {
-    EXPECT_EQ(forced_half_gemv(DType::kBF16).value(), -1);  // unset: tune
+    EXPECT_EQ(forced_half_gemv(DType::kBF16).value(), -1);  // unset: the ISA's kernel, no timing
+    EXPECT_FALSE(half_gemv_tuning_requested());
+  }
+  {
+    ScopedEnv e("HFS_CPU_FAST_HALF_GEMV", "tune");
+    EXPECT_EQ(forced_half_gemv(DType::kBF16).value(), -1);
+    EXPECT_TRUE(half_gemv_tuning_requested());
+    EXPECT_TRUE(check_half_gemv_env().ok());
   }
   {
     ScopedEnv e("HFS_CPU_FAST_HALF_GEMV", "no-such-kernel");
@@ -293,6 +300,64 @@ TEST(CpuFastHalfGemvBackend, ForcedVariantRunsTheDecodeLinearOrFailsTheLoad) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(bad.error().message().find("HFS_CPU_FAST_HALF_GEMV='zmm-r9-warp'"), std::string::npos) << bad.error().to_string();
+}
+
+// The decode kernel of a 16-bit weight class large enough for the timing (64 MiB: [8192, 4096] bf16) is a
+// function of the CPU's dispatch level alone: two loads give memcmp-equal outputs, those of the ISA's own
+// kernel, and time nothing (with HFS_PROFILE=1 a timing would print its "cpu_fast tune:" line);
+// HFS_CPU_FAST_HALF_GEMV=tune is what asks for the timing. About 0.3 s (the weight is written, copied by
+// the constant store and by the backend's packing).
+TEST(CpuFastHalfGemvBackend, LoadsPickTheIsaKernelWithoutTiming) {
+  if (detected_isa() < Isa::kAvx2) GTEST_SKIP() << "no GEMV variants on the portable path";
+  constexpr int64_t N = 8192, K = 4096;
+  std::vector<uint16_t> bytes(static_cast<size_t>(N * K));
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint16_t>(0x3c00 + (i * 2654435761u >> 20) % 512);
+  Constants st;
+  ASSERT_TRUE(st.add("w", {DType::kBF16, {N, K}}, std::as_bytes(std::span(bytes))).ok());
+  MethodDef m;
+  m.inputs = {{"x", {DType::kF32, {1, 1, K}}, IORole::kInput, ""}};
+  m.nodes = {{"linear", {"x", "w"}, {"y"}, {}}};
+  m.outputs = {{"y", {DType::kF32, {1, 1, N}}, IORole::kOutput, ""}};
+  Subgraph sg;
+  sg.nodes = m.nodes;
+  sg.inputs = m.inputs;
+  sg.outputs = m.outputs;
+  sg.constants = &st;
+  std::vector<float> x(K);
+  for (int64_t i = 0; i < K; ++i) x[static_cast<size_t>(i)] = std::sin(0.3f * static_cast<float>(i));
+  // What the ISA's kernel gives.
+  auto pw = pack_weight(DType::kBF16, bytes.data(), N, K, nullptr);
+  ASSERT_TRUE(pw.ok());
+  LinearScratch scratch;
+  std::vector<float> want(N);
+  linear(*pw, x.data(), 1, nullptr, want.data(), scratch, nullptr);
+  CpuFastBackend be(2);
+  auto load_and_run = [&](std::string* printed) {
+    ScopedEnv profile("HFS_PROFILE", "1");
+    testing::internal::CaptureStderr();
+    std::vector<float> y(N, -7.0f);
+    {
+      auto del = be.compile(sg);
+      EXPECT_TRUE(del.ok()) << del.error().to_string();
+      if (del.ok()) {
+        std::vector<TensorView> in = {TensorView(x.data(), DType::kF32, {1, 1, K})};
+        std::vector<TensorView> out = {TensorView(y.data(), DType::kF32, {1, 1, N})};
+        EXPECT_TRUE((*del)->execute(in, out).ok());
+      }
+    }
+    *printed = testing::internal::GetCapturedStderr();
+    return y;
+  };
+  std::string printed;
+  for (int load = 0; load < 2; ++load) {
+    SCOPED_TRACE("load " + std::to_string(load));
+    const std::vector<float> y = load_and_run(&printed);
+    EXPECT_EQ(0, std::memcmp(y.data(), want.data(), want.size() * sizeof(float)));
+    EXPECT_EQ(printed.find("cpu_fast tune:"), std::string::npos) << printed;
+  }
+  ScopedEnv e("HFS_CPU_FAST_HALF_GEMV", "tune");
+  (void)load_and_run(&printed);
+  EXPECT_NE(printed.find("cpu_fast tune: bf16 K=4096"), std::string::npos) << printed;
 }
 
 }  // namespace

@@ -71,10 +71,12 @@ inline Weight make_weight(DType f, int64_t n, int64_t k, uint32_t seed) {
 // Checks y against Σ x·deq(w) (+ bias) in double. Float formats: f32 rounding only. Integer formats: each
 // activation is rounded to its 32-block's int8 grid (error ≤ step/2 = amax/254), so the bound is
 // Σ |w| · amax_block / 254 plus f32 rounding.
-inline void check(DType f, int64_t m, int64_t n, int64_t k, ThreadPool& pool, bool with_bias = true) {
+// `mode`: how float weights run more than kFloatRowsMax rows (linear.h).
+inline void check(DType f, int64_t m, int64_t n, int64_t k, ThreadPool& pool, bool with_bias = true,
+                  FloatRows mode = FloatRows::kRowInvariant) {
   SCOPED_TRACE(std::string(dtype_name(f)) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
                " k=" + std::to_string(k) + " threads=" + std::to_string(pool.size()) + (with_bias ? "" : " no bias") +
-               " isa=" + std::string(isa_name(active_isa())));
+               " isa=" + std::string(isa_name(active_isa())) + (mode == FloatRows::kPanelGemm ? " panel GEMM" : ""));
   Weight w = make_weight(f, n, k, static_cast<uint32_t>(n * 7 + k));
   std::mt19937 rng(static_cast<uint32_t>(m + 3));
   std::normal_distribution<float> d(0.0f, 1.0f);
@@ -85,7 +87,7 @@ inline void check(DType f, int64_t m, int64_t n, int64_t k, ThreadPool& pool, bo
   ASSERT_TRUE(pw.ok()) << pw.error().to_string();
   LinearScratch scratch(pw->k_padded, m);
   std::vector<float> y(static_cast<size_t>(m * n), -7.0f);
-  linear(*pw, x.data(), m, with_bias ? bias.data() : nullptr, y.data(), scratch, &pool);
+  linear(*pw, x.data(), m, with_bias ? bias.data() : nullptr, y.data(), scratch, &pool, mode);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double ref = bias[static_cast<size_t>(j)], mag = 0, qbound = 0;
@@ -106,9 +108,9 @@ inline void check(DType f, int64_t m, int64_t n, int64_t k, ThreadPool& pool, bo
   }
 }
 
-inline void check(DType f, int64_t m, int64_t n, int64_t k, int threads) {
+inline void check(DType f, int64_t m, int64_t n, int64_t k, int threads, FloatRows mode = FloatRows::kRowInvariant) {
   ThreadPool pool(threads);
-  check(f, m, n, k, pool);
+  check(f, m, n, k, pool, true, mode);
 }
 
 }  // namespace hfs::cpu_fast

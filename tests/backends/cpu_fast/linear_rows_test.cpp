@@ -1,7 +1,8 @@
-// A few activation rows in one call: 2..16 rows, as a multi-sequence engine packs the decode rows of several
-// sequences (or draft tokens) into one step. Float weights run decode's GEMV additions for every row up to
-// kFloatRowsMax rows (16) and the panel GEMM above, integer weights the tile loops of their prefill kernels;
-// either way every row is bit for bit what decode gives it.
+// Several activation rows in one call: 2..16 rows, as a multi-sequence engine packs the decode rows of
+// several sequences (or draft tokens) into one step, and prefill chunks. Float weights run decode's GEMV
+// additions for every row (up to kFloatRowsMax rows at a time; the panel GEMM only when asked for,
+// FloatRows::kPanelGemm), integer weights the tile loops of their prefill kernels; either way every row is
+// bit for bit what decode gives it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -62,8 +63,8 @@ TEST_P(CpuFastLinearRows, EveryFormatMatchesDoubleReference) {
 // A row's outputs do not depend on which other rows share its call (batch invariance): for every format,
 // R rows taken at several offsets give, bit for bit, what one call over all the rows of the same kernel
 // gives them: R = 1..16 against a 16-row call (decode's kernels), and for
-// float weights 17..24 against a 24-row call (the panel GEMM, which adds each output's
-// products in plain K order whatever the rows). 1 and 2 threads (a pool task's range changes where the
+// float weights 17..24 against a 24-row call, by default and through the panel GEMM (which adds each
+// output's products in plain K order whatever the rows). 1 and 2 threads (a pool task's range changes where the
 // weight groups start). Decode (R = 1) included: a draft row verified in a multi-row step must get the
 // logits decode gives it.
 TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
@@ -80,9 +81,10 @@ TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
     const int64_t rows_max = detail::kFloatRowsMax;
     std::vector<std::pair<int64_t, int64_t>> groups = {{1, rows_max}};
     if (is_float(f)) groups.emplace_back(rows_max + 1, kRows);
+    for (FloatRows mode : {FloatRows::kRowInvariant, FloatRows::kPanelGemm})
     for (auto [lo, hi] : groups) {
       std::vector<float> all(static_cast<size_t>(hi * n));
-      linear(*pw, x.data(), hi, bias.data(), all.data(), scratch, &pools[0]);
+      linear(*pw, x.data(), hi, bias.data(), all.data(), scratch, &pools[0], mode);
       for (ThreadPool& pool : pools)
         for (int64_t r = lo; r <= hi; ++r)
           for (int64_t off : {int64_t{0}, (hi - r) / 2, hi - r}) {
@@ -90,7 +92,7 @@ TEST_P(CpuFastLinearRows, RowsDoNotDependOnTheRowsBesideThem) {
                          " of " + std::to_string(hi) + " threads=" + std::to_string(pool.size()) +
                          " isa=" + std::string(isa_name(active_isa())));
             std::vector<float> y(static_cast<size_t>(r * n), -7.0f);
-            linear(*pw, x.data() + off * k, r, bias.data(), y.data(), scratch, &pool);
+            linear(*pw, x.data() + off * k, r, bias.data(), y.data(), scratch, &pool, mode);
             const float* want = all.data() + off * n;
             ASSERT_EQ(0, std::memcmp(y.data(), want, y.size() * sizeof(float)));
           }
@@ -186,6 +188,49 @@ TEST_P(CpuFastLinearRows, ShortF32RowsSumEachOutputInOneChainAlongK) {
               ASSERT_EQ(y[static_cast<size_t>(i * n + o)], acc + (b ? b[o] : 0.0f)) << "row " << i << " output " << o;
             }
         }
+  }
+}
+
+// Row invariance up to a prefill chunk: for every weight format, each row of a 1-row (decode), 3-row (a
+// multi-sequence step) and 40-row call (a prefill chunk: two blocks of 16 and one of 8 through float
+// weights' rows kernel, the integer kernels' 4-row passes, AMX where the CPU has it) is memcmp-equal to that
+// row alone on 1 thread, on 1, 2 and 3 threads (a pool task's range of output columns never changes a
+// sum). Shapes: Qwen2.5-0.5B's K = 896; float K = 203 (a tail after the 4-vector steps), integer K = 160
+// (padded blocks); N = 37 (partial weight groups and tiles). f16/bf16 weights also with each GEMV variant
+// the CPU runs recorded (a variant forced by HFS_CPU_FAST_HALF_GEMV sets the bits of every row count).
+// About 0.2 s per ISA level.
+TEST_P(CpuFastLinearRows, PrefillChunkRowsAreWhatDecodeGivesThemOnAnyThreadCount) {
+  constexpr int64_t kChunk = 40;
+  ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  for (DType f : kFormats) {
+    std::vector<int> variants = {-1};
+    if (f == DType::kF16 || f == DType::kBF16)
+      for (int v : eligible_half_gemv(f)) variants.push_back(v);
+    for (int64_t k : {is_float(f) ? int64_t{203} : int64_t{160}, int64_t{896}}) {
+      const int64_t n = 37;
+      Weight wt = make_weight(f, n, k, 19);
+      auto pw = pack_weight(f, wt.bytes.data(), n, k, wt.scale.empty() ? nullptr : wt.scale.data());
+      ASSERT_TRUE(pw.ok()) << pw.error().to_string();
+      const auto [x, bias] = random_rows(kChunk, n, k, 23);
+      LinearScratch scratch(pw->k_padded, kChunk);
+      for (int variant : variants) {
+        pw->gemv_variant = variant;
+        std::vector<float> alone(static_cast<size_t>(kChunk * n));
+        for (int64_t i = 0; i < kChunk; ++i)
+          linear(*pw, x.data() + i * k, 1, bias.data(), alone.data() + i * n, scratch, &pools[0]);
+        for (ThreadPool& pool : pools)
+          for (int64_t m : {int64_t{1}, int64_t{3}, kChunk}) {
+            SCOPED_TRACE(std::string(dtype_name(f)) + " K=" + std::to_string(k) + " M=" + std::to_string(m) +
+                         " variant=" + std::to_string(variant) + " threads=" + std::to_string(pool.size()) +
+                         " isa=" + std::string(isa_name(active_isa())));
+            std::vector<float> y(static_cast<size_t>(m * n), -7.0f);
+            linear(*pw, x.data(), m, bias.data(), y.data(), scratch, &pool);
+            for (int64_t i = 0; i < m; ++i)
+              ASSERT_EQ(0, std::memcmp(y.data() + i * n, alone.data() + i * n, static_cast<size_t>(n) * sizeof(float)))
+                  << "row " << i;
+          }
+      }
+    }
   }
 }
 

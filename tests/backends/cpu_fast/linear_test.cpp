@@ -28,15 +28,17 @@ TEST_P(CpuFastLinear, FloatFormatsMatchDoubleReference) {
       for (auto nk : {std::pair<int64_t, int64_t>{13, 37}, {40, 128}, {9, 16}}) check(f, m, nk.first, nk.second, 2);
 }
 
-// Prefill through the panel GEMMs, which take more than kFloatRowsMax (16) rows (AVX-512: 32 outputs × 256 K
-// per panel, 8-row groups; AVX2: 16 outputs, 4-row groups): full row groups and every tail, several K
-// panels (partial sums carried in y) with a K tail, partial output panels, bias.
+// Prefill, more than kFloatRowsMax (16) rows, both ways (linear.h FloatRows): the panel GEMMs (AVX-512: 32
+// outputs × 256 K per panel, 8-row groups; AVX2: 16 outputs, 4-row groups): full row groups and every tail,
+// several K panels (partial sums carried in y) with a K tail, partial output panels, bias; and the
+// row-invariant default (blocks of 16 rows through the rows kernel, the last block short).
 TEST_P(CpuFastLinear, FloatPrefillPanelsMatchDoubleReference) {
-  for (DType f : {DType::kF32, DType::kF16, DType::kBF16}) {
-    for (int64_t m = 17; m <= 24; ++m) check(f, m, 70, 600, 2);  // every row-group tail of both ISAs
-    check(f, 32, 32, 256, 1);   // exactly one panel
-    check(f, 17, 33, 257, 1);   // one row and one k past a panel
-  }
+  for (FloatRows mode : {FloatRows::kPanelGemm, FloatRows::kRowInvariant})
+    for (DType f : {DType::kF32, DType::kF16, DType::kBF16}) {
+      for (int64_t m = 17; m <= 24; ++m) check(f, m, 70, 600, 2, mode);  // every row-group tail of both ISAs
+      check(f, 32, 32, 256, 1, mode);  // exactly one panel
+      check(f, 17, 33, 257, 1, mode);  // one row and one k past a panel
+    }
 }
 
 TEST_P(CpuFastLinear, IntegerFormatsMatchDequantizedReference) {
