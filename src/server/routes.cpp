@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "hfstatic/ext/backend_kernels.h"
 #include "server/api_error.h"
 #include "server/generation.h"
 #include "server/sse.h"
@@ -168,8 +169,14 @@ void handle_request(State& s, const HttpRequest& req, HttpResponse& res) {
       json model = {{"id", s.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "hfstatic"}};
       if (s.phase.load() != Phase::kLoading) {
         const ModelInfo& info = s.scheduler->info();
+        // The backends and their kernel levels: results are bit-identical within one level and may differ
+        // between levels (docs/determinism.md), so a client comparing answers can see which one ran.
+        json kernels = json::object();
+        for (const auto& b : s.options.backends)
+          if (std::string k = backend_kernels(b); !k.empty()) kernels[b] = k;
         model["meta"] = {{"context_length", info.context_length}, {"vocab_size", info.vocab_size},
-                         {"parallel", s.scheduler->parallel()}};
+                         {"parallel", s.scheduler->parallel()}, {"backends", s.options.backends},
+                         {"kernels", kernels}};
       }
       return reply_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
     }

@@ -175,8 +175,8 @@ def test_openai_client(server, program):
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]},
      "secret", 400, "tools", "'tools[0]' must be"),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
-     "json_schema": {"name": "n", "schema": {"type": "integer", "minimum": 0}}}},
-     "secret", 400, "response_format", 'unsupported keyword "minimum"'),
+     "json_schema": {"name": "n", "schema": {"type": "integer", "not": {"const": 0}}}}},
+     "secret", 400, "response_format", 'unsupported keyword "not"'),
     ("/v1/completions", {"prompt": PROMPT, "model": "gpt-4"}, "secret", 404, "model", "does not exist"),
     ("/v1/completions", {"prompt": " ".join(["Once upon a time"] * 80)}, "secret", 400, "prompt", "context is 256"),
     ("/v1/completions", {"prompt": PROMPT}, "wrong", 401, None, "invalid API key"),
@@ -386,6 +386,13 @@ def test_checkpoint_directory_is_exported_for_parallel(stories_dir, tmp_path):
         port = re.search(r"127\.0\.0\.1:(\d+)", (tmp_path / "serve.log").read_text()).group(1)
         models = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10).read())
         assert models["data"][0]["id"] == "stories260K" and models["data"][0]["meta"]["parallel"] == 2
+        # The kernel level that ran, as `inspect` names it for this machine (docs/determinism.md).
+        meta = models["data"][0]["meta"]
+        assert meta["backends"] == ["cpu_fast"]
+        inspect = subprocess.run([CLI, "inspect", str(next((tmp_path / "cache" / "hfstatic").glob("stories260K-*.hfs")))],
+                                 capture_output=True, text=True, check=True).stdout
+        level = re.search(r"kernels: cpu_fast (\w+)", inspect).group(1)
+        assert meta["kernels"] == {"cpu_fast": level} and level in ("scalar", "avx2", "avx512", "amx")
         assert list((tmp_path / "cache" / "hfstatic").glob("stories260K-*.hfs"))
     finally:
         proc.send_signal(signal.SIGTERM)
