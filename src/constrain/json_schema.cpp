@@ -430,15 +430,16 @@ class Converter {
     return "\"-\"? (\"0\" | " + next(0, 0, 1, 9) + ") " + use("ws");
   }
 
-  // Numbers within integer-valued bounds, written without an exponent: per sign, ranges of the integer part
-  // with any fraction, and the bound itself with a zero fraction where it is included. Sound (a value just
-  // above an exclusive bound, as 3.5 for exclusiveMinimum 3, is valid but not generated).
+  // Numbers within the bounds, written without an exponent (decimal_range_gbnf). An inclusive bound is its
+  // integer exactly, or the shortest decimal that reads back as its double: the parser keeps no number's
+  // source text, and for up to 15 significant digits the two agree. An exclusive bound becomes the inclusive
+  // one that also holds once the number is read as a double, as validators read it (exclusive_as_inclusive:
+  // 2.2499999999999999 is below 2.25 but reads as 2.25).
   Result<std::string> number(const json& s, const std::string& path) {
     if (s.contains("multipleOf"))
       return error(path, "\"multipleOf\" on a number is not supported (on an integer it is)");
     if (!has_bounds(s)) return use("number");
-    std::optional<int64_t> lo, hi;
-    bool lo_incl = true, hi_incl = true;
+    std::optional<Decimal> lo, hi;
     for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
       if (!s.contains(key)) continue;
       const std::string k = key;
@@ -446,50 +447,24 @@ class Converter {
       if (v.is_boolean())
         return error(path, "\"" + k + "\" as a boolean (draft 4) is not supported: give the bound as a number");
       if (!v.is_number()) return error(path, "\"" + k + "\" must be a number, got " + v.dump());
-      const double d = v.get<double>();
-      if (d != std::floor(d) || std::fabs(d) > 1e15)
-        return error(path, "\"" + k + "\" " + v.dump() + " on a number is not supported: number bounds must be integers "
-                               "of at most 15 digits (fractional bounds are supported on integers only)");
-      const int64_t b = static_cast<int64_t>(d);
-      const bool lower = k == "minimum" || k == "exclusiveMinimum", incl = k.rfind("exclusive", 0) != 0;
-      std::optional<int64_t>& slot = lower ? lo : hi;
-      bool& inc = lower ? lo_incl : hi_incl;
-      // The tighter of two bounds on one side.
-      if (!slot || (lower ? b > *slot || (b == *slot && !incl) : b < *slot || (b == *slot && !incl))) slot = b, inc = incl;
+      const bool lower = k == "minimum" || k == "exclusiveMinimum", exclusive = k.rfind("exclusive", 0) == 0;
+      const Decimal b = number_bound(v, lower, exclusive);
+      std::optional<Decimal>& slot = lower ? lo : hi;
+      if (!slot || (lower ? b.compare(*slot) > 0 : b.compare(*slot) < 0)) slot = b;  // the tighter
     }
-    struct Part {
-      bool negative;
-      int64_t a, b;  // the integer part's range (magnitude)
-      bool any_fraction;
-    };
-    std::vector<Part> parts;
-    const int64_t top = kMaxJsonInteger;
-    // Non-negative values I.F: I from the lower bound, up to the upper one.
-    {
-      const int64_t from = !lo ? 0 : lo_incl ? std::max<int64_t>(0, *lo) : (*lo < 0 ? 0 : *lo + 1);
-      if (!hi) parts.push_back({false, from, top, true});
-      else if (*hi >= 0 && (hi_incl || *hi > 0)) {
-        if (from <= *hi - 1) parts.push_back({false, from, *hi - 1, true});
-        if (hi_incl && from <= *hi) parts.push_back({false, *hi, *hi, false});
-      }
-    }
-    // Negative values -I.F: the magnitude I.F at least -hi (more than, when exclusive), at most -lo.
-    {
-      const int64_t from = !hi || *hi > 0 || (*hi == 0 && hi_incl) ? 0 : hi_incl ? -*hi : -*hi + 1;
-      if (!lo) parts.push_back({true, from, top, true});
-      else if (*lo < 0) {
-        if (from <= -*lo - 1) parts.push_back({true, from, -*lo - 1, true});
-        if (lo_incl && from <= -*lo) parts.push_back({true, -*lo, -*lo, false});
-      }
-    }
-    std::string alts;
-    for (const Part& p : parts) {
-      if (p.a > p.b) continue;
-      alts += (alts.empty() ? "" : " | ") + std::string(p.negative ? "\"-\" " : "") + integer_range_gbnf(p.a, std::min(p.b, top)) +
-              (p.any_fraction ? " (\".\" [0-9]{1,16})?" : " (\".\" \"0\"{1,16})?");
-    }
-    if (alts.empty()) return error(path, "no number satisfies the bounds");
-    return "(" + alts + ") " + use("ws");
+    const std::string alts = decimal_range_gbnf(lo, hi);
+    if (alts.empty())
+      return error(path, "no number satisfies the bounds (at least " + (lo ? lo->to_string() : "-inf") + ", at most " +
+                             (hi ? hi->to_string() : "inf") + ", without an exponent, 16 integer and 16 fraction digits)");
+    return alts + " " + use("ws");
+  }
+
+  // The inclusive bound (see number()) for `v` under `key`.
+  static Decimal number_bound(const json& v, bool lower, bool exclusive) {
+    if (exclusive) return exclusive_as_inclusive(v.get<double>(), lower);
+    if (v.is_number_integer())
+      return *Decimal::parse(v.is_number_unsigned() ? std::to_string(v.get<uint64_t>()) : std::to_string(v.get<int64_t>()));
+    return shortest_decimal(v.get<double>());
   }
 
   Result<std::string> ref(const json& r, const std::string& path) {

@@ -6,8 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
+#include <set>
 
 #include <string>
 #include <vector>
@@ -183,7 +186,8 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsNamingTheKeywordAndWhere) {
       {R"({"type": "integer", "multipleOf": 101})", "an integer in [1, 100] on an integer is"},
       {R"({"type": "integer", "multipleOf": 3, "minimum": 0})", "\"multipleOf\" together with minimum/maximum"},
       {R"({"type": "number", "multipleOf": 3})", "\"multipleOf\" on a number is not supported"},
-      {R"({"type": "number", "minimum": 0.5})", "\"minimum\" 0.5 on a number is not supported: number bounds must be integers"},
+      {R"({"type": "number", "minimum": 1e16})", "no number satisfies the bounds (at least 10000000000000000"},
+      {R"({"type": "number", "exclusiveMinimum": 0.5, "maximum": 0.5})", "no number satisfies the bounds"},
       {R"({"type": "number", "minimum": 3, "exclusiveMaximum": 3})", "no number satisfies the bounds"},
       {R"({"const": "a", "enum": ["b"]})", "\"enum\" beside \"const\" is not supported"},
       {R"({"type": "string", "enum": ["a", 1]})", "\"enum\" value 1 is not of \"type\" \"string\""},
@@ -250,8 +254,8 @@ TEST(JsonSchema, IntegerBoundsAreExact) {
   }
 }
 
-// Number bounds (integer-valued): every generated form is checked against plain arithmetic over a grid of
-// decimals around each bound; the values inside the bounds are accepted in the forms the grammar writes.
+// Number bounds (integer-valued): every form over a grid of tenths around each bound is accepted exactly when
+// plain arithmetic puts it inside (finer steps past a bound: NumberBoundsWithFractionsAreExact).
 TEST(JsonSchema, NumberBoundsAcceptOnlyValuesInside) {
   struct Bounds {
     std::string keywords;
@@ -281,18 +285,217 @@ TEST(JsonSchema, NumberBoundsAcceptOnlyValuesInside) {
           const bool inside = (b.lo_incl ? v >= b.lo : v > b.lo) && (b.hi_incl ? v <= b.hi : v < b.hi);
           const bool acc = accepts(g, text);
           if (acc) ++accepted;
-          EXPECT_TRUE(!acc || inside) << schema << "\naccepted " << text;  // sound
-          // Inside and away from an exclusive bound's integer: generated too.
-          const bool near_exclusive = (!b.lo_incl && v > b.lo && v < b.lo + 1) || (!b.hi_incl && v < b.hi && v > b.hi - 1);
-          if (inside && !near_exclusive && text != "-0" && text.rfind("-0.0", 0) != 0) {
-            EXPECT_TRUE(acc) << schema << "\nrefused " << text;
-          }
+          EXPECT_EQ(acc, inside) << schema << "\n" << text;
         }
       }
     }
     EXPECT_GT(accepted, 0) << schema;
     EXPECT_FALSE(accepts(g, "1e2")) << schema;  // no exponent under bounds
   }
+}
+
+// Decimals as integers scaled by 10^16 (16 integer and 16 fraction digits fit in 128 bits): the test's own
+// exact arithmetic, independent of the converter's digit-string comparisons.
+__extension__ using Scaled = __int128;
+constexpr int kFracDigits = 16;
+
+Scaled scaled(const std::string& text) {
+  const bool neg = text[0] == '-';
+  const size_t dot = text.find('.');
+  const std::string ip = text.substr(neg, dot == std::string::npos ? std::string::npos : dot - neg);
+  const std::string fp = dot == std::string::npos ? "" : text.substr(dot + 1);
+  Scaled v = 0;
+  for (char c : ip) v = v * 10 + (c - '0');
+  for (size_t k = 0; k < kFracDigits; ++k) v = v * 10 + (k < fp.size() ? fp[k] - '0' : 0);
+  return neg ? -v : v;
+}
+
+Scaled pow10(int k) {
+  Scaled p = 1;
+  while (k-- > 0) p *= 10;
+  return p;
+}
+
+// Plain text, the fraction without trailing zeros ("-0.015", "3").
+std::string text_of(Scaled v) {
+  const bool neg = v < 0;
+  if (neg) v = -v;
+  const Scaled one = pow10(kFracDigits);
+  std::string ip;
+  for (Scaled i = v / one; ip.empty() || i > 0; i /= 10) ip.insert(ip.begin(), static_cast<char>('0' + static_cast<int>(i % 10)));
+  std::string fp(kFracDigits, '0');
+  Scaled f = v % one;
+  for (int k = kFracDigits - 1; k >= 0; --k, f /= 10) fp[static_cast<size_t>(k)] = static_cast<char>('0' + static_cast<int>(f % 10));
+  fp.erase(fp.find_last_not_of('0') + 1);
+  return (neg ? "-" : "") + ip + (fp.empty() ? "" : "." + fp);
+}
+
+struct NumberBound {
+  std::string key, json;  // as the schema gives it
+  std::string exact;      // its value in plain decimal (for the scaled reference)
+};
+
+// Inside every bound, read exactly and read as a double (what validators such as ajv compare).
+bool inside_bounds(const std::vector<NumberBound>& bounds, const std::string& text) {
+  const Scaled x = scaled(text);
+  const double xd = std::strtod(text.c_str(), nullptr);
+  for (const NumberBound& b : bounds) {
+    const Scaled e = scaled(b.exact);
+    const double ed = std::strtod(b.json.c_str(), nullptr);
+    const bool ok = b.key == "minimum"            ? x >= e && xd >= ed
+                    : b.key == "exclusiveMinimum" ? x > e && xd > ed
+                    : b.key == "maximum"          ? x <= e && xd <= ed
+                                                  : x < e && xd < ed;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string number_schema(const std::vector<NumberBound>& bounds) {
+  std::string s = R"({"type": "number")";
+  for (const NumberBound& b : bounds) s += ", \"" + b.key + "\": " + b.json;
+  return s + "}";
+}
+
+const std::vector<std::vector<NumberBound>>& fractional_bounds() {
+  static const std::vector<std::vector<NumberBound>> all = {
+      {{"minimum", "0.5", "0.5"}, {"exclusiveMaximum", "2.25", "2.25"}},
+      {{"minimum", "-1.5e-2", "-0.015"}},
+      {{"exclusiveMinimum", "-2.75", "-2.75"}, {"maximum", "-0.125", "-0.125"}},
+      {{"exclusiveMinimum", "-0.5", "-0.5"}, {"exclusiveMaximum", "5e-1", "0.5"}},  // straddling zero
+      {{"minimum", "0", "0"}, {"exclusiveMaximum", "1E-3", "0.001"}},
+      {{"exclusiveMinimum", "0", "0"}, {"maximum", "0.1", "0.1"}},
+      {{"exclusiveMaximum", "0", "0"}, {"minimum", "-0.1", "-0.1"}},
+      {{"minimum", "1234.5678", "1234.5678"}, {"maximum", "1234.5679", "1234.5679"}},
+      {{"exclusiveMinimum", "3", "3"}},  // an integer, exclusive: 3.5 is inside
+      {{"maximum", "-0.0", "0"}},
+      {{"minimum", "2.5E1", "25"}, {"maximum", "25.000", "25"}},  // a single value
+      {{"exclusiveMinimum", "0.1", "0.1"}, {"maximum", "0.3", "0.3"}},
+      {{"exclusiveMaximum", "999999999999999.5", "999999999999999.5"}},  // doubles 0.125 apart here
+      {{"minimum", "-1e-16", "-0.0000000000000001"}, {"maximum", "1e-16", "0.0000000000000001"}},
+      {{"exclusiveMinimum", "-1.0000000000000002", "-1.0000000000000002"},
+       {"exclusiveMaximum", "1.0000000000000002", "1.0000000000000002"}},
+      {{"exclusiveMinimum", "9.5", "9.5"}, {"minimum", "9.75", "9.75"}, {"maximum", "12", "12"}},  // the tighter
+  };
+  return all;
+}
+
+// Fractional bounds (and exponent forms): over a grid of decimals B - 10^-k, B, B + 10^-k (k = 0..16) around
+// each bound and zero, in their trailing-zero and -0 forms, the grammar accepts exactly those inside the bounds
+// by scaled-integer arithmetic and by double comparison.
+TEST(JsonSchema, NumberBoundsWithFractionsAreExact) {
+  for (const auto& bounds : fractional_bounds()) {
+    const std::string schema = number_schema(bounds);
+    auto g = compile(schema);
+    ASSERT_TRUE(g) << schema;
+    std::vector<Scaled> centers = {0};
+    for (const NumberBound& b : bounds) centers.push_back(scaled(b.exact));
+    int accepted = 0;
+    for (Scaled c : centers)
+      for (int k = 0; k <= kFracDigits; ++k)
+        for (int sign : {-1, 0, 1}) {
+          const Scaled v = c + sign * pow10(kFracDigits - k);
+          const std::string text = text_of(v);
+          std::vector<std::string> forms = {text};
+          const size_t dot = text.find('.');
+          if (dot == std::string::npos) forms.insert(forms.end(), {text + ".0", text + ".000"});
+          else if (text.size() - dot - 1 < kFracDigits) forms.push_back(text + "0");
+          if (v == 0) forms.insert(forms.end(), {"-0", "-0.0", "-0.00"});
+          for (const std::string& f : forms) {
+            const bool acc = accepts(g, f);
+            accepted += acc;
+            EXPECT_EQ(acc, inside_bounds(bounds, f)) << schema << "\n" << f;
+          }
+        }
+    EXPECT_GT(accepted, 0) << schema;
+    EXPECT_FALSE(accepts(g, "1e0")) << schema;  // no exponent under bounds
+  }
+}
+
+// Documents from random walks over the compiled grammar (a uniformly random allowed character at each step,
+// ending where allowed) are inside the bounds, exactly and as doubles, and vary, fractions included.
+TEST(JsonSchema, NumberBoundsRandomWalksStayInside) {
+  std::mt19937 rng(7);
+  const std::string alphabet = "-.0123456789";
+  for (const auto& bounds : fractional_bounds()) {
+    const std::string schema = number_schema(bounds);
+    auto g = compile(schema);
+    ASSERT_TRUE(g) << schema;
+    std::set<std::string> seen;
+    for (int walk = 0; walk < 60; ++walk) {
+      GrammarMatcher m(g);
+      std::string doc;
+      for (;;) {
+        std::vector<char> next;
+        for (char c : alphabet) {
+          GrammarMatcher t = m;
+          if (t.feed(std::string(1, c))) next.push_back(c);
+        }
+        const bool can_end = m.complete();
+        ASSERT_TRUE(can_end || !next.empty()) << schema << "\ndead end after " << doc;
+        const size_t pick = std::uniform_int_distribution<size_t>(0, next.size() - (can_end ? 0 : 1))(rng);
+        if (pick == next.size()) break;
+        ASSERT_TRUE(m.feed(std::string(1, next[pick])));
+        doc += next[pick];
+      }
+      EXPECT_TRUE(inside_bounds(bounds, doc)) << schema << "\n" << doc;
+      seen.insert(doc);
+    }
+    const bool single = bounds.size() == 2 && bounds[0].exact == bounds[1].exact;
+    EXPECT_GT(seen.size(), single ? 1u : 5u) << schema;  // 25: "25", "25.0", ...
+    if (!single) {
+      EXPECT_TRUE(std::any_of(seen.begin(), seen.end(), [](const std::string& d) { return d.find('.') != std::string::npos; }))
+          << schema;
+    }
+  }
+}
+
+// Exclusive bounds where doubles are 0.125 apart: a number reads as the nearer double, and on the midpoint
+// as the one with an even significand (999999999999999.5 is even, .375 and .625 are odd), so the midpoint is
+// past an exclusive bound only when it reads inward.
+TEST(JsonSchema, ExclusiveNumberBoundsFollowDoubleRounding) {
+  struct Probe {
+    const char* schema_bound;
+    const char* text;
+    bool accepted;
+  };
+  const std::vector<Probe> probes = {
+      {R"("exclusiveMaximum": 999999999999999.5)", "999999999999999.4374999999999999", true},  // reads as .375
+      {R"("exclusiveMaximum": 999999999999999.5)", "999999999999999.4375", false},             // a tie: .5
+      {R"("exclusiveMaximum": 999999999999999.5)", "999999999999999.49", false},               // below, reads as .5
+      {R"("exclusiveMinimum": 999999999999999.5)", "999999999999999.5625", false},             // a tie: .5
+      {R"("exclusiveMinimum": 999999999999999.5)", "999999999999999.5625000000000001", true},  // reads as .625
+      {R"("exclusiveMaximum": 999999999999999.625)", "999999999999999.5625", true},            // a tie: .5
+      {R"("exclusiveMaximum": 999999999999999.625)", "999999999999999.5625000000000001", false},
+      {R"("exclusiveMaximum": 1.0000000000000002)", "1.0000000000000001", true},               // reads as 1
+      {R"("exclusiveMinimum": 1)", "1.0000000000000001", false},                               // reads as 1
+      {R"("exclusiveMinimum": 1)", "1.0000000000000002", true},
+  };
+  for (const Probe& p : probes) {
+    const std::string schema = std::string(R"({"type": "number", )") + p.schema_bound + "}";
+    auto g = compile(schema);
+    ASSERT_TRUE(g) << schema;
+    EXPECT_EQ(accepts(g, p.text), p.accepted) << schema << "\n" << p.text;
+  }
+}
+
+// Bounds past what the number rule writes: beyond 16 fraction digits, beyond 16 integer digits, the largest double.
+TEST(JsonSchema, NumberBoundsBeyondTheRulesDigits) {
+  auto tiny = compile(R"({"type": "number", "minimum": 1e-20})");
+  ASSERT_TRUE(tiny);
+  for (const char* yes : {"0.0000000000000001", "0.5", "7"}) EXPECT_TRUE(accepts(tiny, yes)) << yes;
+  for (const char* no : {"0", "0.0", "-0", "0.0000000000000000", "-0.0000000000000001"}) EXPECT_FALSE(accepts(tiny, no)) << no;
+  auto below = compile(R"({"type": "number", "exclusiveMaximum": -1e-300})");
+  ASSERT_TRUE(below);
+  EXPECT_TRUE(accepts(below, "-0.0000000000000001"));
+  EXPECT_FALSE(accepts(below, "-0"));
+  EXPECT_FALSE(accepts(below, "0"));
+  auto wide = compile(R"({"type": "number", "minimum": -1e300, "maximum": 1e20})");
+  ASSERT_TRUE(wide);
+  EXPECT_TRUE(accepts(wide, "9999999999999999.9999999999999999"));
+  EXPECT_TRUE(accepts(wide, "-9999999999999999.5"));
+  EXPECT_FALSE(json_schema_to_gbnf(R"({"type": "number", "exclusiveMinimum": 1.7976931348623157e308})").ok());
+  EXPECT_FALSE(json_schema_to_gbnf(R"({"type": "number", "minimum": 1e-20, "maximum": 1e-18})").ok());
 }
 
 TEST(JsonSchema, IntegerMultiplesAreExact) {
