@@ -8,16 +8,20 @@
 //     may be left out); extra keys are generated only for objects without `properties` (a map whose values
 //     follow `additionalProperties`, any JSON value when it is absent or true);
 //   - numbers have at most 16 integer and 16 fraction digits and a 3-digit exponent, so a number always ends;
+//     under minimum/maximum/exclusive bounds (json_number_range.h) no exponent, and every such number inside
+//     the bounds, both exactly and read as a double (as validators read it);
 //   - whitespace between tokens is nothing, one space, or a newline and up to 20 spaces or tabs;
 //   - `oneOf` is generated as `anyOf`: its branches must not overlap (a document matching two branches
 //     would be invalid), which the schema's author guarantees, as with tagged unions.
 // Supported: type (one or a list), properties, required, additionalProperties, enum, const, items,
 // prefixItems, minItems, maxItems, anyOf, oneOf, local $ref (#/$defs/..., #/definitions/..., #), string
-// minLength/maxLength, format date, time, date-time, uuid, and pattern (json_pattern.h; not beside
+// minLength/maxLength, format date, time, date-time, uuid, email, hostname, ipv4, ipv6, uri, integer and
+// number bounds (minimum, maximum, exclusiveMinimum, exclusiveMaximum), integer multipleOf, allOf,
+// uniqueItems over an enum, and pattern (json_pattern.h; not beside
 // minLength, maxLength, format, const or enum); const and enum take no sibling but a "type" every listed
 // value has (they list the documents; a sibling would filter them); annotations (title, description, default,
 // examples, $schema, $id, $comment, deprecated, readOnly, writeOnly) are ignored. Any other keyword is an
-// error naming it and where it is (e.g. `json schema: /properties/age: unsupported keyword "minimum"`),
+// error naming it and where it is (e.g. `json schema: /properties/age: unsupported keyword "not"`),
 // never silently ignored.
 //
 //   auto g = hfs::json_schema_to_gbnf(R"({"type": "object", "properties": {"name": {"type": "string"}},

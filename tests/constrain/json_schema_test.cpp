@@ -470,6 +470,12 @@ TEST(JsonSchema, ExclusiveNumberBoundsFollowDoubleRounding) {
       {R"("exclusiveMaximum": 1.0000000000000002)", "1.0000000000000001", true},               // reads as 1
       {R"("exclusiveMinimum": 1)", "1.0000000000000001", false},                               // reads as 1
       {R"("exclusiveMinimum": 1)", "1.0000000000000002", true},
+      // docs/structured-output.md's examples
+      {R"("exclusiveMaximum": 2.25)", "2.2499999999999997", true},
+      {R"("exclusiveMaximum": 2.25)", "2.2499999999999998", false},
+      {R"("exclusiveMinimum": 3)", "3.0000000000000003", true},
+      {R"("exclusiveMinimum": 3)", "3.0000000000000002", false},
+      {R"("exclusiveMinimum": 3)", "3.5", true},
   };
   for (const Probe& p : probes) {
     const std::string schema = std::string(R"({"type": "number", )") + p.schema_bound + "}";
