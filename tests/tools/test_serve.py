@@ -393,6 +393,20 @@ def test_checkpoint_directory_is_exported_for_parallel(stories_dir, tmp_path):
                                  capture_output=True, text=True, check=True).stdout
         level = re.search(r"kernels: cpu_fast (\w+)", inspect).group(1)
         assert meta["kernels"] == {"cpu_fast": level} and level in ("scalar", "avx2", "avx512", "amx")
+        # A model without a chat template: chat renders the "plain" format (contents joined by newlines, with
+        # the tokenizer's special tokens), so a chat answer is the completion of that text.
+        url = f"http://127.0.0.1:{port}"
+        msgs = [{"role": "system", "content": "Once upon a time"}, {"role": "user", "content": "there was a cat"}]
+        got, chat, _ = post(url, "/v1/chat/completions", {"messages": msgs, "max_tokens": 6, "temperature": 0}, key=None)
+        assert got == 200, chat
+        joined = "Once upon a time\nthere was a cat"
+        got, comp, _ = post(url, "/v1/completions", {"prompt": joined, "max_tokens": 6, "temperature": 0}, key=None)
+        assert got == 200, comp
+        got, tok, _ = post(url, "/tokenize", {"content": joined}, key=None)
+        assert chat["usage"]["prompt_tokens"] == len(tok["tokens"]) == comp["usage"]["prompt_tokens"]
+        # (a reply is its tokens decoded on their own, as HF decodes new tokens: SentencePiece drops the first
+        # piece's leading space, which a completion, continuing its prompt's text, keeps)
+        assert chat["choices"][0]["message"]["content"] == comp["choices"][0]["text"].lstrip(" ")
         assert list((tmp_path / "cache" / "hfstatic").glob("stories260K-*.hfs"))
     finally:
         proc.send_signal(signal.SIGTERM)
