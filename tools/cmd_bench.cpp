@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "backend_settings.h"
+#include "bench_context.h"
 #include "bench_sequences.h"
 #include "bench_speculative.h"
 #include "core/device_timing.h"
@@ -49,6 +50,7 @@ struct BenchArgs {
   int verify_pairs = 31;
   DraftConfig draft;      // kind != none: plain vs drafted generation instead
   std::string text_file;  // the prompt for --draft, as text
+  std::string context_fill;  // "1k,8k,32k": decode at those live lengths instead
 };
 
 // --threads and --device as settings (bench() checked the combination first).
@@ -230,6 +232,24 @@ int bench_drafts(const BenchArgs& a, std::shared_ptr<const Program> prog) {
   return bench_draft(std::move(prog), ro, b);
 }
 
+// --context-fill: the lengths (k = 1024), and decode steps per length (--gen, by default 16).
+int bench_context(const BenchArgs& a, std::shared_ptr<const Program> prog) {
+  ContextFillBench b;
+  auto list = parse_context_lengths(a.context_fill);
+  if (!list)
+    return usage_error("bench", "--context-fill: expected live token counts separated by commas, each a positive "
+                                "integer or one with a k (x1024) suffix (e.g. 1k,8k,32k), got '" + a.context_fill + "'");
+  b.lengths = std::move(*list);
+  b.gen = a.gen_given ? a.gen : 16;
+  if (b.gen < 1) return usage_error("bench", "--context-fill: --gen must be at least 1 (the decode steps measured)");
+  b.reps = a.reps;
+  b.json = a.json;
+  b.model = a.model;
+  RunnerOptions ro;
+  ro.io.method.backends = bench_backends(a);
+  return bench_context_fill(std::move(prog), ro, b);
+}
+
 int bench(const BenchArgs& a) {
   if (auto checked = cli::backend_options(a.backends, a.threads, a.device); !checked)
     return usage_error("bench", checked.error().message());
@@ -244,6 +264,7 @@ int bench(const BenchArgs& a) {
   if (!a.sequences.empty()) return bench_engine(a, *prog);
   if (!a.verify.empty()) return bench_verify_steps(a, *prog);
   if (a.draft.kind != DraftKind::kNone) return bench_drafts(a, *prog);
+  if (!a.context_fill.empty()) return bench_context(a, *prog);
   RunnerOptions ro;
   ro.io.method.backends = bench_backends(a);
   auto runner = Runner::create(*prog, ro);
@@ -477,6 +498,15 @@ RunFn setup(CLI::App& sub) {
                  "pairs) and reports both decode tok/s, the speedup (median of the pairs' ratios), the acceptance "
                  "rate and tokens per model step; different tokens with and without drafts are an error")
       ->needs(sub.get_option("--draft"));
+  CLI::Option* fill = sub.add_option(
+      "--context-fill", a->context_fill,
+      "Decode tok/s with that many live tokens in the cache instead: lengths separated by commas, k = 1024 (e.g. "
+      "1k,8k,32k or 1024,8192), each at most the context; per length, --gen (default 16) greedy decode steps ending "
+      "at it, after the positions before them are skipped without running (their rows hold zeros: attention reads "
+      "every live row whatever its values, so the cost is a prefilled cache's, without a long prefill). Reports "
+      "tok/s and ms per step per length (median of --reps, the lengths taking turns), what each 1k live tokens "
+      "adds, and the caches' memory beside peak RSS");
+  fill->excludes(vs)->excludes(seqs)->excludes(verify)->excludes(sub.get_option("--draft"))->excludes(prompt);
   sub.footer(
       "Environment: HFS_PROFILE=1 prints, per method, where cpu_fast spent the time by op kind and how busy "
       "its threads were; HFS_CPU_FAST_ISA=scalar|avx2|avx512|amx caps the kernels cpu_fast picks (results are "

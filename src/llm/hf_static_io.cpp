@@ -169,6 +169,26 @@ class HfStaticIO final : public IOManager {
     pool_.truncate(seq, length);  // the last step's logits stay readable: the other parts' verification reads them
     return Ok{};
   }
+  Status advance_unwritten(int32_t seq, int64_t n) override {
+    const std::string where = "hf_static: advance_unwritten(" + std::to_string(seq) + ", " + std::to_string(n) + ")";
+    if (needs_reset_)
+      return make_error(ErrorCode::kNeedsReset, where + ": a previous step failed; call reset() before running again");
+    if (!pool_.active(seq)) return make_error(ErrorCode::kInvalidArgument, where + ": not an active sequence");
+    if (n < 0) return make_error(ErrorCode::kInvalidArgument, where + ": a negative count");
+    if (pool_.length(seq) + n > spec_.context_length)
+      return make_error(ErrorCode::kCapacityExceeded, where + ": " + std::to_string(n) + " positions at position " +
+                                                          std::to_string(pool_.length(seq)) + " exceed the context of " +
+                                                          std::to_string(spec_.context_length));
+    if (pool_.blocks_needed(seq, n) > pool_.free_blocks())
+      return make_error(ErrorCode::kCapacityExceeded, where + ": needs " + std::to_string(pool_.blocks_needed(seq, n)) +
+                                                          " cache blocks, the pool has " + std::to_string(pool_.free_blocks()) + " free");
+    copies_.clear();
+    pool_.reserve(seq, n, &copies_);
+    for (const BlockCopy& c : copies_) copy_block(c);  // a block shared with a fork gets its own copy, as a step's would
+    pool_.commit(seq, n);
+    forget_last();
+    return Ok{};
+  }
   int64_t blocks_needed(int32_t seq, int64_t n) const override { return pool_.active(seq) ? pool_.blocks_needed(seq, n) : 0; }
   int64_t free_blocks() const override { return pool_.free_blocks(); }
 

@@ -317,5 +317,39 @@ TEST(HfStaticRunner, GenerateIsDeterministicPerSeed) {
   EXPECT_EQ((*a)->position(), 3 + 9);
 }
 
+
+// bench --context-fill's skip: advancing n positions without a step leaves the runner exactly where a prefill of
+// n tokens whose cache rows are then zeroed does (counters, slots, masks, rings), so the next decode step gives
+// the same bits; over the context it is refused with nothing changed.
+TEST(HfStaticRunner, AdvanceUnwrittenIsAPrefillWithZeroRows) {
+  for (const TinyModel& m : {TinyModel{"llama", 4, 24}, TinyModel{"mistral", 4, 24, 6}}) {
+    const std::string program = test::tiny_program(m);
+    auto skipped = test::open_runner(program), filled = test::open_runner(program);
+    ASSERT_TRUE(skipped.ok() && filled.ok());
+    ASSERT_TRUE((*skipped)->io().advance_unwritten(0, 13).ok());
+    EXPECT_EQ((*skipped)->position(), 13);
+    ASSERT_TRUE((*filled)->prefill(test::random_tokens(13, 512, 8)).ok());
+    for (const TensorView& v : (*filled)->io().cache_views()) std::memset(v.ptr, 0, v.nbytes());
+    for (int32_t tok : {5, 77, 300}) {
+      auto a = (*skipped)->decode_step(tok);
+      ASSERT_TRUE(a.ok()) << a.error().to_string();
+      auto av = copy(*a);
+      auto b = (*filled)->decode_step(tok);
+      ASSERT_TRUE(b.ok());
+      ASSERT_EQ(av.size(), b->size());
+      EXPECT_EQ(std::memcmp(av.data(), b->data(), av.size() * sizeof(float)), 0) << m.arch;
+    }
+    auto before = cache_bytes(**skipped);
+    Status st = (*skipped)->io().advance_unwritten(0, m.context - 16 + 1);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().code(), ErrorCode::kCapacityExceeded);
+    EXPECT_EQ((*skipped)->position(), 16);
+    EXPECT_EQ(cache_bytes(**skipped), before);
+    EXPECT_EQ((*skipped)->io().advance_unwritten(3, 1).error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_TRUE((*skipped)->io().advance_unwritten(0, m.context - 16).ok());
+    EXPECT_EQ((*skipped)->capacity_left(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace hfs

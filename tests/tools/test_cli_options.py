@@ -286,6 +286,26 @@ def test_ngram_drafts_give_the_same_tokens_on_quantized_and_16bit_weights(tmp_pa
     assert spec["tokens"] == plain["tokens"]
 
 
+def test_bench_context_fill_rows_and_capacity(stories_program):
+    # The fixture's context is 256 tokens: 0.25k fills it exactly; 257 or 1k are refused naming it.
+    r = json.loads(cli("bench", "-m", stories_program, "--context-fill", "32,0.25k", "--gen", "4", "--json",
+                       timeout=TIMEOUT, check=False).stdout or "{}")
+    assert r == {}  # 0.25k is not a count
+    j = json.loads(cli("bench", "-m", stories_program, "--context-fill", "32,256", "--gen", "4", "--reps", "2",
+                       "--json", timeout=TIMEOUT, check=True).stdout)
+    assert [row["live_tokens"] for row in j["context_fill"]] == [32, 256]
+    assert all(row["decode_tok_s"] > 0 and len(row["runs_step_ms"]) == 2 for row in j["context_fill"])
+    assert j["context_length"] == 256 and j["cache_bytes"] > 0 and j["peak_rss_bytes"] >= j["cache_bytes"]
+    for args, says in [(["--context-fill", "1k"], "--context-fill 1024 exceeds the program's context of 256 tokens"),
+                       (["--context-fill", "257"], "--context-fill 257 exceeds"),
+                       (["--context-fill", "8", "--gen", "8"], "--context-fill 8 must be more than --gen 8"),
+                       (["--context-fill", "1,,2"], "--context-fill: expected"),
+                       (["--context-fill", "-1k"], "--context-fill: expected")]:
+        r = cli("bench", "-m", stories_program, *args, timeout=TIMEOUT)
+        assert r.returncode == USAGE and r.stdout == "", r.stderr
+        assert says in r.stderr, r.stderr
+
+
 def test_bench_sequences(tmp_path):
     """bench --sequences runs B sequences through the engine; counts above the program's are usage errors."""
     prog = tmp_path / "multi.hfs"

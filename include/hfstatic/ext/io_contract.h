@@ -149,6 +149,15 @@ class HFS_API IOManager {
     (void)seq, (void)length;
     return unsupported("truncate_sequence");
   }
+  // Benchmarks only (bench --context-fill): advances the sequence by n positions without running a step, so
+  // that the next steps run with that many live tokens. The skipped positions' cache rows keep whatever the
+  // buffers hold (zeros after reset()), so later logits mean nothing; a step's cost is real, because
+  // attention reads every live row whatever its values. Checked as a step of n rows would be (unknown
+  // sequence, over its context, pool exhausted, after a failed step → its error, nothing changed).
+  [[nodiscard]] virtual Status advance_unwritten(int32_t seq, int64_t n) {
+    (void)seq, (void)n;
+    return unsupported("advance_unwritten");
+  }
   // Pool blocks a step would take (new blocks and copies of shared ones) if it appended n tokens to seq.
   virtual int64_t blocks_needed(int32_t seq, int64_t n) const { (void)seq, (void)n; return 0; }
   virtual int64_t free_blocks() const { return 0; }
