@@ -92,6 +92,11 @@ Result<Scorer> open_scorer(const std::string& model, const PplArgs& a) {
 // Feeds `tokens` (at most rows_per_step) at the scorer's next positions; returns their logits, [n, vocab].
 Result<std::span<const float>> feed(Scorer& s, std::span<const int32_t> tokens) {
   IOManager& io = s.runner->io();
+  // One row is a decode step whatever the program has: a 1-token prefill would pad a whole chunk.
+  if (tokens.size() == 1) {
+    HFS_TRY(io.run_decode(tokens[0]));
+    return io.last_logits();
+  }
   switch (s.source) {
     case RowSource::kPrefillAll: HFS_TRY(io.run_prefill(tokens, StepLogits::kKeep)); break;
     case RowSource::kStepAll: {
@@ -101,7 +106,7 @@ Result<std::span<const float>> feed(Scorer& s, std::span<const int32_t> tokens) 
     }
     case RowSource::kDecode: HFS_TRY(io.run_decode(tokens[0])); break;
   }
-  std::span<const float> rows = tokens.size() == 1 ? io.last_logits() : io.last_step_logits();
+  std::span<const float> rows = io.last_step_logits();
   const size_t want = tokens.size() * static_cast<size_t>(s.runner->info().vocab_size);
   if (rows.size() != want)
     return make_error(ErrorCode::kInternal, s.path + ": a step of " + std::to_string(tokens.size()) + " rows returned " +
