@@ -56,6 +56,9 @@ INTS = {  # (command, option): out-of-range values beyond NON_NUMBERS and INT_ON
     ("chat", "--threads"): ["-1", "1025"],
     ("chat", "--draft-max"): ["0", "1025"],
     ("export", "--pool-slots"): ["0", "-1", "9223372036854775808"],
+    ("perplexity", "--chunk"): ["0", "1", "-1", "2147483648"],
+    ("perplexity", "--max-tokens"): ["0", "-1", "9223372036854775808"],
+    ("perplexity", "--threads"): ["-1", "1025"],
 }
 CHOICES = {  # (command, option): values outside the set
     ("run", "--tail"): ["none", "AUTO", ""],
@@ -63,6 +66,7 @@ CHOICES = {  # (command, option): values outside the set
     ("chat", "--backend"): ["gpu"],
     ("bench", "--backend"): ["gpu"],
     ("inspect", "--backend"): ["gpu"],
+    ("perplexity", "--backend"): ["gpu"],
     ("export", "--cache-dtype"): ["f64", ""],
     ("export", "--weights"): ["int3", "F16", ""],
     ("export", "--logits"): ["first", ""],
@@ -81,6 +85,7 @@ def base_args(command, flag, program, tmp_path):
                  + (["--verify", "1"] if flag == "--verify-pairs" else []),
         "inspect": ["inspect", program],
         "export": ["export", STORIES, "-o", tmp_path / "out.hfs"],
+        "perplexity": ["perplexity", "-m", program, "-f", tmp_path / "text.txt"],
     }[command]
 
 
