@@ -11,6 +11,7 @@
 #include "io_util.h"
 #include "hfstatic/ext/io_contract.h"
 #include "hfstatic/ext/method.h"
+#include "hfstatic/ext/metadata_keys.h"
 #include "hfstatic/program.h"
 #include "option_checks.h"
 
@@ -45,6 +46,15 @@ int inspect(const InspectArgs& a) {
   j["file_bytes"] = p.file_size();
   j["metadata"] = nlohmann::json::parse(Value(p.metadata()).to_json());
   j["constants"] = {{"count", p.constants().size()}, {"bytes", p.constant_bytes()}};
+  // The K/V caches a runner allocates at load and holds whatever the live length: the decode method's state inputs.
+  uint64_t cache_bytes = 0;
+  if (const Value* dm = p.meta(keys::kDecodeMethod); dm && dm->is_string())
+    if (const MethodDef* m = p.method(dm->as_string()))
+      for (const IOSpec& in : m->inputs)
+        if (in.role == IORole::kState) cache_bytes += in.type.nbytes();
+  const Value* ctx = p.meta(keys::kContextLength);
+  const int64_t context = ctx && ctx->is_int() ? ctx->as_int() : 0;
+  if (cache_bytes > 0) j["caches"] = {{"bytes", cache_bytes}, {"context_length", context}};
   MethodOptions mo;
   auto backends = backend_options(a.backends, 0, a.device);
   if (!backends) return usage_error("inspect", backends.error().message());
@@ -102,6 +112,9 @@ int inspect(const InspectArgs& a) {
   }
   outf("constants: %zu tensors, %.2f MiB\n", p.constants().size(),
               static_cast<double>(p.constant_bytes()) / (1 << 20));
+  if (cache_bytes > 0 && context > 0)
+    outf("caches: %.2f MiB (%.2f KiB a token × context %lld), allocated at load\n", static_cast<double>(cache_bytes) / (1 << 20),
+         static_cast<double>(cache_bytes) / 1024.0 / static_cast<double>(context), static_cast<long long>(context));
   if (const std::string k = describe_kernels(j["kernels"].get<std::map<std::string, std::string>>()); !k.empty())
     outf("kernels: %s (results are bit-identical run to run on one kernel level, not across levels)\n", k.c_str());
   for (const auto& mj : j["methods"]) {

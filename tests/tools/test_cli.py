@@ -71,6 +71,11 @@ def test_inspect_json_and_bench_json(tmp_path):
     assert methods["decode"]["inputs"][0] == {"name": "input_ids", "dtype": "i32", "shape": [1, 1], "role": "input"}
     assert methods["prefill"]["plan"]["arena_bytes"] > 0
     assert methods["prefill"]["ops"]["kv_cache_write"] == 10  # 5 layers x (K, V)
+    # The caches: K and V of every layer, [kv heads, context, head dim] f32 (the default cache dtype).
+    md = info["metadata"]
+    assert md["hf_static.cache_dtype"] == "f32"
+    assert info["caches"] == {"context_length": 512, "bytes": 2 * md["hf_static.n_layers"] * md["hf_static.n_kv_heads"] *
+                              md["hf_static.head_dim"] * 512 * 4}
     bench = json.loads(sh(CLI, "bench", "-m", prog, "--prompt", "64", "--gen", "16", "--json").stdout)
     for k in ["prefill_tok_s", "decode_tok_s", "ttft_ms", "peak_rss_mib", "bandwidth_gbs", "roofline_share"]:
         assert bench[k] > 0, k
