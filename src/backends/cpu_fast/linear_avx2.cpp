@@ -47,6 +47,8 @@ struct Avx2 {
   // Multi-row steps (linear_float_rows.h): tiles of up to 2 activation rows × 4 weight rows (8
   // accumulators, 4 weight vectors: 4 × 2 measured the same).
   static constexpr int64_t kRowsMaxX = 2, kRowsNW = 4;
+  // Prefill chunks in decode's order (float_rows_wide): the same tiles.
+  static constexpr int64_t kWideX = 2, kWideNW = 4;
 
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }

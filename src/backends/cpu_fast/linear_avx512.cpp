@@ -42,6 +42,10 @@ struct Avx512 {
   // Multi-row steps (linear_float_rows.h): tiles of up to 6 activation rows × 4 weight rows (24
   // accumulators, 4 weight vectors, one activation vector at a time: no spills).
   static constexpr int64_t kRowsMaxX = 6, kRowsNW = 4;
+  // Prefill chunks in decode's order (float_rows_wide): the same tiles. (All four chains in registers,
+  // 3 rows × 2 weight rows × 4 chains, measured 0.6-0.8x of this: 32 loads per 24 FMAs once GCC folds the
+  // activation loads into the FMAs.)
+  static constexpr int64_t kWideX = 6, kWideNW = 4;
 
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }

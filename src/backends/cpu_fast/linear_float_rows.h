@@ -132,7 +132,7 @@ void float_rows(const PackedWeight& w, const float* x, int64_t m, const float* b
 // activation row of the call passes over it, so the weights are read from memory once per call.
 
 // X activation rows × NW weight rows (from weight row o0 of the block): each output's chains, tail and chain
-// sum, into s[r][o0 + w].
+// sum, into s[r][o0 + w]: float_rows_tile's chain passes (K blocks of kRowsKBlock), the finish left out.
 template <class Isa, class Fmt, int X, int NW>
 inline void float_wide_tile(const char* wr, int64_t rb, int64_t k, const float* x, int64_t ldx,
                             typename Isa::V (*s)[Isa::kLanes], int o0, const decltype(Isa::gemv_tail(0))& tail) {
@@ -161,7 +161,7 @@ template <class Isa, class Fmt, int X>
 inline void float_wide_rows(const char* wr, int64_t rb, int64_t k, int64_t outs, const float* x, int64_t ldx,
                             float* y, int64_t ldy, const float* b) {
   using V = typename Isa::V;
-  constexpr int64_t L = Isa::kLanes, kNW = Isa::kRowsNW;
+  constexpr int64_t L = Isa::kLanes, kNW = Isa::kWideNW;
   const auto tail = Isa::gemv_tail(k);
   alignas(64) V s[X][L];
   int64_t o = 0;
@@ -192,7 +192,7 @@ inline void float_wide_group(int64_t rows, const char* wr, int64_t rb, int64_t k
 template <class Isa, class Fmt>
 void float_rows_wide(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                      int64_t n1) {
-  constexpr int64_t L = Isa::kLanes, kMaxX = Isa::kRowsMaxX;
+  constexpr int64_t L = Isa::kLanes, kMaxX = Isa::kWideX;
   const int64_t k = w.k, ld = w.n, rb = k * elem_size(Fmt{});
   const int64_t groups = (m + kMaxX - 1) / kMaxX, per = m / groups, extra = m % groups;
   const char* base = static_cast<const char*>(w.raw);
