@@ -26,14 +26,15 @@ namespace {
 // sees its chain's products in decode's order.
 // Vectors j, j + stride, .. < end of NW weight rows (rb bytes apart) against X activation rows (ldx
 // apart): acc[r·NW + w] += x_r[j..] · w_w[j..]. PF: also prefetch one step's share of the weight block
-// after this one per step, from pf on (advanced past it).
-template <class Isa, class Fmt, int X, int NW, bool PF, size_t... I>
+// after this one per step, from pf on (advanced past it). Z: the sums start at zero, not from acc_io.
+template <class Isa, class Fmt, int X, int NW, bool PF, size_t... I, bool Z = false>
 inline void float_rows_chain(const char* wr, int64_t rb, int64_t j, int64_t end, int64_t stride, const float* x,
-                             int64_t ldx, const char*& pf, typename Isa::V* acc_io, std::index_sequence<I...>) {
+                             int64_t ldx, const char*& pf, typename Isa::V* acc_io, std::index_sequence<I...>,
+                             std::bool_constant<Z> = {}) {
   using V = typename Isa::V;
   constexpr int64_t kPfBytes = NW * Isa::kLanes * elem_size(Fmt{});
   V acc[X * NW];
-  ((acc[I] = acc_io[I]), ...);
+  ((acc[I] = Z ? Isa::zero() : acc_io[I]), ...);
   for (; j < end; j += stride) {
     if constexpr (PF) {
       for (int64_t off = 0; off < kPfBytes; off += 64) _mm_prefetch(pf + off, _MM_HINT_T0);
@@ -63,17 +64,26 @@ inline void float_rows_tile(const char* wr, int64_t k, const float* x, int64_t l
   constexpr auto kTile = std::make_index_sequence<X * NW>{};
   const int64_t rb = k * elem_size(Fmt{}), k4 = k / (4 * L) * (4 * L), kv = k / L * L;
   V part[4][X * NW];
-  for (auto& p : part)
-    for (V& v : p) v = Isa::zero();
+  constexpr std::true_type kZero{};
+  if (k4 == 0) {  // no 4-vector step: chains 1-3 stay zero
+    for (int c = 1; c < 4; ++c)
+      for (V& v : part[c]) v = Isa::zero();
+    float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, 0, kv, L, x, ldx, pf, part[0], kTile, kZero);
+  }
   for (int64_t k0 = 0; k0 < k4; k0 += kRowsKBlock) {
     const int64_t k1 = std::min(k4, k0 + kRowsKBlock);
+    // The first block's passes start at zero in registers (float_wide_tile says why).
     for (int c = 0; c < 4; ++c)
-      if (pf != nullptr)
+      if (pf != nullptr && k0 == 0)
+        float_rows_chain<Isa, Fmt, X, NW, true>(wr, rb, c * L, k1, 4 * L, x, ldx, pf, part[c], kTile, kZero);
+      else if (pf != nullptr)
         float_rows_chain<Isa, Fmt, X, NW, true>(wr, rb, k0 + c * L, k1, 4 * L, x, ldx, pf, part[c], kTile);
+      else if (k0 == 0)
+        float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, c * L, k1, 4 * L, x, ldx, pf, part[c], kTile, kZero);
       else
         float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, k0 + c * L, k1, 4 * L, x, ldx, pf, part[c], kTile);
   }
-  float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, k4, kv, L, x, ldx, pf, part[0], kTile);
+  if (k4 > 0) float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, k4, kv, L, x, ldx, pf, part[0], kTile);
   for (int i = 0; i < X * NW; ++i)
     y[i / NW * ldy + i % NW] =
         sum(part[0][i], part[1][i], part[2][i], part[3][i], x + i / NW * ldx, wr + i % NW * rb, kv, k) + b[i % NW];
@@ -141,15 +151,25 @@ inline void float_wide_tile(const char* wr, int64_t rb, int64_t k, const float* 
   constexpr auto kTile = std::make_index_sequence<X * NW>{};
   const int64_t k4 = k / (4 * L) * (4 * L), kv = k / L * L;
   const char* pf = nullptr;
+  // The first K block's passes start their sums at zero in registers (zeroing the parked sums in memory
+  // first was a memset per tile, 10-18 % of the kernel's time at K = 576).
   V part[4][X * NW];
-  for (auto& p : part)
-    for (V& v : p) v = Isa::zero();
-  for (int64_t k0 = 0; k0 < k4; k0 += kRowsKBlock) {
-    const int64_t k1 = std::min(k4, k0 + kRowsKBlock);
-    for (int c = 0; c < 4; ++c)
-      float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, k0 + c * L, k1, 4 * L, x, ldx, pf, part[c], kTile);
+  constexpr std::true_type kZero{};
+  if (k4 == 0) {
+    for (int c = 1; c < 4; ++c)
+      for (V& v : part[c]) v = Isa::zero();
+    float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, 0, kv, L, x, ldx, pf, part[0], kTile, kZero);
+  } else {
+    for (int64_t k0 = 0; k0 < k4; k0 += kRowsKBlock) {
+      const int64_t k1 = std::min(k4, k0 + kRowsKBlock);
+      for (int c = 0; c < 4; ++c)
+        if (k0 == 0)
+          float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, c * L, k1, 4 * L, x, ldx, pf, part[c], kTile, kZero);
+        else
+          float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, k0 + c * L, k1, 4 * L, x, ldx, pf, part[c], kTile);
+    }
+    float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, k4, kv, L, x, ldx, pf, part[0], kTile);
   }
-  float_rows_chain<Isa, Fmt, X, NW, false>(wr, rb, k4, kv, L, x, ldx, pf, part[0], kTile);
   for (int i = 0; i < X * NW; ++i)
     s[i / NW][o0 + i % NW] = Isa::template gemv_chain_sum<Fmt>(part[0][i], part[1][i], part[2][i], part[3][i],
                                                                x + i / NW * ldx, wr + i % NW * rb, kv, k, tail);
