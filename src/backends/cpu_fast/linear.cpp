@@ -90,11 +90,15 @@ detail::FloatKernel float_kernel_upto_rows_max(const PackedWeight& w, int64_t m)
   const detail::FloatKernel rows = half_rows_kernel(w, float_rows_kernel());
   return rows != nullptr ? rows : float_rows_as_decode;
 }
-// More than kFloatRowsMax rows, each bit for bit what decode gives it: blocks of kFloatRowsMax rows through
-// the rows kernel. A pool task's range of weight rows (tens of KiB) stays in L2 while the blocks pass, and
-// each block's activations in L1.
+// More than kFloatRowsMax rows, each bit for bit what decode gives it. The ISA's own rows kernels take any
+// row count (above kFloatRowsMax their many-row form, linear_float_rows.h: decode's sums at prefill speed);
+// a forced GEMV variant's rows kernel takes blocks of kFloatRowsMax rows. A pool task's range of weight
+// rows (tens of KiB) stays in L2 while the blocks pass, and each block's activations in L1.
 void float_rows_blocked(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                         int64_t n1) {
+  const detail::FloatKernel rows = half_rows_kernel(w, float_rows_kernel());
+  if (rows != nullptr && (rows == detail::linear_float_rows_avx512 || rows == detail::linear_float_rows_avx2))
+    return rows(w, x, m, bias, y, n0, n1);
   for (int64_t i = 0; i < m; i += detail::kFloatRowsMax) {
     const int64_t r = std::min(detail::kFloatRowsMax, m - i);
     float_kernel_upto_rows_max(w, r)(w, x + i * w.k, r, bias, y + i * w.n, n0, n1);

@@ -47,6 +47,8 @@ struct Avx2 {
   // Multi-row steps (linear_float_rows.h): tiles of up to 2 activation rows × 4 weight rows (8
   // accumulators, 4 weight vectors: 4 × 2 measured the same).
   static constexpr int64_t kRowsMaxX = 2, kRowsNW = 4;
+  // Prefill chunks in decode's order (float_rows_wide): the same tiles.
+  static constexpr int64_t kWideX = 2, kWideNW = 4;
 
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -85,10 +87,35 @@ struct Avx2 {
   // The last k % 8 elements one by one, after the lane sum.
   static int gemv_tail(int64_t) { return 0; }
   template <class Fmt>
-  static float gemv_sum(V a0, V a1, V a2, V a3, const float* x, const char* wr, int64_t j, int64_t k, int) {
-    float s = hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; j < k; ++j) s += x[j] * wscalar(Fmt{}, wr, j);
-    return s;
+  static float gemv_sum(V a0, V a1, V a2, V a3, const float* x, const char* wr, int64_t j, int64_t k, int tail) {
+    return gemv_post_tail<Fmt>(hsum(gemv_chain_sum<Fmt>(a0, a1, a2, a3, x, wr, j, k, tail)), x, wr, j, k);
+  }
+  // gemv_sum before its lane sum: the chains added pairwise.
+  template <class Fmt>
+  static V gemv_chain_sum(V a0, V a1, V a2, V a3, const float*, const char*, int64_t, int64_t, int) {
+    return _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+  }
+  // gemv_sum after its lane sum: the last k % 8 elements one by one.
+  template <class Fmt>
+  static float gemv_post_tail(float t, const float* x, const char* wr, int64_t j, int64_t k) {
+    for (; j < k; ++j) t += x[j] * wscalar(Fmt{}, wr, j);
+    return t;
+  }
+  // Lane o: hsum(s[o]) bit for bit, 8 at once. hsum adds lanes (i, i + 4), then (i, i + 2), then (0, 1);
+  // each level here makes those same additions for several outputs side by side (float addition commutes
+  // exactly): 7 adds for 8 sums instead of 3 per sum, plus shuffles.
+  static V reduce_lanes(const V s[8]) {
+    __m256 w[4], u[2];
+    for (int p = 0; p < 4; ++p)  // half h: output 2p + h, lanes (i, i + 4) added
+      w[p] = _mm256_add_ps(_mm256_permute2f128_ps(s[2 * p], s[2 * p + 1], 0x20),
+                           _mm256_permute2f128_ps(s[2 * p], s[2 * p + 1], 0x31));
+    for (int q = 0; q < 2; ++q)  // half h: outputs 4q + h (lanes 0, 1) and 4q + 2 + h (lanes 2, 3)
+      u[q] = _mm256_add_ps(_mm256_shuffle_ps(w[2 * q], w[2 * q + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm256_shuffle_ps(w[2 * q], w[2 * q + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    // Half h: outputs h, 2 + h, 4 + h, 6 + h.
+    const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm256_permutevar8x32_ps(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   }
 
   // 8×8 blocks of W rows loaded and transposed (the last kc % 8 K one by one).
@@ -345,6 +372,7 @@ void linear_float_avx2(const PackedWeight& w, const float* x, int64_t m, const f
 
 void linear_float_rows_avx2(const PackedWeight& w, const float* x, int64_t m, const float* bias, float* y, int64_t n0,
                             int64_t n1) {
+  if (m > kFloatRowsMax) return linear_float_rows_wide<Avx2>(w, x, m, bias, y, n0, n1);
   linear_float_rows<Avx2>(w, x, m, bias, y, n0, n1);
 }
 

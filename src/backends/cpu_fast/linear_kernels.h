@@ -59,7 +59,8 @@ inline int64_t tile_bytes(const PackedWeight& w) { return (w.k_padded / 32) * st
 // prefill panel GEMM (linear_float_<isa>, which itself runs the GEMV for one row and the GEMM for any
 // other count).
 inline constexpr int64_t kFloatRowsMax = 16;
-// 2..kFloatRowsMax rows, each bit for bit what linear_float_<isa> gives it alone (its float_gemv).
+// 2 or more rows, each bit for bit what linear_float_<isa> gives it alone (its float_gemv): float_rows up to
+// kFloatRowsMax rows, float_rows_wide above (a prefill chunk in one call: linear_float_rows.h).
 HFS_X86_KERNEL void linear_float_rows_avx2(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
 HFS_X86_KERNEL void linear_float_rows_avx512(const PackedWeight&, const float*, int64_t, const float*, float*, int64_t, int64_t);
 // The same for the AVX-512 half_group variants of linear_half_gemv.h ("zmm-r1-*"; f16 / bf16 only), which
