@@ -265,8 +265,8 @@ int run(const PplArgs& a) {
     }
     return out(j.dump() + "\n") ? 0 : 1;
   }
-  outf("scored %lld tokens in %lld windows of up to %lld tokens%s (rows: %s), %.1f s\n",
-       static_cast<long long>(t.scored), static_cast<long long>(windows), static_cast<long long>(window),
+  outf("scored %lld tokens in %lld window%s of up to %lld tokens%s (rows: %s), %.1f s\n",
+       static_cast<long long>(t.scored), static_cast<long long>(windows), windows == 1 ? "" : "s", static_cast<long long>(window),
        bos ? ", each starting with BOS" : "", row_source_name(s.source), secs);
   outf("mean NLL   %.6f ± %.6f\nperplexity %.4f\n", t.mean_nll(), t.nll_stderr(), ppl);
   if (base) {
