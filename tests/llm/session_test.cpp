@@ -100,6 +100,52 @@ std::vector<Case> cases() {
 INSTANTIATE_TEST_SUITE_P(Backends, SessionRestore, testing::ValuesIn(cases()),
                          [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
 
+// The engine's sequences save and restore the same files: a Runner's session restored into a 2-sequence
+// engine (another slot layout) and continued gives the logits of prefilling everything; saved again from
+// the engine, it restores into a Runner.
+TEST(SessionEngine, RunnerAndEngineShareFiles) {
+  TinyModel m;
+  m.sequences = 2;
+  const std::string prog = test::tiny_program(m);
+  const std::string dir = test::temp_dir();
+  const std::vector<int32_t> prompt = test::random_tokens(11, 512, 9);
+  auto a = test::runner_on(prog, "cpu_ref");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->prefill(prompt).ok());
+  ASSERT_TRUE(a->save_session(dir + "/r.session").ok());
+
+  EngineOptions o;
+  o.io.method.backends.backends = {"cpu_ref"};
+  auto e = Engine::load(prog, o);
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  GenerationConfig feed;
+  feed.max_new_tokens = 0;
+  auto other = (*e)->add(std::vector<int32_t>{5, 6, 7}, feed);  // occupies sequence index 0
+  ASSERT_TRUE(other.ok());
+  auto id = (*e)->restore_session(dir + "/r.session");
+  ASSERT_TRUE(id.ok()) << id.error().to_string();
+  EXPECT_EQ((*e)->sequence(*id)->length, 11);
+  ASSERT_TRUE((*e)->append(*id, std::vector<int32_t>{42}, feed).ok());
+  while (!(*e)->idle()) ASSERT_TRUE((*e)->step().ok());
+  const std::vector<float> got = copy((*e)->logits(*id));
+
+  auto r = test::runner_on(prog, "cpu_ref");
+  std::vector<int32_t> all = prompt;
+  all.push_back(42);
+  ASSERT_TRUE(r->prefill(all).ok());
+  const std::vector<float> want = copy(r->logits());
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+      << "logits differ by up to " << test::max_abs_diff(got, want);
+
+  ASSERT_TRUE((*e)->save_session(*id, dir + "/e.session").ok());
+  auto b = test::runner_on(prog, "cpu_ref");
+  ASSERT_TRUE(b->restore_session(dir + "/e.session").ok());
+  EXPECT_EQ(std::vector<int32_t>(b->tokens().begin(), b->tokens().end()), all);
+  EXPECT_FALSE((*e)->restore_session(dir + "/missing").ok());
+  EXPECT_EQ((*e)->sequences().size(), 2u);  // the refused restore added no sequence
+}
+
 // --- refusals: each names the file, says expected vs got, and leaves the runner as it was ------------------
 
 class SessionRefusal : public testing::Test {
