@@ -132,6 +132,9 @@ class HFS_API Engine {
   // the first token it feeds giving logits bit for bit those of recomputing). Checked first, nothing changed
   // on error: the refusals of Runner::restore_session, and a free sequence and enough pool blocks.
   [[nodiscard]] Result<SequenceId> restore_session(const std::string& path);
+  // A session file's tokens, after the checks that need only its header (magic, version, this program,
+  // length): what a disk cache indexes its files by. The full checks run when it is restored.
+  [[nodiscard]] Result<std::vector<int32_t>> session_tokens(const std::string& path);
 
   // True when no sequence has work (all finished, feed-only and fed, or none).
   bool idle() const;

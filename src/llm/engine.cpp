@@ -575,6 +575,12 @@ Result<SequenceId> Engine::restore_session(const std::string& path) {
   return s.id;
 }
 
+Result<std::vector<int32_t>> Engine::session_tokens(const std::string& path) {
+  Impl& m = *impl_;
+  HFS_ASSIGN_OR_RETURN(const SessionExpect e, session_expect(m.program.get(), *m.io, &m.program_id));
+  return read_session_tokens(path, e);
+}
+
 Status Engine::remove(SequenceId id) {
   Impl& m = *impl_;
   HFS_ASSIGN_OR_RETURN(Impl::Seq * s, m.find(id, "remove"));
