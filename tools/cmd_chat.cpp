@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -13,6 +15,7 @@
 #include "backend_settings.h"
 #include "cli.h"
 #include "common.h"
+#include "core/regular_file.h"
 #include "io_util.h"
 #include "hfstatic/chat_template.h"
 #include "hfstatic/llm_runner.h"
@@ -36,7 +39,41 @@ struct ChatArgs {
   ConstraintArgs constraint;
   std::vector<std::string> backends = {"cpu_fast"};
   int device = -1;
+  std::string session;
 };
+
+// The conversation beside a chat session file (FILE.messages.json): the messages whose rendering the
+// session's tokens begin with. Written after the session, by temp + rename; a missing or stale one only
+// means the next turn is prefilled in full (the token comparison below decides).
+std::string messages_path(const std::string& session) { return session + ".messages.json"; }
+
+std::vector<ChatMessage> load_messages(const std::string& session) {
+  std::vector<ChatMessage> out;
+  auto text = io::read_regular_file(messages_path(session), kMaxTextFileBytes);
+  if (!text) return out;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_array()) return out;
+  for (const auto& m : j)
+    if (m.is_object() && m.value("role", nlohmann::json()).is_string() && m.value("content", nlohmann::json()).is_string())
+      out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>(), {}});
+  return out;
+}
+
+Status save_chat_session(Runner& r, const std::string& session, const std::vector<ChatMessage>& messages) {
+  HFS_TRY(r.save_session(session));
+  nlohmann::json j = nlohmann::json::array();
+  for (const ChatMessage& m : messages) j.push_back({{"role", m.role}, {"content", m.content}});
+  const std::string path = messages_path(session), tmp = path + ".tmp";
+  {
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) return make_error(ErrorCode::kIo, "cannot write '" + tmp + "'");
+    const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if ((std::fclose(f) != 0) || !ok) return make_error(ErrorCode::kIo, "writing '" + tmp + "' failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return make_error(ErrorCode::kIo, "cannot rename '" + tmp + "' to '" + path + "'");
+  return Ok{};
+}
 
 constexpr const char* kCommands = "/reset, /stats, /quit, /exit";
 
@@ -75,6 +112,20 @@ int chat(const ChatArgs& a) {
   ctx.eos_token = (*tok)->eos_token();
   if (!a.system.empty()) ctx.messages.push_back({"system", a.system, {}});
   std::vector<int32_t> cached;  // tokens whose K/V the runner holds, in order
+  if (!a.session.empty() && std::filesystem::exists(a.session)) {
+    if (Status st = r.restore_session(a.session); !st) return fail(st.error().with_context("--session"));
+    cached.assign(r.tokens().begin(), r.tokens().end());
+    std::vector<ChatMessage> saved = load_messages(a.session);
+    if (!saved.empty()) ctx.messages = std::move(saved);
+    std::fprintf(stderr, "hfstatic chat: session '%s': %zu tokens, %zu messages restored\n", a.session.c_str(), cached.size(),
+                 ctx.messages.size());
+  }
+  // At every exit path below that ends the conversation normally: the session saved.
+  auto save = [&]() -> int {
+    if (a.session.empty()) return 0;
+    if (Status st = save_chat_session(r, a.session, ctx.messages); !st) return fail(st.error().with_context("--session"));
+    return 0;
+  };
   const bool tty = isatty(STDIN_FILENO);
   std::fprintf(stderr, "hfstatic chat: %s (chat format %s) — /reset starts over, /stats shows timings, /quit or "
                "Ctrl-D exits\n", model->c_str(), tmpl->name().c_str());
@@ -164,7 +215,7 @@ int chat(const ChatArgs& a) {
     if (result->stop == GenerationResult::Stop::kContextFull)
       std::fprintf(stderr, "hfstatic: context full; /reset to start over\n");
   }
-  return 0;
+  return save();
 }
 
 RunFn setup(CLI::App& sub) {
@@ -186,6 +237,11 @@ RunFn setup(CLI::App& sub) {
   sub.add_option("--backend", a->backends, "Backends in priority order")->capture_default_str()->check(backend_name());
   add_threads_option(sub, a->threads);
   add_device_option(sub, a->device);
+  sub.add_option("--session", a->session,
+                 "Conversation file (docs/sessions.md): when it exists, the conversation's tokens, cache rows and "
+                 "messages (FILE.messages.json) are restored and the chat continues it without prefilling again; "
+                 "saved at exit (/quit, Ctrl-D). A file of another program, or a corrupted one, is refused")
+      ->type_name("FILE");
   add_llama_cli_refusals(sub);
   sub.footer(std::string("In the chat: ") + kCommands +
              " (a line starting with // is sent with one leading /). A line the template cannot render, the "

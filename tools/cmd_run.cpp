@@ -17,6 +17,7 @@
 #include "option_checks.h"
 #include "sampling_options.h"
 #include "server/stop_matcher.h"
+#include "session_options.h"
 
 namespace hfs::cli {
 namespace {
@@ -38,6 +39,7 @@ struct RunArgs {
   int device = -1;
   bool nondeterministic = false;
   std::string dump_logits;
+  std::string session;
   ConstraintArgs constraint;
 };
 
@@ -96,6 +98,13 @@ int run(const RunArgs& a) {
                            "prompt has " + std::to_string(prompt.size()) + " tokens; the program holds at most " +
                                std::to_string(r.capacity_left()) + " (context " +
                                std::to_string(r.info().context_length) + "); export with a larger --context"));
+  // --session: the saved tokens the prompt begins with are not prefilled again.
+  int64_t reused = 0;
+  if (!a.session.empty()) {
+    auto k = reuse_session(r, a.session, prompt, has_sliding_layers(**program));
+    if (!k) return fail(k.error().with_context("--session"));
+    reused = *k;
+  }
   OutputFile dump;
   if (!a.dump_logits.empty())
     if (Status st = dump.open(a.dump_logits); !st) return fail(st.error().with_context("--dump-logits"));
@@ -153,8 +162,10 @@ int run(const RunArgs& a) {
     }
     return true;
   };
-  auto result = r.generate(prompt, g, on_token);
+  auto result = r.generate(std::span<const int32_t>(prompt).subspan(static_cast<size_t>(reused)), g, on_token);
   if (!result) return fail(result.error());
+  if (!a.session.empty())
+    if (Status st = r.save_session(a.session); !st) return fail(st.error().with_context("--session"));
   // Text a stop string might have begun, held back until the end: shown now that none completed.
   if (!stopped_by_string && !a.stop.empty()) {
     auto rest = g.constraint || !stream ? Result<std::string>(std::string()) : stream->flush();
@@ -227,6 +238,11 @@ RunFn setup(CLI::App& sub) {
   add_llama_cli_refusals(sub);
   sub.add_flag("--json", a->json, "Print one JSON object: {\"tokens\": [...], \"text\": ..., \"stop\": ..., \"seed\": ..., \"stats\": {...}}");
   add_constraint_options(sub, a->constraint);
+  sub.add_option("--session", a->session,
+                 "Prompt cache file (docs/sessions.md): when it exists, its tokens and cache rows are restored and "
+                 "the part of the prompt that begins with them is not prefilled again; at exit the prompt and the "
+                 "generated tokens are saved to it. A file of another program, or a corrupted one, is refused")
+      ->type_name("FILE");
   sub.add_option("--dump-logits", a->dump_logits,
                  "Write each sampled step's logits (f32 rows) to this file; a failed write stops the run and "
                  "removes the file");

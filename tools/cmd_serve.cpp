@@ -172,6 +172,15 @@ RunFn setup(CLI::App& sub) {
                  "larger than this is compiled for its request and not kept), an integer >= 0")
       ->capture_default_str()
       ->transform(integer_in(0, INT64_MAX, "an integer >= 0"));
+  sub.add_option("--cache-dir", o->cache_dir,
+                 "Keep finished conversations' prompt caches on disk in this directory (session files, "
+                 "docs/sessions.md): a later request continuing one, also after a restart, restores it instead of "
+                 "prefilling; files of another program are left alone")
+      ->type_name("DIR");
+  sub.add_option("--cache-size", o->cache_size,
+                 "The bytes the --cache-dir files may take together (least recently used removed first), an integer >= 0")
+      ->capture_default_str()
+      ->transform(integer_in(0, INT64_MAX, "an integer >= 0"));
   add_draft_options(sub, o->draft);
   sub.add_option("--chat-template", o->chat_template,
                  "The chat format of /v1/chat/completions: the program's template by default, or \"plain\" (the "

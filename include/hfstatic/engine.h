@@ -125,6 +125,17 @@ class HFS_API Engine {
   // Frees the sequence's cache slots at once; the id is unknown afterwards.
   [[nodiscard]] Status remove(SequenceId id);
 
+  // Persistent prompt caches (docs/sessions.md; the file is the Runner's: a sequence saved by either restores
+  // into either). Saves the sequence's committed tokens and cache rows; between steps, any sequence.
+  [[nodiscard]] Status save_session(SequenceId id, const std::string& path);
+  // A new feed-only sequence holding the file's tokens and cache rows (no logits: append() continues it,
+  // the first token it feeds giving logits bit for bit those of recomputing). Checked first, nothing changed
+  // on error: the refusals of Runner::restore_session, and a free sequence and enough pool blocks.
+  [[nodiscard]] Result<SequenceId> restore_session(const std::string& path);
+  // A session file's tokens, after the checks that need only its header (magic, version, this program,
+  // length): what a disk cache indexes its files by. The full checks run when it is restored.
+  [[nodiscard]] Result<std::vector<int32_t>> session_tokens(const std::string& path);
+
   // True when no sequence has work (all finished, feed-only and fed, or none).
   bool idle() const;
   // One step; the tokens it generated (valid until the next step). Nothing to do: an empty span. A failure

@@ -221,6 +221,21 @@ class HFS_API Runner {
   [[nodiscard]] Status truncate(int64_t length);
   int64_t capacity_left() const;
   void reset();
+
+  // Persistent prompt caches (docs/sessions.md): the committed tokens and their cache rows (every state
+  // tensor's rows of the live positions; a sliding layer's window) in one file, written to a temporary
+  // beside `path` and renamed over it. The file names the program by the content hash of its file (read
+  // once, on the first save or restore). kUnsupported for a runner without a program file.
+  [[nodiscard]] Status save_session(const std::string& path);
+  // Replaces the runner's state with the file's: position() and the tokens are the saved ones, logits()
+  // are empty (feed a token — or prefill the rest of a prompt — to get the next logits; they are bit for
+  // bit those after prefilling the same tokens on cpu_ref and cpu_fast). Everything is checked before
+  // anything changes, and a refusal names the file with expected vs got: not a session file (kBadMagic),
+  // another format version (kBadVersion), another program (kInvalidArgument, both ids), truncated
+  // (kTruncated), corrupted (kChecksumMismatch), longer than the context (kCapacityExceeded).
+  [[nodiscard]] Status restore_session(const std::string& path);
+  // The committed tokens (position() of them): what save_session saves, what a restore brought back.
+  std::span<const int32_t> tokens() const;
   const RunnerStats& stats() const;
 
  private:

@@ -204,6 +204,15 @@ class Runner:
         """The reply to the conversation, generated from its rendering (generate()'s keywords, no continue_)."""
     def reset(self) -> None:
         """Forgets the sequence: position 0, caches cleared (the next run equals a fresh load)."""
+    def save(self, path: _PathLike) -> None:
+        """Saves the fed tokens and their cache rows to a session file (docs/sessions.md), written to a
+        temporary and renamed; the pending token is not part of it."""
+    def restore(self, path: _PathLike) -> None:
+        """Replaces the sequence with a session file's tokens and cache rows; no pending token, and the next
+        fed token's logits equal those of recomputing. Raises hfstatic.Error (the runner unchanged) for another
+        program's file, another format version, a truncated or corrupted file, or one over the context."""
+    @property
+    def tokens(self) -> list[int]: ...
     def can_accept(self, n: int) -> bool: ...
     @property
     def position(self) -> int: ...

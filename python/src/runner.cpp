@@ -555,6 +555,37 @@ generated; the last generated token is committed first), and the prompt may be e
           },
           "Forgets the sequence: position 0, caches cleared (the next run equals a fresh load).")
       .def(
+          "save",
+          [](PyRunner& r, const py::object& path) {
+            const std::string p = fspath(path);
+            check(nogil_locked(r, [&] { return r.runner->save_session(p); }));
+          },
+          py::arg("path"),
+          "Saves the fed tokens and their cache rows to a session file (docs/sessions.md); the pending token is "
+          "not part of it.")
+      .def(
+          "restore",
+          [](PyRunner& r, const py::object& path) {
+            const std::string p = fspath(path);
+            check(nogil_locked(r, [&]() -> Status {
+              HFS_TRY(r.runner->restore_session(p));
+              r.pending.reset();
+              r.context.clear();
+              r.note(r.runner->tokens());
+              ++r.epoch;
+              return Ok{};
+            }));
+          },
+          py::arg("path"),
+          "Replaces the sequence with a session file's tokens and cache rows (refused, the runner unchanged, "
+          "for another program's or a corrupted file).")
+      .def_property_readonly(
+          "tokens",
+          [](PyRunner& r) {
+            return nogil_locked(r, [&] { return std::vector<int32_t>(r.runner->tokens().begin(), r.runner->tokens().end()); });
+          },
+          "The fed tokens (position of them).")
+      .def(
           "_chat_prompt",
           [](PyRunner& r, const std::string& messages_json, const std::optional<std::string>& tools_json,
              bool add_generation_prompt, const std::optional<std::string>& chat_template) {

@@ -17,6 +17,7 @@
 #include "llm/draft_source.h"
 #include "llm/program_draft.h"
 #include "llm/program_vocabulary.h"
+#include "llm/session_file.h"
 
 namespace hfs {
 namespace {
@@ -63,6 +64,7 @@ struct Engine::Impl {
 
   std::unique_ptr<IOManager> io;
   std::shared_ptr<const Program> program;  // null when built on an IO manager: draft vocabularies by size only
+  std::optional<uint64_t> program_id;      // program_identity(), computed by the first session call
   EngineOptions options;
   EngineStats stats;
   std::unordered_map<SequenceId, Seq> seqs;
@@ -542,6 +544,41 @@ Status Engine::append(SequenceId id, std::span<const int32_t> tokens, const Gene
   HFS_ASSIGN_OR_RETURN(auto draft, m.acquire_draft(config, &pool, "append"));
   m.start(*s, tokens, config, std::move(draft), std::move(pool), std::move(vocab));
   return Ok{};
+}
+
+Status Engine::save_session(SequenceId id, const std::string& path) {
+  Impl& m = *impl_;
+  HFS_ASSIGN_OR_RETURN(Impl::Seq * s, m.find(id, "save_session"));
+  HFS_ASSIGN_OR_RETURN(const SessionExpect e, session_expect(m.program.get(), *m.io, &m.program_id));
+  SessionFile f;
+  f.program_id = e.program_id;
+  HFS_ASSIGN_OR_RETURN(f.state, m.io->save_sequence(s->index));
+  f.tokens = s->history;
+  HFS_TRY_CTX(write_session_file(path, f), "engine: save_session(" + std::to_string(id) + ")");
+  return Ok{};
+}
+
+Result<SequenceId> Engine::restore_session(const std::string& path) {
+  Impl& m = *impl_;
+  HFS_ASSIGN_OR_RETURN(const SessionExpect e, session_expect(m.program.get(), *m.io, &m.program_id));
+  HFS_ASSIGN_OR_RETURN_CTX(SessionFile f, read_session_file(path, e), "engine: restore_session");
+  HFS_TRY_CTX(check_session_tokens(path, f.tokens, info().vocab_size), "engine: restore_session");
+  HFS_ASSIGN_OR_RETURN(const int32_t index, m.io->add_sequence());
+  if (Status st = m.io->restore_sequence(index, f.state); !st.ok()) {
+    (void)m.io->remove_sequence(index);
+    return st.error().with_context("engine: restore_session: session file '" + path + "'");
+  }
+  Impl::Seq& s = m.make_seq(index);
+  s.history.insert(s.history.end(), f.tokens.begin(), f.tokens.end());
+  s.config.max_new_tokens = 0;  // feed-only and fed: append() continues it
+  s.order = m.arrivals++;
+  return s.id;
+}
+
+Result<std::vector<int32_t>> Engine::session_tokens(const std::string& path) {
+  Impl& m = *impl_;
+  HFS_ASSIGN_OR_RETURN(const SessionExpect e, session_expect(m.program.get(), *m.io, &m.program_id));
+  return read_session_tokens(path, e);
 }
 
 Status Engine::remove(SequenceId id) {

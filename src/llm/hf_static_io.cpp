@@ -10,6 +10,7 @@
 // only after the method succeeded. Prefill steps of one sequence run through the smallest prefill method
 // that holds them; steps whose logits are kept for several sequences through a step method.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "hfstatic/ext/io_contract.h"
@@ -216,6 +217,51 @@ class HfStaticIO final : public IOManager {
     return slots;
   }
 
+  // Rows by position, not slot (docs/sessions.md): every state tensor is [outer..., S, row...] with its slot
+  // axis at 2 (the bhsd layout), whatever its dtype and row size, so caches and any per-row state the
+  // contract adds travel the same way.
+  Result<SequenceState> save_sequence(int32_t seq) const override {
+    if (!pool_.active(seq))
+      return make_error(ErrorCode::kInvalidArgument, "hf_static: save_sequence: sequence " + std::to_string(seq) + " is not active");
+    SequenceState st;
+    st.length = pool_.length(seq);
+    for (size_t t = 0; t < states_.size(); ++t) {
+      const StateTensor& s = states_[t];
+      StateRows rows{s.name, cache_views_[t].dtype, s.outer, s.row_bytes, first_kept(s, st.length), {}};
+      rows.bytes.resize(static_cast<size_t>((st.length - rows.first) * s.outer * s.row_bytes));
+      std::byte* out = rows.bytes.data();
+      const auto* base = static_cast<const std::byte*>(caches_[t].data());
+      for (int64_t p = rows.first; p < st.length; ++p) {
+        const int64_t slot = slot_of(s, seq, p);
+        for (int64_t o = 0; o < s.outer; ++o, out += s.row_bytes)
+          std::memcpy(out, base + (o * s.slots + slot) * s.row_bytes, static_cast<size_t>(s.row_bytes));
+      }
+      st.tensors.push_back(std::move(rows));
+    }
+    return st;
+  }
+
+  Status restore_sequence(int32_t seq, const SequenceState& st) override {
+    HFS_TRY(check_state(seq, st));
+    pool_.truncate(seq, 0);
+    copies_.clear();
+    pool_.reserve(seq, st.length, &copies_);  // a sequence at length 0 shares no block: no copies
+    pool_.commit(seq, st.length);
+    for (size_t t = 0; t < states_.size(); ++t) {
+      const StateTensor& s = states_[t];
+      const StateRows& rows = st.tensors[t];
+      const std::byte* in = rows.bytes.data();
+      auto* base = static_cast<std::byte*>(caches_[t].data());
+      for (int64_t p = rows.first; p < st.length; ++p) {
+        const int64_t slot = slot_of(s, seq, p);
+        for (int64_t o = 0; o < s.outer; ++o, in += s.row_bytes)
+          std::memcpy(base + (o * s.slots + slot) * s.row_bytes, in, static_cast<size_t>(s.row_bytes));
+      }
+    }
+    if (last_parts_ > 0 && seq == 0 && default_seq_) forget_last();  // the old logits are not this sequence's
+    return Ok{};
+  }
+
   std::span<const float> step_logits(size_t part) const override {
     if (!last_ || part >= last_parts_ || part_row_[part] < 0) return {};
     return {last_->logits + part_row_[part] * spec_.vocab_size, static_cast<size_t>(spec_.vocab_size)};
@@ -243,6 +289,86 @@ class HfStaticIO final : public IOManager {
     info_.max_sequences = spec_.max_sequences;
     info_.pool_slots = spec_.global_pool_slots;
     info_.block_slots = pool_.block_slots();
+  }
+
+  // A state tensor as sessions see it: its slots (axis 2), rows per slot and bytes per row, and its group.
+  struct StateTensor {
+    std::string name;
+    int64_t outer = 0, slots = 0, row_bytes = 0;
+    size_t group = 0;
+  };
+
+  // Its layer is the first number in its name (k_cache_3, and names the contract adds beside it); its group
+  // that layer's, else the one whose length is its slot count.
+  Result<StateTensor> state_tensor(const IOSpec& in) const {
+    const Shape& sh = in.type.shape;
+    const std::string where = "hf_static: state input '" + in.name + "'";
+    if (sh.rank() < 3) return make_error(ErrorCode::kContractViolation, where + ": expected rank ≥ 3 (slots at axis 2), got rank " + std::to_string(sh.rank()));
+    StateTensor s{in.name, sh[0] * sh[1], sh[2], 0, 0};
+    int64_t row = 1;
+    for (int i = 3; i < sh.rank(); ++i) row *= sh[i];
+    const auto bytes = dtype_bytes(in.type.dtype, static_cast<uint64_t>(row));
+    if (!bytes) return make_error(ErrorCode::kContractViolation, where + ": a row of " + std::to_string(row) + " elements is not whole blocks of its dtype");
+    s.row_bytes = static_cast<int64_t>(*bytes);
+    const size_t digit = in.name.find_first_of("0123456789");
+    if (digit != std::string::npos) {
+      const size_t layer = static_cast<size_t>(std::strtoll(in.name.c_str() + digit, nullptr, 10));
+      if (layer < spec_.layer_group.size() && spec_.groups[static_cast<size_t>(spec_.layer_group[layer])].length == s.slots) {
+        s.group = static_cast<size_t>(spec_.layer_group[layer]);
+        return s;
+      }
+    }
+    for (size_t g = 0; g < spec_.groups.size(); ++g)
+      if (spec_.groups[g].length == s.slots) {
+        s.group = g;
+        return s;
+      }
+    return make_error(ErrorCode::kContractViolation, where + ": " + std::to_string(s.slots) + " slots match no cache group");
+  }
+
+  // The first position a sequence of `length` keeps rows of: a sliding layer only its window's (the next
+  // row at `length` sees positions > length − W; one more, as fork_sequence checks).
+  int64_t first_kept(const StateTensor& s, int64_t length) const {
+    return spec_.groups[s.group].sliding ? std::max<int64_t>(0, length - spec_.sliding_window) : 0;
+  }
+  int64_t slot_of(const StateTensor& s, int32_t seq, int64_t p) const {
+    return spec_.groups[s.group].sliding ? pool_.ring_slot(seq, p) : pool_.global_slot(seq, p);
+  }
+
+  Status check_state(int32_t seq, const SequenceState& st) const {
+    const std::string where = "hf_static: restore_sequence(" + std::to_string(seq) + ")";
+    if (!pool_.active(seq)) return make_error(ErrorCode::kInvalidArgument, where + ": sequence " + std::to_string(seq) + " is not active");
+    if (st.length < 0 || st.length > spec_.context_length)
+      return make_error(ErrorCode::kCapacityExceeded, where + ": " + std::to_string(st.length) + " positions exceed the context of " +
+                                                          std::to_string(spec_.context_length));
+    if (st.tensors.size() != states_.size())
+      return make_error(ErrorCode::kInvalidArgument, where + ": expected " + std::to_string(states_.size()) + " state tensors, got " +
+                                                         std::to_string(st.tensors.size()));
+    for (size_t t = 0; t < states_.size(); ++t) {
+      const StateTensor& s = states_[t];
+      const StateRows& r = st.tensors[t];
+      const std::string tw = where + ": state tensor " + std::to_string(t) + " ('" + s.name + "')";
+      if (r.name != s.name || r.dtype != cache_views_[t].dtype || r.outer != s.outer || r.row_bytes != s.row_bytes)
+        return make_error(ErrorCode::kInvalidArgument,
+                          tw + ": expected " + s.name + " " + std::string(dtype_name(cache_views_[t].dtype)) + " " + std::to_string(s.outer) +
+                              " rows of " + std::to_string(s.row_bytes) + " bytes, got '" + r.name + "' " + std::string(dtype_name(r.dtype)) +
+                              " " + std::to_string(r.outer) + " rows of " + std::to_string(r.row_bytes) + " bytes");
+      const int64_t first = first_kept(s, st.length);
+      const uint64_t want = static_cast<uint64_t>((st.length - first) * s.outer * s.row_bytes);
+      if (r.first != first || r.bytes.size() != want)
+        return make_error(ErrorCode::kInvalidArgument, tw + ": expected positions " + std::to_string(first) + ".." +
+                                                           std::to_string(st.length) + " (" + std::to_string(want) + " bytes), got from " +
+                                                           std::to_string(r.first) + " (" + std::to_string(r.bytes.size()) + " bytes)");
+    }
+    // The blocks it needs once emptied (a trial pool: restoring is not a step, the copy is allowed).
+    SequencePool trial = pool_;
+    trial.truncate(seq, 0);
+    if (trial.blocks_needed(seq, st.length) > trial.free_blocks())
+      return make_error(ErrorCode::kCapacityExceeded, where + ": " + std::to_string(st.length) + " positions need " +
+                                                          std::to_string(trial.blocks_needed(seq, st.length)) + " cache blocks of " +
+                                                          std::to_string(pool_.block_slots()) + " slots, the pool has " +
+                                                          std::to_string(trial.free_blocks()) + " free");
+    return Ok{};
   }
 
   static int64_t ring_of(const Spec& s) {
@@ -302,6 +428,15 @@ class HfStaticIO final : public IOManager {
         caches_.push_back(std::move(b));
       }
     }
+
+    for (const IOSpec& in : pm->def().inputs)
+      if (in.role == IORole::kState) {
+        HFS_ASSIGN_OR_RETURN(StateTensor st, state_tensor(in));
+        states_.push_back(std::move(st));
+      }
+    if (states_.size() != caches_.size())
+      return make_error(ErrorCode::kContractViolation, "hf_static: method '" + pm->def().name + "' has " + std::to_string(states_.size()) +
+                                                           " state inputs, the contract " + std::to_string(caches_.size()));
 
     // Fixed size from here on: last_ points into them.
     prefills_.resize(variants.size() + 1);
@@ -544,6 +679,7 @@ class HfStaticIO final : public IOManager {
   bool default_seq_ = true;
   std::vector<Buffer> caches_;
   std::vector<TensorView> cache_views_;
+  std::vector<StateTensor> states_;   // per cache buffer, program state-input order
   std::vector<StepMethod> prefills_;  // in info_.prefill_step_sizes order: the variants, then the C-token method
   StepMethod decode_;
   std::vector<StepMethod> steps_;     // the step_<T> methods, ascending

@@ -15,6 +15,7 @@
 #include "llm/draft_source.h"
 #include "llm/program_draft.h"
 #include "llm/program_vocabulary.h"
+#include "llm/session_file.h"
 
 namespace hfs {
 namespace {
@@ -48,7 +49,9 @@ struct Runner::Impl {
   std::shared_ptr<const TokenVocabulary> constraint_vocab;
   RunnerOptions options;
   RunnerStats stats;
-  std::vector<int32_t> history;  // committed tokens (repetition penalty), reserved to capacity at load
+  std::vector<int32_t> history;  // committed tokens (repetition penalty, sessions), reserved to capacity at load
+  std::optional<uint64_t> program_id;  // program_identity(), computed by the first session call
+  Result<SessionExpect> session_expect();
   // The program's prefill step sizes, ascending (the last is C): with step_cost they drive
   // TailPolicy::kAuto.
   std::vector<int64_t> sizes;
@@ -276,6 +279,33 @@ void Runner::reset() {
   impl_->history.clear();
   impl_->poisoned.clear();
 }
+
+Result<SessionExpect> Runner::Impl::session_expect() { return hfs::session_expect(program.get(), *io, &program_id); }
+
+Status Runner::save_session(const std::string& path) {
+  HFS_TRY(impl_->check_usable());
+  HFS_ASSIGN_OR_RETURN(const SessionExpect e, impl_->session_expect());
+  SessionFile s;
+  s.program_id = e.program_id;
+  HFS_ASSIGN_OR_RETURN(s.state, impl_->io->save_sequence(0));
+  s.tokens = impl_->history;
+  HFS_TRY_CTX(write_session_file(path, s), "Runner::save_session");
+  return Ok{};
+}
+
+Status Runner::restore_session(const std::string& path) {
+  HFS_ASSIGN_OR_RETURN(const SessionExpect e, impl_->session_expect());
+  HFS_ASSIGN_OR_RETURN_CTX(SessionFile s, read_session_file(path, e), "Runner::restore_session");
+  HFS_TRY_CTX(check_session_tokens(path, s.tokens, info().vocab_size), "Runner::restore_session");
+  if (impl_->io->needs_reset()) impl_->io->reset();  // a failed step's caches are not worth keeping
+  HFS_TRY_CTX(impl_->io->restore_sequence(0, s.state), "Runner::restore_session: session file '" + path + "'");
+  impl_->history = std::move(s.tokens);
+  impl_->history.reserve(static_cast<size_t>(info().context_length));
+  impl_->poisoned.clear();
+  return Ok{};
+}
+
+std::span<const int32_t> Runner::tokens() const { return impl_->history; }
 
 struct Generation::Impl {
   Runner::Impl* runner = nullptr;

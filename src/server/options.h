@@ -28,6 +28,10 @@ struct ServerOptions {
   int step_delay_ms = 0;             // a pause after every engine step (tests and demos of a slow model)
   int grammar_cache = 64;            // compiled response_format grammars kept (least recently used go); 0: none
   size_t grammar_cache_bytes = 64 << 20;  // and the bytes they may hold together
+  // The prompt cache's disk tier (docs/server.md): finished conversations saved as session files in this
+  // directory, at most cache_size bytes (least recently used removed first); "" = memory only.
+  std::string cache_dir;
+  uint64_t cache_size = uint64_t{1} << 30;
   DraftConfig draft;
   // The chat format (ChatFormat::select): "" the program's template, or plain without one; "plain", "chatml",
   // a name from the program's list of templates, or a file.

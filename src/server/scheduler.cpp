@@ -164,6 +164,23 @@ void Scheduler::admit(const std::shared_ptr<Job>& job) {
       if (id) cached = prefix;
     }
   }
+  if (!id && options_.disk && room()) {
+    // The disk tier: a saved conversation this prompt continues, longer than any kept in memory, restored
+    // into the job's own sequence (no fork: it works with one sequence too).
+    std::optional<DiskPromptCache::Match> d = options_.disk->best(job->prompt);
+    if (d && (!m || d->length > m->length)) {
+      Result<SequenceId> rid = engine_->restore_session(d->path);
+      if (!rid) {
+        options_.disk->forget(d->path);
+      } else if (Status st = engine_->append(*rid, std::span<const int32_t>(job->prompt).subspan(static_cast<size_t>(d->length)), job->config); !st) {
+        drop(*rid);
+      } else {
+        options_.disk->touch(d->path);
+        id = *rid;
+        cached = d->length;
+      }
+    }
+  }
   if (!id && m) {
     const std::span<const int32_t> rest = std::span<const int32_t>(job->prompt).subspan(static_cast<size_t>(m->length));
     id = engine_->fork(m->id, m->length, rest, job->config);
@@ -247,6 +264,7 @@ void Scheduler::on_event(const StepEvent& ev, Clock::time_point now) {
       held.insert(held.end(), job.tokens.begin(), job.tokens.end());
     }
     held.resize(static_cast<size_t>(std::min<int64_t>(info->length, static_cast<int64_t>(held.size()))));
+    if (options_.disk) options_.disk->store(*engine_, ev.sequence, held);
     cache_.keep(ev.sequence, std::move(held));
     end_job(job, why == SequenceStop::kStopToken ? Job::End::kStop : Job::End::kLength);
   }

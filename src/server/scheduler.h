@@ -29,6 +29,7 @@
 #include "hfstatic/engine.h"
 #include "server/logprobs.h"
 #include "server/metrics.h"
+#include "server/disk_cache.h"
 #include "server/prompt_cache.h"
 
 namespace hfs::server {
@@ -82,6 +83,8 @@ class Scheduler {
     int parallel = 4;
     int max_queue = 64;
     int step_delay_ms = 0;
+    // The prompt cache's disk tier (serve --cache-dir), used on the scheduler's thread only; null: none.
+    std::shared_ptr<DiskPromptCache> disk;
   };
   Scheduler(std::unique_ptr<Engine> engine, const Options& options, Metrics& metrics);
   ~Scheduler();

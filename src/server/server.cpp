@@ -51,6 +51,13 @@ Status load(State& s, const std::string& path) {
   so.parallel = s.options.parallel;
   so.max_queue = s.options.max_queue;
   so.step_delay_ms = s.options.step_delay_ms;
+  if (!s.options.cache_dir.empty()) {
+    HFS_ASSIGN_OR_RETURN(DiskPromptCache disk, DiskPromptCache::open(*engine, s.options.cache_dir, s.options.cache_size));
+    std::fprintf(stderr, "hfstatic serve: prompt cache on disk: %s, %zu conversations, %llu of %llu bytes\n",
+                 s.options.cache_dir.c_str(), disk.size(), static_cast<unsigned long long>(disk.bytes()),
+                 static_cast<unsigned long long>(s.options.cache_size));
+    so.disk = std::make_shared<DiskPromptCache>(std::move(disk));
+  }
   s.scheduler = std::make_unique<Scheduler>(std::move(engine), so, s.metrics);
   return Ok{};
 }

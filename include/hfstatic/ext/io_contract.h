@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "hfstatic/dtype.h"
 #include "hfstatic/error.h"
 #include "hfstatic/export_macro.h"
 #include "hfstatic/ext/allocator.h"
@@ -78,6 +79,23 @@ inline size_t prefill_size_index(std::span<const int64_t> sizes, int64_t n) {
   while (i + 1 < sizes.size() && sizes[i] < n) ++i;
   return i;
 }
+
+// One sequence's rows of every state tensor the contract declares (K/V caches and whatever else holds
+// per-position state, e.g. quantization scales), position-major: what a persistent prompt cache saves
+// (Runner::save_session, docs/sessions.md). Independent of which slots the rows occupy, so a state saved
+// from one sequence index restores into another.
+struct HFS_API StateRows {
+  std::string name;            // the program's state input (e.g. "k_cache_0")
+  DType dtype = DType::kF32;
+  int64_t outer = 0;           // rows per position: the dims before the slot axis (1 × n_kv_heads)
+  int64_t row_bytes = 0;       // bytes of one row: the dims after the slot axis
+  int64_t first = 0;           // the first position held (a sliding layer keeps only its window)
+  std::vector<std::byte> bytes;  // [length − first, outer, row_bytes]
+};
+struct HFS_API SequenceState {
+  int64_t length = 0;            // positions of the sequence
+  std::vector<StateRows> tensors;  // program state-input order
+};
 
 // Whether the caller reads a step's logits.
 enum class StepLogits : uint8_t {
@@ -172,6 +190,20 @@ class HFS_API IOManager {
   }
   // Logits after part i's last token of the last run_step ([vocab]), or empty when that step did not keep them.
   virtual std::span<const float> step_logits(size_t part) const { (void)part; return {}; }
+  // --- persistent state (docs/sessions.md) ----------------------------------------------------------------
+  // The sequence's rows of every state tensor (a copy). Unknown sequence → kInvalidArgument.
+  [[nodiscard]] virtual Result<SequenceState> save_sequence(int32_t seq) const {
+    (void)seq;
+    return unsupported("save_sequence");
+  }
+  // Replaces the sequence's positions with `state`'s (the sequence then holds state.length positions; the
+  // logits of its last step are gone). Checked first, nothing changed on error: an active sequence, the
+  // tensors' names, dtypes and row sizes those of the program, length within the context and the pool's free
+  // blocks, each tensor's rows exactly the positions this program keeps for that length.
+  [[nodiscard]] virtual Status restore_sequence(int32_t seq, const SequenceState& state) {
+    (void)seq, (void)state;
+    return unsupported("restore_sequence");
+  }
   // Diagnostics (tests): the cache slot holding each of the sequence's positions 0..length-1 in cache group g
   // (program order: global first, then sliding); -1 where a sliding ring no longer holds the position.
   virtual std::vector<int32_t> sequence_slots(int32_t seq, size_t group) const { (void)seq, (void)group; return {}; }
