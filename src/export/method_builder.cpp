@@ -123,11 +123,16 @@ class MethodBuilder {
     const std::string& rope = L.kind == LayerKind::kSliding ? rope_.sliding : rope_.global;
     const int64_t Hq = s_.n_heads, Hkv = s_.n_kv_heads, D = s_.head_dim;
     std::string x = norm(h_in, L.attn_norm, s_.norm_unit_offset, p + "attn_norm");
-    std::string q = reshape(linear(x, L.q, L.q_bias, p + "q_proj"), {1, T_, Hq, D}, p + "q");    // [1, T, Hq, D]
-    std::string k = reshape(linear(x, L.k, L.k_bias, p + "k_proj"), {1, T_, Hkv, D}, p + "k");   // [1, T, Hkv, D]
+    // olmoe normalizes the whole projection ([1, T, H·D]) before the head split; qwen3/gemma3 each head, below.
+    std::string q = linear(x, L.q, L.q_bias, p + "q_proj");
+    if (L.qk_norm_full) q = norm(q, L.q_norm, s_.qk_norm_unit_offset, p + "q_normed");
+    q = reshape(q, {1, T_, Hq, D}, p + "q");    // [1, T, Hq, D]
+    std::string k = linear(x, L.k, L.k_bias, p + "k_proj");
+    if (L.qk_norm_full) k = norm(k, L.k_norm, s_.qk_norm_unit_offset, p + "k_normed");
+    k = reshape(k, {1, T_, Hkv, D}, p + "k");   // [1, T, Hkv, D]
     std::string v = reshape(linear(x, L.v, L.v_bias, p + "v_proj"), {1, T_, Hkv, D}, p + "v");   // [1, T, Hkv, D]
-    if (L.q_norm.present()) q = norm(q, L.q_norm, s_.qk_norm_unit_offset, p + "q_normed");
-    if (L.k_norm.present()) k = norm(k, L.k_norm, s_.qk_norm_unit_offset, p + "k_normed");
+    if (L.q_norm.present() && !L.qk_norm_full) q = norm(q, L.q_norm, s_.qk_norm_unit_offset, p + "q_normed");
+    if (L.k_norm.present() && !L.qk_norm_full) k = norm(k, L.k_norm, s_.qk_norm_unit_offset, p + "k_normed");
     Attrs rope_attrs;
     if (s_.rope_attention_scaling != 1.0) rope_attrs["attention_scaling"] = Value(s_.rope_attention_scaling);
     q = node("rope", {q, std::string(keys::kPositionIds), rope}, rope_attrs, p + "q_rot");
@@ -144,9 +149,36 @@ class MethodBuilder {
     return node("add", {h_in, o}, {}, p + "h_attn");
   }
 
+  // The operands of an expert projection's i8 scale: its name when stored i8, else absent.
+  std::string scale_operand(const WeightRef& w) const {
+    auto it = stored_.find(w.name);
+    return it != stored_.end() && it->second == DType::kI8 ? w.name + ".scale" : std::string();
+  }
+
+  // Sparse MoE MLP: router logits from a linear, then the moe op over the stacked experts; a shared expert
+  // (qwen2_moe) is a gated MLP scaled per row by sigmoid(shared_expert_gate(x)) and added.
+  std::string moe_block(const LayerSpec& L, const std::string& x, const std::string& p) {
+    const MoeSpec& m = L.moe;
+    std::string logits = linear(x, m.router, WeightRef{}, p + "router");  // [1, T, E]
+    std::vector<std::string> in{x, logits, m.gate.name, m.up.name, m.down.name};
+    const std::string sg = scale_operand(m.gate), su = scale_operand(m.up), sd = scale_operand(m.down);
+    if (!sg.empty() || !su.empty() || !sd.empty()) in.insert(in.end(), {sg, su, sd});
+    while (in.back().empty()) in.pop_back();
+    Attrs a = attrs({{"top_k", Value(m.top_k)}});
+    if (m.norm_topk_prob) a["norm_topk_prob"] = Value(true);
+    std::string out = node("moe", std::move(in), std::move(a), p + "experts");  // [1, T, H]
+    if (!m.shared_gate.present()) return out;
+    std::string g = node(s_.act, {linear(x, m.shared_gate, WeightRef{}, p + "shared.gate_proj")}, {}, p + "shared.act");
+    std::string u = linear(x, m.shared_up, WeightRef{}, p + "shared.up_proj");
+    std::string d = linear(node("mul", {g, u}, {}, p + "shared.gated"), m.shared_down, WeightRef{}, p + "shared.down_proj");
+    std::string gl = linear(x, m.shared_expert_gate, WeightRef{}, p + "shared.gate_logit");  // [1, T, 1]
+    return node("add", {out, node("sigmoid_gate", {d, gl}, {}, p + "shared.out")}, {}, p + "moe");
+  }
+
   // Gated MLP: act(gate(x)) * up(x) → down; Gemma adds a norm on its output before the residual add.
   std::string mlp_block(const LayerSpec& L, const std::string& h, const std::string& p) {
     std::string x = norm(h, L.ff_norm, s_.norm_unit_offset, p + "ff_norm");
+    if (L.moe.experts > 0) return node("add", {h, moe_block(L, x, p)}, {}, p + "out");
     std::string gate = linear(x, L.gate, L.gate_bias, p + "gate_proj");  // [1, T, I]
     std::string up = linear(x, L.up, L.up_bias, p + "up_proj");
     gate = node(s_.act, {gate}, {}, p + "act");

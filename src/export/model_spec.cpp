@@ -17,6 +17,11 @@ std::string_view layer_kind_name(LayerKind k) { return k == LayerKind::kSliding 
 Shape WeightRef::shape() const {
   Shape s = source_shape;
   if (row_end > 0 && s.rank() > 0) s[0] = row_end - row_begin;
+  if (!stack.empty()) {
+    std::vector<int64_t> dims{static_cast<int64_t>(stack.size())};
+    for (int64_t d : s.dims()) dims.push_back(d);
+    return Shape(std::span<const int64_t>(dims));
+  }
   return s;
 }
 
@@ -347,6 +352,76 @@ Result<std::string> activation_from_config(const HfConfig& cfg, std::string_view
   if (v == "silu" || v == "swish") return std::string("silu");
   if (v == "gelu_pytorch_tanh" || v == "gelu_tanh" || v == "gelu_new") return std::string("gelu_tanh");
   return cfg.unsupported(key, "activation '" + v + "' (supported: silu, gelu_pytorch_tanh)");
+}
+
+// --- mixtures of experts ------------------------------------------------------------------------------
+
+void set_moe_layer(ModelSpec* spec, const std::string& prefix, int64_t i, int64_t experts, int64_t top_k, int64_t inter,
+                   bool norm_topk_prob, const MoeNaming& n) {
+  using R = WeightRef::Role;
+  LayerSpec& L = spec->layers[static_cast<size_t>(i)];
+  L.gate = L.up = L.down = L.gate_bias = L.up_bias = L.down_bias = WeightRef{};
+  const std::string m = "layers." + std::to_string(i) + "." + n.module;
+  const int64_t H = spec->hidden;
+  MoeSpec& moe = L.moe;
+  moe.experts = experts;
+  moe.top_k = top_k;
+  moe.norm_topk_prob = norm_topk_prob;
+  moe.router = weight_ref(prefix, m + "gate.weight", {experts, H}, R::kMatrix, "[num_experts, hidden_size]");
+  auto stacked = [&](const std::string& proj, Shape shape, std::string dims) {
+    // The program's constant is named after the module ("...experts.gate_proj.weight" for every layout).
+    WeightRef w = weight_ref(prefix, m + "experts.0." + proj + ".weight", shape, R::kMatrix, std::move(dims));
+    for (int64_t e = 0; e < experts; ++e) w.stack.push_back(prefix + m + "experts." + std::to_string(e) + "." + proj + ".weight");
+    return w;
+  };
+  moe.gate = stacked(n.gate, {inter, H}, "[expert intermediate size, hidden_size]");
+  moe.up = stacked(n.up, {inter, H}, "[expert intermediate size, hidden_size]");
+  moe.down = stacked(n.down, {H, inter}, "[hidden_size, expert intermediate size]");
+  moe.gate.name = m + "experts.gate_proj.weight";
+  moe.up.name = m + "experts.up_proj.weight";
+  moe.down.name = m + "experts.down_proj.weight";
+  if (n.shared_inter > 0) {
+    const int64_t S = n.shared_inter;
+    const std::string d = "shared_expert_intermediate_size";
+    moe.shared_gate = weight_ref(prefix, m + "shared_expert.gate_proj.weight", {S, H}, R::kMatrix, "[" + d + ", hidden_size]");
+    moe.shared_up = weight_ref(prefix, m + "shared_expert.up_proj.weight", {S, H}, R::kMatrix, "[" + d + ", hidden_size]");
+    moe.shared_down = weight_ref(prefix, m + "shared_expert.down_proj.weight", {H, S}, R::kMatrix, "[hidden_size, " + d + "]");
+    moe.shared_expert_gate = weight_ref(prefix, m + "shared_expert_gate.weight", {1, H}, R::kMatrix, "[1, hidden_size]");
+  }
+}
+
+Result<int64_t> expert_count(const HfConfig& cfg, const Checkpoint& ck, std::string_view key, int64_t def) {
+  // Each expert has its own tensors: a count beyond the checkpoint's tensor count cannot be right, and bounding
+  // it keeps the per-expert lists small for an absurd value.
+  const auto hi = static_cast<int64_t>(ck.tensor_names().size());
+  return cfg.int_in_or(key, def, 1, std::max<int64_t>(hi, 1), "the checkpoint's tensor count");
+}
+
+Status qwen_moe_layers(const HfConfig& cfg, const Checkpoint& ck, int64_t shared_inter, ModelSpec* s) {
+  if (!cfg.get("num_experts")) return cfg.bad_value("num_experts", "required for " + cfg.model_type);
+  HFS_ASSIGN_OR_RETURN(int64_t experts_or_zero, cfg.int_in("num_experts", 0, INT64_MAX));
+  if (experts_or_zero == 0) return Ok{};  // HF: no experts, every layer dense
+  HFS_ASSIGN_OR_RETURN(int64_t experts, expert_count(cfg, ck, "num_experts", 0));
+  HFS_ASSIGN_OR_RETURN(int64_t top_k, cfg.int_in("num_experts_per_tok", 1, experts, "at most num_experts"));
+  HFS_ASSIGN_OR_RETURN(int64_t inter, cfg.int_in("moe_intermediate_size", 1, INT64_MAX));
+  HFS_ASSIGN_OR_RETURN(bool norm, cfg.bool_or("norm_topk_prob", false));
+  HFS_ASSIGN_OR_RETURN(int64_t step, cfg.int_in_or("decoder_sparse_step", 1, 1, INT64_MAX));
+  std::vector<bool> dense(s->layers.size(), false);
+  if (const Value* only = cfg.get("mlp_only_layers")) {
+    if (!only->is_array()) return cfg.bad_value("mlp_only_layers", "expected a list of layer indices, got " + only->to_json());
+    for (const Value& v : only->as_array()) {
+      if (!v.is_int() || v.as_int() < 0 || v.as_int() >= static_cast<int64_t>(s->layers.size()))
+        return cfg.bad_value("mlp_only_layers", "entry " + v.to_json() + " is not a layer index in [0, " +
+                                                    std::to_string(s->layers.size()) + ")");
+      dense[static_cast<size_t>(v.as_int())] = true;
+    }
+  }
+  MoeNaming naming;
+  naming.shared_inter = shared_inter;
+  for (size_t i = 0; i < s->layers.size(); ++i)
+    if (!dense[i] && (static_cast<int64_t>(i) + 1) % step == 0)
+      set_moe_layer(s, "model.", static_cast<int64_t>(i), experts, top_k, inter, norm, naming);
+  return Ok{};
 }
 
 }  // namespace hfs

@@ -30,9 +30,22 @@ struct WeightRef {
   std::string dims;      // the config keys behind source_shape, for messages: "[vocab_size, hidden_size]"
   int64_t row_begin = 0, row_end = 0;  // rows [begin, end) of dim 0 when row_end > 0 (fused tensors)
   Role role = Role::kMatrix;
+  // Stacked experts: the constant is these checkpoint tensors (each of `source_shape`) stacked along a new
+  // dim 0 in this order; `source` is the first of them.
+  std::vector<std::string> stack;
 
   bool present() const { return !source.empty(); }
-  Shape shape() const;  // constant shape: source_shape with dim 0 narrowed to the row range
+  Shape shape() const;  // constant shape: source_shape with dim 0 narrowed to the row range, [E] prepended when stacked
+  std::vector<std::string> sources() const { return stack.empty() ? std::vector<std::string>{source} : stack; }
+};
+
+// A sparse mixture-of-experts MLP (the `moe` op): router linear, then the experts' stacked projections.
+struct MoeSpec {
+  int64_t experts = 0, top_k = 0;  // experts == 0: the layer's MLP is dense
+  bool norm_topk_prob = false;
+  WeightRef router;                // [E, H]
+  WeightRef gate, up, down;        // stacked [E, I, H], [E, I, H], [E, H, I]
+  WeightRef shared_gate, shared_up, shared_down, shared_expert_gate;  // qwen2_moe: gated MLP + [1, H] gate
 };
 
 struct LayerSpec {
@@ -43,6 +56,8 @@ struct LayerSpec {
   WeightRef ff_norm;                // pre-MLP norm (llama: post_attention_layernorm)
   WeightRef post_ff_norm;           // gemma: norm of the MLP output before the residual add
   WeightRef gate, up, down, gate_bias, up_bias, down_bias;
+  bool qk_norm_full = false;        // olmoe: q_norm/k_norm over the whole projection, before the head split
+  MoeSpec moe;                      // experts > 0: a sparse MoE MLP instead of gate/up/down
 };
 
 struct ModelSpec {
@@ -122,6 +137,25 @@ WeightRef weight_ref(const std::string& prefix, const std::string& name, Shape s
 // tie_word_embeddings default true. Weights under `prefix`. RoPE and layer kinds are left to the caller.
 [[nodiscard]] Status gemma_skeleton(const HfConfig& cfg, const Checkpoint& ck, const std::string& prefix, bool qk_norm,
                                     ModelSpec* spec);
+
+// --- mixtures of experts ------------------------------------------------------------------------------
+// Where a sparse block's tensors are: <prefix>layers.i.<module>gate.weight (router) and
+// <module>experts.<e>.<gate|up|down>.weight, plus <module>shared_expert.* and shared_expert_gate when shared.
+struct MoeNaming {
+  std::string module = "mlp.";
+  std::string gate = "gate_proj", up = "up_proj", down = "down_proj";
+  int64_t shared_inter = 0;  // > 0: a shared expert of this width (qwen2_moe)
+};
+// Layer `i`'s MLP becomes a sparse block of `experts` experts of width `inter` (dense weights cleared). Experts
+// are stacked by numeric index: experts.10 follows experts.9.
+void set_moe_layer(ModelSpec* spec, const std::string& prefix, int64_t i, int64_t experts, int64_t top_k, int64_t inter,
+                   bool norm_topk_prob, const MoeNaming& naming);
+// qwen2_moe / qwen3_moe: num_experts, num_experts_per_tok, moe_intermediate_size, norm_topk_prob (default
+// false); layer i is sparse iff num_experts > 0, i is not in mlp_only_layers and (i + 1) % decoder_sparse_step
+// == 0 (HF's rule).
+[[nodiscard]] Status qwen_moe_layers(const HfConfig& cfg, const Checkpoint& ck, int64_t shared_inter, ModelSpec* spec);
+// Experts per token and expert count checked: top_k in [1, experts], experts bounded by the checkpoint's tensors.
+[[nodiscard]] Result<int64_t> expert_count(const HfConfig& cfg, const Checkpoint& ck, std::string_view key, int64_t def);
 
 // "silu" / "swish" → "silu"; "gelu_pytorch_tanh" / "gelu_tanh" / "gelu" (gemma's) → "gelu_tanh"; else unsupported.
 [[nodiscard]] Result<std::string> activation_from_config(const HfConfig& cfg, std::string_view key, const std::string& value);

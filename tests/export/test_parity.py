@@ -13,6 +13,7 @@ Run: /usr/bin/python3 -m pytest tests/export/test_parity.py   (HFS_CLI=path/to/h
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -149,6 +150,121 @@ def test_stories260k_quantized_weights_track_reference(tmp_path, weights, max_di
     ref_tokens, ref_logits = run_reference(tmp_path, SHARED_STORIES, [1], same_tokens)
     assert float(np.abs(logits[0] - ref_logits[0]).max()) < max_diff
     assert tokens == ref_tokens[:same_tokens]
+
+
+# Mixtures of experts (tiny presets: 12 experts of width 32, so experts 10 and 11 exist and a stack built in
+# string order — experts.10 before experts.2 — would route to the wrong weights). Each case exports once and
+# checks a 12-token prompt (a full chunk of 8 and a padded tail) plus 6 greedy steps: ~3 s each.
+MOE_ARCHS = ["qwen3_moe", "qwen2_moe", "mixtral", "olmoe"]
+
+
+def moe_checkpoint(tmp, arch, name=None, settings=()):
+    d = tmp / (name or f"ckpt_{arch}")
+    args = [PY, ROOT / "scripts" / "make-checkpoint", arch, d, "--preset", "tiny", "--seed", "1"]
+    for kv in settings:
+        args += ["--set", kv]
+    sh(*args)
+    return d
+
+
+@pytest.mark.parametrize("arch", MOE_ARCHS)
+def test_moe_parity(tmp_path, arch):
+    # qwen3_moe's preset mixes dense (layer 1, mlp_only_layers) and sparse layers; qwen2_moe's shared expert
+    # and its sigmoid gate contribute to every sparse layer; mixtral renormalizes the top-2; olmoe's q/k norms
+    # span the whole projection.
+    check_parity(tmp_path, moe_checkpoint(tmp_path, arch), chunk=8, prompt_len=12, n=6, tails=("pad",))
+
+
+def test_moe_sparse_step_layers(tmp_path):
+    # decoder_sparse_step 2 without mlp_only_layers: only layer 1 is sparse (HF: (i + 1) % step == 0).
+    model = moe_checkpoint(tmp_path, "qwen3_moe", "step2", ["decoder_sparse_step=2", "mlp_only_layers=[]"])
+    check_parity(tmp_path, model, chunk=8, prompt_len=12, n=6, tails=("pad",))
+
+
+@pytest.mark.parametrize("arch", ["qwen3_moe", "olmoe"])
+def test_moe_norm_topk_prob_both_settings(tmp_path, arch):
+    # Renormalization on and off give different models (the references differ), and each matches its export.
+    refs = []
+    for flag in ("false", "true"):
+        model = moe_checkpoint(tmp_path, arch, f"{arch}_{flag}", [f"norm_topk_prob={flag}"])
+        check_parity(tmp_path, model, chunk=8, prompt_len=12, n=6, tails=("pad",))
+        refs.append(run_reference(tmp_path, model, [1, 5, 9], 0)[1])
+    assert float(np.abs(refs[0] - refs[1]).max()) > 1e-2
+
+
+@pytest.mark.parametrize("arch", ["qwen3_moe", "mixtral"])
+def test_moe_inspect_counts_active_parameters(tmp_path, arch):
+    # Computed from the checkpoint itself: every tensor's elements, less (E - k) / E of each sparse layer's
+    # experts (qwen3_moe's dense layer 1 has none).
+    import safetensors_np as st
+    model = moe_checkpoint(tmp_path, arch)
+    cfg = json.loads((model / "config.json").read_text())
+    arrays = st.load_model_dir(str(model))
+    total = sum(int(np.prod(a.shape)) for a in arrays.values())
+    E = cfg.get("num_experts") or cfg["num_local_experts"]
+    k = cfg["num_experts_per_tok"]
+    sparse = [n for n in arrays if ".experts." in n]
+    expert_elems = sum(int(np.prod(arrays[n].shape)) for n in sparse)
+    active = total - expert_elems * (E - k) // E
+    program = export(tmp_path, model, 8)
+    info = json.loads(sh(CLI, "inspect", program, "--json"))["parameters"]
+    assert info["total"] == total
+    assert info["active_per_token"] == active
+    layers = {int(n.split("layers.")[1].split(".")[0]) for n in sparse}
+    assert [(m["experts"], m["top_k"]) for m in info["moe_layers"]] == [(E, k)] * len(layers)
+
+
+def zero_router(src, dst, layer):
+    """A copy of checkpoint `src` whose layer-`layer` router is all zeros: every expert ties."""
+    import safetensors_np as st
+    shutil.copytree(src, dst)
+    arrays = st.load_model_dir(src)
+    tensors = {n: np.array(a) for n, a in arrays.items()}
+    tensors[f"model.layers.{layer}.mlp.gate.weight"][:] = 0
+    st.write_file(str(dst / st.SINGLE_NAME), tensors)
+    return dst
+
+
+def test_moe_tied_router_logits_pick_lower_expert_indices(tmp_path):
+    # Layer 0's router is zero, so its 12 probabilities tie and the top 3 are decided by the tie rule alone:
+    # lower index first (experts 0, 1, 2). The reference's rule reversed (or torch.topk's own order) would
+    # give a different model, so the parity below fails if the runtime broke ties any other way.
+    import hf_reference as ref
+    model = zero_router(moe_checkpoint(tmp_path, "qwen3_moe"), tmp_path / "tied", 0)
+    check_parity(tmp_path, model, chunk=8, prompt_len=12, n=6, tails=("pad",))
+    m = ref.load_model(str(model))
+    ids = [1, 5, 9, 300]
+    lower = m.logits(ids)
+    saved = ref.moe_topk
+    try:
+        ref.moe_topk = lambda p, k: torch_topk_higher_first(p, k)
+        higher = m.logits(ids)
+    finally:
+        ref.moe_topk = saved
+    assert float(np.abs(lower - higher).max()) > 1e-2
+
+
+def torch_topk_higher_first(probs, k):
+    import torch
+    flipped = torch.flip(probs, dims=[-1])
+    order = torch.sort(flipped, dim=-1, descending=True, stable=True)
+    return order.values[..., :k], probs.shape[-1] - 1 - order.indices[..., :k]
+
+
+@pytest.mark.parametrize("weights,max_diff,same_tokens", [("int8", 0.15, 2), ("int4", 1.5, 0)])
+@pytest.mark.parametrize("arch", ["qwen3_moe", "mixtral"])
+def test_moe_int_weights_track_reference(tmp_path, arch, weights, max_diff, same_tokens):
+    # Experts stored int8 (per-row scales [E, N]) or q4_0 stay close to the f32 reference; a mis-strided
+    # expert or scale would put whole experts' outputs, not rounding, into the logits. (Random tiny models
+    # have near-ties everywhere: int8 holds greedy for the first tokens, int4 checks the first logits only.)
+    model = moe_checkpoint(tmp_path, arch)
+    prompt = [1, 5, 9, 300, 17, 42, 77, 3, 250, 8]
+    program = export(tmp_path, model, 8, ["--weights", weights])
+    n = max(same_tokens, 1)
+    tokens, logits = run_hfstatic(tmp_path, program, prompt, n)
+    ref_tokens, ref_logits = run_reference(tmp_path, model, prompt, n)
+    assert float(np.abs(logits[0] - ref_logits[0]).max()) < max_diff
+    assert tokens[:same_tokens] == ref_tokens[:same_tokens]
 
 
 # The Vulkan backend (lavapipe on a CPU-only machine, one dispatch after another: few tokens, tiny

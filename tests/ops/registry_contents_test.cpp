@@ -21,7 +21,7 @@ TEST(OpRegistry, AllBuiltInOpsAreRegistered) {
       {"gelu_tanh", 1, 1, -1, false}, {"softcap", 1, 1, -1, false},   {"scale", 1, 1, -1, false},
       {"rope", 3, 3, -1, false},      {"kv_cache_write", 3, 3, 0, true}, {"attention", 4, 4, -1, false},
       {"reshape", 1, 1, 0, false},    {"transpose", 1, 1, -1, false}, {"slice", 1, 1, -1, false},
-      {"gather", 2, 2, -1, false},
+      {"gather", 2, 2, -1, false},    {"moe", 5, 8, -1, false},       {"sigmoid_gate", 2, 2, -1, false},
   };
   for (const Expected& e : ops) {
     const OpSchema* s = find_op(e.name);
@@ -47,6 +47,8 @@ TEST(OpRegistry, RequiredAttributesAreDeclared) {
   EXPECT_FALSE(required("rms_norm", "unit_offset"));
   EXPECT_TRUE(required("softcap", "cap"));
   EXPECT_TRUE(required("scale", "value"));
+  EXPECT_TRUE(required("moe", "top_k"));
+  EXPECT_FALSE(required("moe", "norm_topk_prob"));
   EXPECT_FALSE(required("rope", "attention_scaling"));
   EXPECT_TRUE(required("attention", "scale"));
   EXPECT_FALSE(required("attention", "softcap"));

@@ -641,8 +641,164 @@ class Gemma3TextLM(Gemma2LM):
         return DecoderLM.resolve_rope(self, layer_type)
 
 
+# ----------------------------------------------------------------------------------------------------------
+# Mixture of experts (HF modeling_{qwen2_moe,qwen3_moe,mixtral,olmoe}.py sparse blocks)
+
+
+def moe_topk(probs, k):
+    """The top k of each row by descending probability, ties to the lower expert index. HF calls torch.topk,
+    whose order among equal values is unspecified (on CPU it is not index order: 12 equal values give 9, 7, ...);
+    a stable descending sort is the fixed rule hfstatic documents."""
+    order = torch.sort(probs, dim=-1, descending=True, stable=True)
+    return order.values[..., :k], order.indices[..., :k]
+
+
+class MoeMixin:
+    """Sparse MoE MLP layers: softmax over the router logits in float32, top-k, optional renormalization, the
+    selected experts' gated MLPs weighted and summed with index_add_ in expert order; optional shared expert
+    behind a sigmoid gate (Qwen2-MoE). Subclasses set the names and flags in configure_moe()."""
+
+    expert_names = ("gate_proj", "up_proj", "down_proj")
+    moe_module = "mlp."          # router at <moe_module>gate.weight, experts at <moe_module>experts.<e>.
+    shared_expert = False
+    renormalize_always = False   # Mixtral
+
+    def configure_moe(self):
+        cfg = self.cfg
+        self.n_experts = cfg.int("num_experts")
+        self.top_k = cfg.int("num_experts_per_tok")
+        self.moe_inter = cfg.int("moe_intermediate_size")
+        self.norm_topk_prob = bool(cfg.get("norm_topk_prob", False))
+        if not 1 <= self.top_k <= self.n_experts:
+            raise cfg.bad("num_experts_per_tok", self.top_k, f"must be in [1, num_experts={self.n_experts}]")
+
+    def is_sparse(self, i):
+        """Qwen2-MoE / Qwen3-MoE rule: sparse unless listed in mlp_only_layers, every decoder_sparse_step-th layer."""
+        only = self.cfg.get("mlp_only_layers") or []
+        step = self.cfg.int("decoder_sparse_step", 1)
+        return i not in only and self.n_experts > 0 and (i + 1) % step == 0
+
+    def load(self, w, prefix, lm_head_name):
+        self.configure_moe()
+        super().load(w, prefix, lm_head_name)
+
+    def load_mlp(self, w, p, L):
+        i = int(p.rsplit("layers.", 1)[1].split(".")[0])  # p = "<prefix>layers.<i>.mlp."
+        if not self.is_sparse(i):
+            return super().load_mlp(w, p, L)
+        H, I, E = self.hidden, self.moe_inter, self.n_experts
+        m = p[: -len("mlp.")] + self.moe_module
+        L["router"] = w.take(m + "gate.weight", (E, H))
+        g, u, d = self.expert_names
+        L["experts"] = [(w.take(f"{m}experts.{e}.{g}.weight", (I, H)), w.take(f"{m}experts.{e}.{u}.weight", (I, H)),
+                         w.take(f"{m}experts.{e}.{d}.weight", (H, I))) for e in range(E)]
+        if self.shared_expert:
+            S = self.cfg.int("shared_expert_intermediate_size")
+            L["shared"] = (w.take(m + "shared_expert.gate_proj.weight", (S, H)),
+                           w.take(m + "shared_expert.up_proj.weight", (S, H)),
+                           w.take(m + "shared_expert.down_proj.weight", (H, S)))
+            L["shared_gate"] = w.take(m + "shared_expert_gate.weight", (1, H))
+
+    def mlp_block(self, L, x):
+        if "router" not in L:
+            return super().mlp_block(L, x)
+        probs = F.softmax(linear(x, L["router"]), dim=-1, dtype=torch.float)
+        weights, selected = moe_topk(probs, self.top_k)
+        if self.renormalize_always or self.norm_topk_prob:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+        out = torch.zeros_like(x)
+        for e, (g, u, d) in enumerate(L["experts"]):
+            tok, rank = torch.where(selected == e)
+            if tok.numel() == 0:
+                continue
+            h = x[tok]
+            y = linear(self.act(linear(h, g)) * linear(h, u), d) * weights[tok, rank, None]
+            out.index_add_(0, tok, y)
+        if "shared" in L:
+            g, u, d = L["shared"]
+            shared = linear(self.act(linear(x, g)) * linear(x, u), d)
+            out = out + torch.sigmoid(linear(x, L["shared_gate"])) * shared
+        return out
+
+
+class Qwen3MoeLM(MoeMixin, Qwen3LM):
+    """Qwen3MoeForCausalLM: qwen3 attention (per-head q/k norm); sparse layers per decoder_sparse_step and
+    mlp_only_layers (dense layers use intermediate_size); norm_topk_prob (default false)."""
+
+    model_type = "qwen3_moe"
+    hf_defaults = dict(Qwen3LM.hf_defaults, decoder_sparse_step=1, norm_topk_prob=False)
+
+
+class Qwen2MoeLM(MoeMixin, Qwen2LM):
+    """Qwen2MoeForCausalLM: qwen2 attention (q/k/v bias); sparse layers as Qwen3-MoE; a shared expert
+    (shared_expert_intermediate_size) scaled by sigmoid(shared_expert_gate(x)) added to every sparse block."""
+
+    model_type = "qwen2_moe"
+    shared_expert = True
+    hf_defaults = dict(Qwen2LM.hf_defaults, decoder_sparse_step=1, norm_topk_prob=False)
+
+
+class MixtralLM(MoeMixin, MistralLM):
+    """MixtralForCausalLM: mistral attention; every layer sparse (block_sparse_moe, experts w1/w3/w2 = gate/up/
+    down, num_local_experts, intermediate_size per expert); the top-k weights always renormalized."""
+
+    model_type = "mixtral"
+    expert_names = ("w1", "w3", "w2")
+    moe_module = "block_sparse_moe."
+    renormalize_always = True
+    hf_defaults = dict(DecoderLM.hf_defaults, rms_norm_eps=1e-5, num_key_value_heads=8, rope_theta=1e6)
+
+    def configure_moe(self):
+        self.n_experts = self.cfg.int("num_local_experts", 8)
+        self.top_k = self.cfg.int("num_experts_per_tok", 2)
+        self.moe_inter = self.inter
+        self.norm_topk_prob = True
+
+    def resolve_layer_types(self):
+        return MistralLM.resolve_layer_types(self)
+
+    def is_sparse(self, i):
+        return True
+
+
+class OlmoeLM(MoeMixin, DecoderLM):
+    """OlmoeForCausalLM: q_norm/k_norm over the whole q/k projection (hidden and kv_heads·head_dim wide, before
+    the head split), clip_qkv (only null), every layer sparse with intermediate_size experts, norm_topk_prob."""
+
+    model_type = "olmoe"
+    hf_defaults = dict(DecoderLM.hf_defaults, rms_norm_eps=1e-5, num_experts=64, num_experts_per_tok=8,
+                       norm_topk_prob=False)
+
+    def configure(self):
+        self.attn_bias = self.o_bias = bool(self.cfg.get("attention_bias", False))
+        if self.cfg.get("clip_qkv") is not None:
+            raise self.cfg.bad("clip_qkv", self.cfg.get("clip_qkv"), "only null is implemented")
+
+    def configure_moe(self):
+        self.n_experts = self.cfg.int("num_experts")
+        self.top_k = self.cfg.int("num_experts_per_tok")
+        self.moe_inter = self.inter
+        self.norm_topk_prob = bool(self.cfg.get("norm_topk_prob", False))
+
+    def is_sparse(self, i):
+        return True
+
+    def load_attention(self, w, p, L):
+        super().load_attention(w, p, L)
+        L["q_norm_full"] = w.take(p + "q_norm.weight", (self.n_heads * self.head_dim,))
+        L["k_norm_full"] = w.take(p + "k_norm.weight", (self.n_kv * self.head_dim,))
+
+    def qkv(self, L, x):
+        q, k, v = super().qkv(L, x)
+        return rms_norm(q, L["q_norm_full"], self.eps), rms_norm(k, L["k_norm_full"], self.eps), v
+
+
 ARCHS = {
     "llama": LlamaLM,
+    "qwen3_moe": Qwen3MoeLM,
+    "qwen2_moe": Qwen2MoeLM,
+    "mixtral": MixtralLM,
+    "olmoe": OlmoeLM,
     "mistral": MistralLM,
     "qwen2": Qwen2LM,
     "qwen3": Qwen3LM,

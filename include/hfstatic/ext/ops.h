@@ -34,6 +34,12 @@
 //   transpose      (x; perm:[int]) -> permuted copy
 //   slice          (x; axis:int, start:int, end:int) -> copy of x[..., start:end, ...]
 //   gather         (x, index [n] i32; axis:int) -> x with dim `axis` replaced by n (rows picked)
+//   moe            (x [...,H], router_logits [...,E], gate [E,I,H], up [E,I,H], down [E,H,I], gate_scale? [E,I],
+//                  up_scale? [E,I], down_scale? [E,H]; top_k:int, norm_topk_prob:bool=false) -> [...,H]
+//                  softmax over E (f32), top_k (ties: lower index), optional renormalization, then
+//                  Σ_e (ascending e) down_e(silu(gate_e x) * up_e x) * w_e. Expert weights are stacked linear
+//                  weights (any linear dtype; i8 needs its scale). docs/program-format.md §3.
+//   sigmoid_gate   (x [...,D], gate [...,1]) -> x * sigmoid(gate), one gate per row (Qwen2-MoE shared expert)
 #pragma once
 
 #include <functional>
