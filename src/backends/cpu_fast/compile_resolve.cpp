@@ -183,8 +183,12 @@ bool supports_node(const NodeDef& node, std::span<const TensorType* const> types
       return is_float_weight(w);
     }
     case Op::kAttention:
-      return is(0, DType::kF32) && in(1) && is_kv(in(1)->dtype) && is(2, in(1)->dtype) && is(3, DType::kF32) &&
-             in(0)->shape.rank() == 4 && in(1)->shape.rank() == 4;
+      if (!(is(0, DType::kF32) && in(1) && is(2, in(1)->dtype) && is(3, DType::kF32) && in(0)->shape.rank() == 4 &&
+            in(1)->shape.rank() == 4))
+        return false;
+      // int8 caches (contract minor 1) with their row scales; f32/f16 without.
+      if (in(1)->dtype == DType::kI8) return is(4, DType::kF32) && is(5, DType::kF32);
+      return is_kv(in(1)->dtype) && in(4) == nullptr && in(5) == nullptr;
     case Op::kRope: return is(0, DType::kF32) && is(1, DType::kI32) && is(2, DType::kF32) && in(0)->shape.rank() == 4;
     case Op::kEmbedding:
       return in(0) && in(0)->shape.rank() == 2 && is(1, DType::kI32) &&

@@ -260,6 +260,10 @@ Status FastDelegate::run_op(const Step& s) {
       a.k = in_p(1);
       a.v = in_p(2);
       a.kv_dtype = k.dtype;
+      if (k.dtype == DType::kI8) {  // [1, Hkv, S] row scales
+        a.k_scale = static_cast<const float*>(in_p(4));
+        a.v_scale = static_cast<const float*>(in_p(5));
+      }
       a.mask = mask;
       a.out = y;
       a.t = T;

@@ -1,0 +1,141 @@
+// int8 KV cache kernels (io contract minor 1) for every dispatch level: scores q · k_q and P·V sums over
+// int8 rows, each row widened to f32 once for all heads of the group (never a dequantized cache). The
+// row scales stay with the caller (attention.cpp): it multiplies a slot's scores by its K scale before the
+// softmax and its probabilities by its V scale before the sums, so these kernels see plain integers.
+// Every output element is one chain over D (scores) or over the slots in order (sums): a row's bits do not
+// depend on the rows or heads beside it.
+#include <cstdint>
+#include <cstring>
+
+#include "backends/cpu_fast/attention_kernels.h"
+
+namespace hfs::cpu_fast::detail {
+
+void attn_scores_i8_scalar(const float* q, int g, const int8_t* k, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int8_t* row = k + static_cast<int64_t>(slots[i]) * d;
+    for (int j = 0; j < g; ++j) {
+      float s = 0;
+      for (int64_t e = 0; e < d; ++e) s += q[j * d + e] * static_cast<float>(row[e]);
+      out[j * n + i] = s;
+    }
+  }
+}
+
+void attn_accum_i8_scalar(const float* p, int g, const int8_t* v, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int8_t* row = v + static_cast<int64_t>(slots[i]) * d;
+    for (int j = 0; j < g; ++j) {
+      const float w = p[j * n + i];
+      for (int64_t e = 0; e < d; ++e) out[j * d + e] += w * static_cast<float>(row[e]);
+    }
+  }
+}
+
+}  // namespace hfs::cpu_fast::detail
+
+#if defined(__x86_64__)  // x86 kernels only: elsewhere the scalar path runs (cpu_features.h)
+#include <immintrin.h>
+
+#include "backends/cpu_fast/isa_target.h"
+
+HFS_TARGET_AVX2_BEGIN
+
+namespace hfs::cpu_fast::detail {
+namespace {
+
+__m256 widen8(const int8_t* x) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x))));
+}
+
+float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+}  // namespace
+
+void attn_scores_i8_avx2(const float* q, int g, const int8_t* k, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int8_t* row = k + static_cast<int64_t>(slots[i]) * d;
+    for (int j = 0; j < g; ++j) {
+      const float* qj = q + j * d;
+      __m256 acc = _mm256_setzero_ps();
+      int64_t e = 0;
+      for (; e + 8 <= d; e += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(qj + e), widen8(row + e), acc);
+      float s = hsum8(acc);
+      for (; e < d; ++e) s += qj[e] * static_cast<float>(row[e]);
+      out[j * n + i] = s;
+    }
+  }
+}
+
+void attn_accum_i8_avx2(const float* p, int g, const int8_t* v, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int8_t* row = v + static_cast<int64_t>(slots[i]) * d;
+    int64_t e = 0;
+    for (; e + 8 <= d; e += 8) {
+      const __m256 x = widen8(row + e);  // once for every head of the group
+      for (int j = 0; j < g; ++j) {
+        float* o = out + j * d + e;
+        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_set1_ps(p[j * n + i]), x, _mm256_loadu_ps(o)));
+      }
+    }
+    for (; e < d; ++e)
+      for (int j = 0; j < g; ++j) out[j * d + e] += p[j * n + i] * static_cast<float>(row[e]);
+  }
+}
+
+}  // namespace hfs::cpu_fast::detail
+
+HFS_TARGET_END
+
+HFS_TARGET_AVX512_BEGIN
+
+namespace hfs::cpu_fast::detail {
+namespace {
+
+__m512 widen16(const int8_t* x) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))));
+}
+
+}  // namespace
+
+void attn_scores_i8_avx512(const float* q, int g, const int8_t* k, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int8_t* row = k + static_cast<int64_t>(slots[i]) * d;
+    for (int j = 0; j < g; ++j) {
+      const float* qj = q + j * d;
+      __m512 acc = _mm512_setzero_ps();
+      int64_t e = 0;
+      for (; e + 16 <= d; e += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qj + e), widen16(row + e), acc);
+      float s = _mm512_reduce_add_ps(acc);
+      for (; e < d; ++e) s += qj[e] * static_cast<float>(row[e]);
+      out[j * n + i] = s;
+    }
+  }
+}
+
+void attn_accum_i8_avx512(const float* p, int g, const int8_t* v, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int8_t* row = v + static_cast<int64_t>(slots[i]) * d;
+    int64_t e = 0;
+    for (; e + 16 <= d; e += 16) {
+      const __m512 x = widen16(row + e);
+      for (int j = 0; j < g; ++j) {
+        float* o = out + j * d + e;
+        _mm512_storeu_ps(o, _mm512_fmadd_ps(_mm512_set1_ps(p[j * n + i]), x, _mm512_loadu_ps(o)));
+      }
+    }
+    for (; e < d; ++e)
+      for (int j = 0; j < g; ++j) out[j * d + e] += p[j * n + i] * static_cast<float>(row[e]);
+  }
+}
+
+}  // namespace hfs::cpu_fast::detail
+
+HFS_TARGET_END
+
+#endif  // defined(__x86_64__)
