@@ -182,7 +182,7 @@ TEST(Attention, Rule) {
   expect_error(infer("attention", {TensorType{DType::kF32, {4, 8, 64}}, k, k, mask}, a), ErrorCode::kShapeMismatch,
                "operand 0 (q): expected [1, T, Hq, D]");
   expect_error(infer("attention", {q, TensorType{DType::kBF16, {1, 2, 128, 64}}, k, mask}, a), ErrorCode::kDTypeMismatch,
-               "operand 1 (k_cache): expected dtype f32|f16, got bf16");
+               "operand 1 (k_cache): expected dtype f32|f16|i8, got bf16");
   expect_error(infer("attention", {q, k, k}, a), ErrorCode::kInvalidArgument, "operand 3 (mask): required operand is absent");
   expect_error(infer("attention", {q, k, k, mask}), ErrorCode::kBadAttribute, "missing required attribute 'scale'");
   expect_error(infer("attention", {q, k, k, mask}, {{"scale", Value(0.125)}, {"softcap", Value(-1.0)}}),

@@ -121,7 +121,7 @@ TEST(KvCacheWrite, Rule) {
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ((*r)[0], cache);
   expect_error(infer("kv_cache_write", {TensorType{DType::kBF16, {1, 4, 128, 64}}, rows, slots}),
-               ErrorCode::kDTypeMismatch, "operand 0 (cache): expected dtype f32|f16, got bf16[1, 4, 128, 64]");
+               ErrorCode::kDTypeMismatch, "operand 0 (cache): expected dtype f32|f16|i8, got bf16[1, 4, 128, 64]");
   expect_error(infer("kv_cache_write", {cache, TensorType{DType::kF32, {1, 8, 2, 64}}, slots}), ErrorCode::kShapeMismatch,
                "operand 1 (rows): expected [1, T, Hkv, D] with Hkv = 4, D = 64, got f32[1, 8, 2, 64]");
   expect_error(infer("kv_cache_write", {cache, TensorType{DType::kF32, {1, 8, 4, 32}}, slots}), ErrorCode::kShapeMismatch,
