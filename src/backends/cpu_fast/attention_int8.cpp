@@ -55,9 +55,32 @@ float hsum8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+
+// D = 8·ND: the row widened once into registers for every head of the group.
+template <int ND>
+void scores_i8_nd_avx2(const float* q, int g, const int8_t* k, const int32_t* slots, int64_t n, float* out) {
+  constexpr int64_t d = 8 * ND;
+  for (int64_t i = 0; i < n; ++i) {
+    const int8_t* row = k + static_cast<int64_t>(slots[i]) * d;
+    __m256 kf[ND];
+    for (int c = 0; c < ND; ++c) kf[c] = widen8(row + 8 * c);
+    for (int j = 0; j < g; ++j) {
+      __m256 acc = _mm256_setzero_ps();
+      for (int c = 0; c < ND; ++c) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + j * d + 8 * c), kf[c], acc);
+      out[j * n + i] = hsum8(acc);
+    }
+  }
+}
+
 }  // namespace
 
 void attn_scores_i8_avx2(const float* q, int g, const int8_t* k, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  switch (d) {  // the same chain over D as the generic loop below, so the bits do not depend on the path
+    case 32: return scores_i8_nd_avx2<4>(q, g, k, slots, n, out);
+    case 64: return scores_i8_nd_avx2<8>(q, g, k, slots, n, out);
+    case 128: return scores_i8_nd_avx2<16>(q, g, k, slots, n, out);
+    default: break;
+  }
   for (int64_t i = 0; i < n; ++i) {
     const int8_t* row = k + static_cast<int64_t>(slots[i]) * d;
     for (int j = 0; j < g; ++j) {
@@ -101,9 +124,32 @@ __m512 widen16(const int8_t* x) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))));
 }
 
+// D = 16·ND: the row widened once into registers for every head of the group.
+template <int ND>
+void scores_i8_nd_avx512(const float* q, int g, const int8_t* k, const int32_t* slots, int64_t n, float* out) {
+  constexpr int64_t d = 16 * ND;
+  for (int64_t i = 0; i < n; ++i) {
+    const int8_t* row = k + static_cast<int64_t>(slots[i]) * d;
+    __m512 kf[ND];
+    for (int c = 0; c < ND; ++c) kf[c] = widen16(row + 16 * c);
+    for (int j = 0; j < g; ++j) {
+      __m512 acc = _mm512_setzero_ps();
+      for (int c = 0; c < ND; ++c) acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + j * d + 16 * c), kf[c], acc);
+      out[j * n + i] = _mm512_reduce_add_ps(acc);
+    }
+  }
+}
+
 }  // namespace
 
 void attn_scores_i8_avx512(const float* q, int g, const int8_t* k, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  switch (d) {  // the same chain over D as the generic loop below, so the bits do not depend on the path
+    case 32: return scores_i8_nd_avx512<2>(q, g, k, slots, n, out);
+    case 64: return scores_i8_nd_avx512<4>(q, g, k, slots, n, out);
+    case 128: return scores_i8_nd_avx512<8>(q, g, k, slots, n, out);
+    case 256: return scores_i8_nd_avx512<16>(q, g, k, slots, n, out);
+    default: break;
+  }
   for (int64_t i = 0; i < n; ++i) {
     const int8_t* row = k + static_cast<int64_t>(slots[i]) * d;
     for (int j = 0; j < g; ++j) {
