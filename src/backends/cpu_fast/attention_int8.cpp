@@ -140,6 +140,36 @@ void scores_i8_nd_avx512(const float* q, int g, const int8_t* k, const int32_t* 
   }
 }
 
+// P·V of heads [j0, j0 + G) with D = 16·ND: their output slices stay in registers over all n slots (each
+// V row widened once for them); the same FMA per slot in slot order as the generic loop, so the same bits.
+template <int ND, int G>
+void accum_i8_block_avx512(const float* p, int j0, const int8_t* v, const int32_t* slots, int64_t n, float* out) {
+  constexpr int64_t d = 16 * ND;
+  __m512 acc[G][ND];
+  for (int j = 0; j < G; ++j)
+    for (int c = 0; c < ND; ++c) acc[j][c] = _mm512_loadu_ps(out + (j0 + j) * d + 16 * c);
+  for (int64_t i = 0; i < n; ++i) {
+    const int8_t* row = v + static_cast<int64_t>(slots[i]) * d;
+    __m512 x[ND];
+    for (int c = 0; c < ND; ++c) x[c] = widen16(row + 16 * c);
+    for (int j = 0; j < G; ++j) {
+      const __m512 w = _mm512_set1_ps(p[(j0 + j) * n + i]);
+      for (int c = 0; c < ND; ++c) acc[j][c] = _mm512_fmadd_ps(w, x[c], acc[j][c]);
+    }
+  }
+  for (int j = 0; j < G; ++j)
+    for (int c = 0; c < ND; ++c) _mm512_storeu_ps(out + (j0 + j) * d + 16 * c, acc[j][c]);
+}
+
+// Heads in blocks of up to kG (kG·ND + ND ≤ 28 registers).
+template <int ND>
+void accum_i8_nd_avx512(const float* p, int g, const int8_t* v, const int32_t* slots, int64_t n, float* out) {
+  constexpr int kG = ND >= 8 ? 2 : ND >= 4 ? 4 : 6;
+  int j0 = 0;
+  for (; j0 + kG <= g; j0 += kG) accum_i8_block_avx512<ND, kG>(p, j0, v, slots, n, out);
+  for (; j0 < g; ++j0) accum_i8_block_avx512<ND, 1>(p, j0, v, slots, n, out);
+}
+
 }  // namespace
 
 void attn_scores_i8_avx512(const float* q, int g, const int8_t* k, int64_t d, const int32_t* slots, int64_t n, float* out) {
@@ -165,6 +195,12 @@ void attn_scores_i8_avx512(const float* q, int g, const int8_t* k, int64_t d, co
 }
 
 void attn_accum_i8_avx512(const float* p, int g, const int8_t* v, int64_t d, const int32_t* slots, int64_t n, float* out) {
+  switch (d) {
+    case 32: return accum_i8_nd_avx512<2>(p, g, v, slots, n, out);
+    case 64: return accum_i8_nd_avx512<4>(p, g, v, slots, n, out);
+    case 128: return accum_i8_nd_avx512<8>(p, g, v, slots, n, out);
+    default: break;
+  }
   for (int64_t i = 0; i < n; ++i) {
     const int8_t* row = v + static_cast<int64_t>(slots[i]) * d;
     int64_t e = 0;
