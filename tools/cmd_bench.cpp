@@ -126,8 +126,11 @@ double decode_bytes_per_token(const Program& p, int64_t pos) {
   const Value* D = p.meta(keys::kHeadDim);
   const Value* cd = p.meta(keys::kCacheDType);
   if (L && H && D && cd) {
-    double elem = cd->as_string() == "f16" ? 2 : 4;
-    bytes += 2.0 * static_cast<double>(L->as_int() * H->as_int() * D->as_int()) * static_cast<double>(pos) * elem;
+    // Per cached row and head: D elements, and an int8 cache's f32 scale.
+    const bool i8 = cd->as_string() == keys::kCacheInt8;
+    const double elem = cd->as_string() == "f16" ? 2 : i8 ? 1 : 4;
+    const double row = static_cast<double>(D->as_int()) * elem + (i8 ? 4.0 : 0.0);
+    bytes += 2.0 * static_cast<double>(L->as_int() * H->as_int()) * row * static_cast<double>(pos);
   }
   return bytes;
 }

@@ -55,7 +55,7 @@ int run_export(const ExportArgs& a) {
   opt.sequences = a.sequences;
   opt.pool_slots = a.pool_slots;
   opt.context = a.context;
-  opt.cache_dtype = a.cache_dtype == "f16" ? hfs::DType::kF16 : hfs::DType::kF32;
+  opt.cache_dtype = a.cache_dtype == "f16" ? hfs::DType::kF16 : a.cache_dtype == "int8" ? hfs::DType::kI8 : hfs::DType::kF32;
   opt.logits_all = a.logits == "all";
   auto w = hfs::weights_mode_from_name(a.weights);
   if (!w) {
@@ -131,9 +131,11 @@ hfs::cli::RunFn setup_export(CLI::App& sub) {
                  "context capacity, an integer in [1, max_position_embeddings] (default min(max_position_embeddings, "
                  "4096)); more than the model's maximum is an error")
       ->transform(hfs::cli::integer_in(1, INT64_MAX, "an integer >= 1"));
-  sub.add_option("--cache-dtype", a->cache_dtype, "KV cache dtype: f32 or f16")
+  sub.add_option("--cache-dtype", a->cache_dtype,
+                 "KV cache dtype: f32, f16, or int8 (one f32 scale per cached row and head: a quarter of f32's "
+                 "bytes plus 4 per row and head; needs a runtime that implements contract minor 1)")
       ->capture_default_str()
-      ->check(hfs::cli::one_of({"f32", "f16"}));
+      ->check(hfs::cli::one_of({"f32", "f16", "int8"}));
   sub.add_option("--weights", a->weights,
                  "linear/embedding weight format: keep (checkpoint dtype), f32, f16, bf16, int8 (per-channel), int4 "
                  "(q4_0 layers; embedding and LM head int8)")

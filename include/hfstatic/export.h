@@ -56,7 +56,7 @@ struct HFS_API ExportOptions {
   // prompts and tails a padded C-row chunk. nullopt = C/16, C/4 and C/2 (those ≥ 2); empty = none.
   std::optional<std::vector<int64_t>> prefill_variants;
   int64_t context = 0;  // 0 = min(max_position_embeddings, 4096); more than max_position_embeddings: kInvalidArgument
-  DType cache_dtype = DType::kF32;  // f32 | f16
+  DType cache_dtype = DType::kF32;  // f32 | f16 | i8 (int8 with per-(slot, head) scales: contract minor 1)
   WeightsMode weights = WeightsMode::kKeep;
   bool logits_all = false;    // prefill/decode: false = logits of the row named by logits_index only ("last")
   // Several sequences sharing the caches (contract version 2): global layers get a pool of pool_slots

@@ -33,9 +33,10 @@ void bind_export(py::module_& m) {
           opt.context = *context;
         }
         if (cache_dtype) {
-          auto d = dtype_from_name(*cache_dtype);
-          if (!d || (*d != DType::kF32 && *d != DType::kF16))
-            raise(ErrorCode::kInvalidArgument, "export: cache_dtype must be 'f32' or 'f16', got '" + *cache_dtype + "'");
+          auto d = *cache_dtype == "int8" ? Result<DType>(DType::kI8) : dtype_from_name(*cache_dtype);
+          if (!d || (*d != DType::kF32 && *d != DType::kF16 && *d != DType::kI8))
+            raise(ErrorCode::kInvalidArgument,
+                  "export: cache_dtype must be 'f32', 'f16' or 'int8', got '" + *cache_dtype + "'");
           opt.cache_dtype = *d;
         }
         if (weights) opt.weights = unwrap(weights_mode_from_name(*weights));
@@ -58,7 +59,7 @@ void bind_export(py::module_& m) {
       R"(Exports a HuggingFace checkpoint directory to a program file; returns `out` as a str.
 
 prefill_chunk: tokens per prefill call (None: 128, at most the context); context: capacity in tokens (None:
-min(max_position_embeddings, 4096)); cache_dtype: "f32" | "f16"; weights: "keep" | "f32" | "f16" | "bf16" |
+min(max_position_embeddings, 4096)); cache_dtype: "f32" | "f16" | "int8"; weights: "keep" | "f32" | "f16" | "bf16" |
 "int8" | "int4"; prefill_variants: step sizes (each < prefill_chunk) of smaller prefill methods for short prompts
 and tails (None: C/16, C/4 and C/2; []: none); sequences: how many sequences an hfstatic.Engine serves at once
 (> 1: contract version 2); step_sizes: multi-row step_<T> methods returning every row's logits (None: 2, 4, 8,

@@ -94,6 +94,12 @@ class MethodBuilder {
       in(keys::k_cache_name(static_cast<int>(i)), o_.cache_dtype, cache, IORole::kState);
       in(keys::v_cache_name(static_cast<int>(i)), o_.cache_dtype, cache, IORole::kState);
     }
+    if (o_.cache_dtype == DType::kI8)  // int8 caches (contract minor 1): every cache's row scales, after the caches
+      for (size_t i = 0; i < s_.layers.size(); ++i) {
+        const Shape sc{1, s_.n_kv_heads, g_.cache_len(s_.layers[i].kind)};
+        in(keys::k_scale_name(static_cast<int>(i)), DType::kF32, sc, IORole::kState);
+        in(keys::v_scale_name(static_cast<int>(i)), DType::kF32, sc, IORole::kState);
+      }
   }
 
   // Logits, then each layer's updated caches, each naming the state input it replaces after a step.
@@ -106,6 +112,13 @@ class MethodBuilder {
       m_.outputs.push_back({keys::k_cache_out_name(li), {o_.cache_dtype, cache}, IORole::kState, keys::k_cache_name(li)});
       m_.outputs.push_back({keys::v_cache_out_name(li), {o_.cache_dtype, cache}, IORole::kState, keys::v_cache_name(li)});
     }
+    if (o_.cache_dtype == DType::kI8)
+      for (size_t i = 0; i < s_.layers.size(); ++i) {
+        const int li = static_cast<int>(i);
+        const Shape sc{1, s_.n_kv_heads, g_.cache_len(s_.layers[i].kind)};
+        m_.outputs.push_back({keys::k_scale_out_name(li), {DType::kF32, sc}, IORole::kState, keys::k_scale_name(li)});
+        m_.outputs.push_back({keys::v_scale_out_name(li), {DType::kF32, sc}, IORole::kState, keys::v_scale_name(li)});
+      }
   }
 
   // One decoder layer: attention block then MLP block, each with its residual add.
@@ -138,11 +151,21 @@ class MethodBuilder {
     q = node("rope", {q, std::string(keys::kPositionIds), rope}, rope_attrs, p + "q_rot");
     k = node("rope", {k, std::string(keys::kPositionIds), rope}, rope_attrs, p + "k_rot");
     const std::string slots = keys::cache_slots_name(kind);
-    std::string kc = node("kv_cache_write", {keys::k_cache_name(i), k, slots}, {}, keys::k_cache_out_name(i));
-    std::string vc = node("kv_cache_write", {keys::v_cache_name(i), v, slots}, {}, keys::v_cache_out_name(i));
+    std::vector<std::string> k_in{keys::k_cache_name(i), k, slots}, v_in{keys::v_cache_name(i), v, slots};
+    std::vector<std::string> att_in;
+    if (o_.cache_dtype == DType::kI8) {  // each new row's scale first; the write quantizes with it
+      std::string ks = node("kv_scale_write", {keys::k_scale_name(i), k, slots}, {}, keys::k_scale_out_name(i));
+      std::string vs = node("kv_scale_write", {keys::v_scale_name(i), v, slots}, {}, keys::v_scale_out_name(i));
+      k_in.push_back(ks);
+      v_in.push_back(vs);
+      att_in = {ks, vs};
+    }
+    std::string kc = node("kv_cache_write", std::move(k_in), {}, keys::k_cache_out_name(i));
+    std::string vc = node("kv_cache_write", std::move(v_in), {}, keys::v_cache_out_name(i));
     Attrs att = attrs({{"scale", Value(s_.attn_scale)}});
     if (s_.attn_softcap > 0) att["softcap"] = Value(s_.attn_softcap);
-    std::string a = node("attention", {q, kc, vc, keys::attn_mask_name(kind)}, std::move(att), p + "attn");  // [1, T, Hq, D]
+    att_in.insert(att_in.begin(), {q, kc, vc, keys::attn_mask_name(kind)});
+    std::string a = node("attention", std::move(att_in), std::move(att), p + "attn");  // [1, T, Hq, D]
     a = reshape(a, {1, T_, Hq * D}, p + "attn_flat");
     std::string o = linear(a, L.o, L.o_bias, p + "o_proj");  // [1, T, H]
     if (L.post_attn_norm.present()) o = norm(o, L.post_attn_norm, s_.norm_unit_offset, p + "post_attn_norm");

@@ -22,8 +22,8 @@ namespace {
 // Options that need no tensor, and the spec's own consistency: checked first so a bad flag fails before
 // any tensor is looked at.
 Status check_options(const ModelSpec& spec, const HfConfig& cfg, const ExportOptions& opt) {
-  if (opt.cache_dtype != DType::kF32 && opt.cache_dtype != DType::kF16)
-    return make_error(ErrorCode::kInvalidArgument, "cache dtype must be f32 or f16, got " + std::string(dtype_name(opt.cache_dtype)));
+  if (opt.cache_dtype != DType::kF32 && opt.cache_dtype != DType::kF16 && opt.cache_dtype != DType::kI8)
+    return make_error(ErrorCode::kInvalidArgument, "cache dtype must be f32, f16 or i8 (int8), got " + std::string(dtype_name(opt.cache_dtype)));
   if (opt.context < 0) return make_error(ErrorCode::kInvalidArgument, "context must be positive, got " + std::to_string(opt.context));
   if (opt.prefill_chunk < 0)
     return make_error(ErrorCode::kInvalidArgument, "prefill chunk must be positive, got " + std::to_string(opt.prefill_chunk));
@@ -321,7 +321,13 @@ Metadata program_metadata(const ModelSpec& spec, const HfConfig& cfg, const Expo
   set(keys::kLayerKinds, string_array(kinds));
   set(keys::kLayerCacheLengths, Value::int_array(lens));
   set(keys::kSlidingWindow, Value(g.window));
-  set(keys::kCacheDType, Value(std::string(dtype_name(opt.cache_dtype))));
+  // int8 caches are contract minor 1: a runtime that predates them refuses the program instead of misreading it.
+  if (opt.cache_dtype == DType::kI8) {
+    set(keys::kCacheDType, Value(std::string(keys::kCacheInt8)));
+    set(keys::kContractMinor, Value(int64_t{1}));
+  } else {
+    set(keys::kCacheDType, Value(std::string(dtype_name(opt.cache_dtype))));
+  }
   set(keys::kCacheLayout, Value(std::string(keys::kLayoutBHSD)));
   set(keys::kVocabSize, Value(spec.vocab));
   set(keys::kBosTokenId, Value(cfg.bos_token_id));

@@ -428,6 +428,15 @@ class HfStaticIO final : public IOManager {
         caches_.push_back(std::move(b));
       }
     }
+    // int8 caches: then one scale per (head, slot) for every K and V cache, in the contract's state order.
+    for (int64_t i = 0; spec_.quantized_cache() && i < spec_.n_layers; ++i) {
+      TensorType t{DType::kF32, {1, spec_.n_kv_heads, spec_.layer_cache_lengths[static_cast<size_t>(i)]}};
+      for (int kv = 0; kv < 2; ++kv) {
+        HFS_ASSIGN_OR_RETURN_CTX(Buffer b, checked.allocate(t.nbytes()), "hf_static: allocating cache scales for layer " + std::to_string(i));
+        cache_views_.emplace_back(b.data(), t.dtype, t.shape);
+        caches_.push_back(std::move(b));
+      }
+    }
 
     for (const IOSpec& in : pm->def().inputs)
       if (in.role == IORole::kState) {
@@ -660,16 +669,21 @@ class HfStaticIO final : public IOManager {
     });
   }
 
-  // f(cache base, its slot count S, bytes per slot row) for every K and V cache of the sliding or global layers.
+  // f(cache base, its slot count S, bytes per slot row) for every K and V cache of the sliding or global
+  // layers and, with int8 caches, every scale tensor ([1, Hkv, S] f32: a 4-byte row per slot and head), so
+  // whatever moves cache rows moves their scales with them.
   template <typename F>
   void for_each_cache(bool sliding, F&& f) {
-    const int64_t row_bytes = spec_.head_dim * (spec_.cache_dtype == DType::kF16 ? 2 : 4);  // f32 | f16 caches
-    for (int64_t i = 0; i < spec_.n_layers; ++i) {
-      const CacheGroup& grp = spec_.groups[static_cast<size_t>(spec_.layer_group[static_cast<size_t>(i)])];
-      if (grp.sliding != sliding) continue;
-      for (int kv = 0; kv < 2; ++kv)
-        f(static_cast<char*>(caches_[static_cast<size_t>(2 * i + kv)].data()), grp.length, row_bytes);
-    }
+    const int64_t row_bytes = spec_.head_dim * static_cast<int64_t>(dtype_info(spec_.cache_dtype).block_bytes);
+    const int64_t tensors = spec_.quantized_cache() ? 2 : 1;  // caches, then scales (init's order)
+    for (int64_t part = 0; part < tensors; ++part)
+      for (int64_t i = 0; i < spec_.n_layers; ++i) {
+        const CacheGroup& grp = spec_.groups[static_cast<size_t>(spec_.layer_group[static_cast<size_t>(i)])];
+        if (grp.sliding != sliding) continue;
+        for (int kv = 0; kv < 2; ++kv)
+          f(static_cast<char*>(caches_[static_cast<size_t>(part * 2 * spec_.n_layers + 2 * i + kv)].data()), grp.length,
+            part == 0 ? row_bytes : int64_t{sizeof(float)});
+      }
   }
 
   std::shared_ptr<const Program> program_;

@@ -151,6 +151,12 @@ Status read_sequences(Reader& r, Spec& s) {
 
 }  // namespace
 
+// "; program cache_dtype "x"": what a newer minor most likely adds, so a refusal names it.
+static std::string cache_dtype_note(const Program& program) {
+  const Value* v = program.meta(keys::kCacheDType);
+  return v != nullptr && v->is_string() ? "; its " + std::string(keys::kCacheDType) + " is \"" + v->as_string() + "\"" : "";
+}
+
 Result<Spec> read_spec(const Program& program) {
   Reader r(program);
   Spec s;
@@ -165,6 +171,16 @@ Result<Spec> read_spec(const Program& program) {
                                                      " is not supported (this runtime implements versions " +
                                                      std::to_string(kMinVersion) + " to " + std::to_string(kMaxVersion) + ")");
     s.version = v->as_int();
+  }
+  if (r.has(keys::kContractMinor)) {
+    HFS_ASSIGN_OR_RETURN(const Value* v, r.get(keys::kContractMinor));
+    if (!v->is_int() || v->as_int() < 0) return r.bad(keys::kContractMinor, "an integer ≥ 0", v->to_json());
+    if (v->as_int() > kMaxMinor)
+      return make_error(ErrorCode::kBadMetadata, r.where() + "contract version " + std::to_string(s.version) +
+                                                     " minor " + std::to_string(v->as_int()) +
+                                                     " is not supported (this runtime implements minor versions 0 to " +
+                                                     std::to_string(kMaxMinor) + ")" + cache_dtype_note(program));
+    s.minor = v->as_int();
   }
   HFS_ASSIGN_OR_RETURN(auto pm, r.string(keys::kPrefillMethod));
   HFS_ASSIGN_OR_RETURN(auto dm, r.string(keys::kDecodeMethod));
@@ -213,8 +229,12 @@ Result<Spec> read_spec(const Program& program) {
   s.pad_token_id = pad;
   HFS_ASSIGN_OR_RETURN(auto eos, r.int_list(keys::kEosTokenIds, 0, s.vocab_size - 1));
   s.eos_token_ids = eos;
-  HFS_ASSIGN_OR_RETURN(auto cd, r.string(keys::kCacheDType, {"f32", "f16"}));
-  s.cache_dtype = cd == "f16" ? DType::kF16 : DType::kF32;
+  HFS_ASSIGN_OR_RETURN(auto cd, r.string(keys::kCacheDType, {"f32", "f16", keys::kCacheInt8}));
+  s.cache_dtype = cd == "f16" ? DType::kF16 : cd == keys::kCacheInt8 ? DType::kI8 : DType::kF32;
+  if (s.quantized_cache() && s.minor < kMinorInt8Cache)
+    return r.bad(keys::kContractMinor, "≥ " + std::to_string(kMinorInt8Cache) + " (cache_dtype \"int8\" is minor " +
+                                           std::to_string(kMinorInt8Cache) + ")",
+                 std::to_string(s.minor));
   HFS_TRY(r.string(keys::kCacheLayout, {keys::kLayoutBHSD}));
   HFS_ASSIGN_OR_RETURN(auto lm, r.string(keys::kLogitsMode, {keys::kLogitsLast, keys::kLogitsAll}));
   s.logits_all = lm == keys::kLogitsAll;
@@ -300,6 +320,12 @@ std::vector<IOSpec> expected_inputs(const Spec& s, int64_t T, bool all_rows) {
     in.push_back({keys::k_cache_name(static_cast<int>(i)), t, IORole::kState, ""});
     in.push_back({keys::v_cache_name(static_cast<int>(i)), t, IORole::kState, ""});
   }
+  if (s.quantized_cache())  // after every cache: the scales, in the same layer order
+    for (int64_t i = 0; i < s.n_layers; ++i) {
+      TensorType t{DType::kF32, {1, s.n_kv_heads, s.layer_cache_lengths[static_cast<size_t>(i)]}};
+      in.push_back({keys::k_scale_name(static_cast<int>(i)), t, IORole::kState, ""});
+      in.push_back({keys::v_scale_name(static_cast<int>(i)), t, IORole::kState, ""});
+    }
   return in;
 }
 
@@ -313,6 +339,13 @@ std::vector<IOSpec> expected_outputs(const Spec& s, int64_t T, bool all_rows) {
     out.push_back({keys::k_cache_out_name(li), t, IORole::kState, keys::k_cache_name(li)});
     out.push_back({keys::v_cache_out_name(li), t, IORole::kState, keys::v_cache_name(li)});
   }
+  if (s.quantized_cache())
+    for (int64_t i = 0; i < s.n_layers; ++i) {
+      TensorType t{DType::kF32, {1, s.n_kv_heads, s.layer_cache_lengths[static_cast<size_t>(i)]}};
+      int li = static_cast<int>(i);
+      out.push_back({keys::k_scale_out_name(li), t, IORole::kState, keys::k_scale_name(li)});
+      out.push_back({keys::v_scale_out_name(li), t, IORole::kState, keys::v_scale_name(li)});
+    }
   return out;
 }
 

@@ -18,6 +18,10 @@ namespace hfs::hf_static {
 // pool, one sliding ring per sequence); every version-1 rule holds in it unchanged.
 inline constexpr int64_t kMinVersion = 1;
 inline constexpr int64_t kMaxVersion = 2;
+// Minor versions (io.contract_minor, absent = 0) add features within a version that an older runtime must
+// refuse: 1 = int8 caches with per-(slot, head) scale tensors. A program may only use what its minor declares.
+inline constexpr int64_t kMaxMinor = 1;
+inline constexpr int64_t kMinorInt8Cache = 1;
 
 // Layers of one kind share a cache length, a slot rule and one mask/slot input pair.
 struct CacheGroup {
@@ -42,6 +46,7 @@ struct StepVariant {
 
 struct Spec {
   int64_t version = 0;
+  int64_t minor = 0;
   std::string prefill_method, decode_method;
   int64_t prefill_tokens = 0, decode_tokens = 0;
   std::vector<PrefillVariant> prefill_variants;  // tokens strictly ascending, each < prefill_tokens
@@ -57,7 +62,8 @@ struct Spec {
   std::vector<int> layer_group;        // per layer: index into groups
   std::vector<int64_t> layer_cache_lengths;
   std::vector<CacheGroup> groups;      // "global" first, then "sliding"; only kinds that occur
-  DType cache_dtype = DType::kF32;
+  DType cache_dtype = DType::kF32;    // f32 | f16 | i8 (then every K/V cache has a scale state tensor)
+  bool quantized_cache() const { return cache_dtype == DType::kI8; }
   bool logits_all = false;             // prefill and decode methods return every row
   // The most rows any method takes: the sliding ring must cover a window plus one such step.
   int64_t max_step_tokens() const {

@@ -1,5 +1,8 @@
-// attention (q [1, T, Hq, D] f32, k_cache [1, Hkv, S, D] f32|f16, v_cache [1, Hkv, S, D] (k's dtype),
-//            mask [1, 1, T, S] f32; scale: float, softcap: float = 0) -> [1, T, Hq, D] f32
+// attention (q [1, T, Hq, D] f32, k_cache [1, Hkv, S, D] f32|f16|i8, v_cache [1, Hkv, S, D] (k's dtype),
+//            mask [1, 1, T, S] f32, k_scale [1, Hkv, S] f32, v_scale [1, Hkv, S] f32 (both for i8 caches
+//            only); scale: float, softcap: float = 0) -> [1, T, Hq, D] f32
+// An i8 cache row stands for k_scale[h, j] · q (kv_cache_write): dot(q, k_j) = k_scale[h, j] · Σ q_i · q_ji
+// and Σ_j p_j v_j = Σ_j (p_j · v_scale[h, j]) · q_j — read as int8 and widened, never dequantized whole.
 // HF eager attention with grouped-query heads (query head h reads kv head h / (Hq / Hkv)):
 //   s_j = dot(q, k_j) * scale;  if softcap > 0: s_j = tanh(s_j / softcap) * softcap;  s_j += mask[t, j]
 //   p = softmax(s) over all S slots (max-subtracted, f32);  out = sum_j p_j * v_j
@@ -14,7 +17,7 @@
 namespace hfs {
 namespace {
 
-constexpr DType kCacheTypes[] = {DType::kF32, DType::kF16};
+constexpr DType kCacheTypes[] = {DType::kF32, DType::kF16, DType::kI8};
 
 ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   HFS_TRY(ops::check_op_attrs("attention", attrs));
@@ -39,6 +42,16 @@ ops::Inferred infer(ops::Operands in, const Attrs& attrs) {
   HFS_TRY(ops::expect_layout(*v, 2, "v_cache", {{"1"}, {"Hkv", hkv}, {"S", s}, {"D", d}}));
   HFS_TRY(ops::expect_dtype(*mask, 3, "mask", ops::kF32Only));
   HFS_TRY(ops::expect_layout(*mask, 3, "mask", {{"1"}, {"1"}, {"T", t}, {"S", s}}));
+  const char* names[] = {"k_scale", "v_scale"};
+  for (int i = 4; i < 6; ++i) {
+    const TensorType* sc = ops::operand(in, i);
+    if ((sc != nullptr) != (k->dtype == DType::kI8))
+      return make_error(ErrorCode::kDTypeMismatch, ops::operand_label(i, names[i - 4]) +
+                                                      (sc ? ": only i8 caches take scales" : ": i8 caches need their scale [1, Hkv, S] f32"));
+    if (sc == nullptr) continue;
+    HFS_TRY(ops::expect_dtype(*sc, i, names[i - 4], ops::kF32Only));
+    HFS_TRY(ops::expect_layout(*sc, i, names[i - 4], {{"1"}, {"Hkv", hkv}, {"S", s}}));
+  }
   return std::vector<TensorType>{*q};
 }
 
@@ -53,6 +66,12 @@ Status kernel(const KernelArgs& a) {
   const float scale = static_cast<float>(attr_float(a.attrs, "scale"));
   const float softcap = static_cast<float>(attr_float(a.attrs, "softcap", 0.0));
   const float* q = qv.data<const float>();
+  const bool i8 = kc.dtype == DType::kI8;
+  const float* ks = i8 ? a.inputs[4].data<const float>() : nullptr;  // [1, Hkv, S]
+  const float* vs = i8 ? a.inputs[5].data<const float>() : nullptr;
+  auto kv_at = [&](const TensorView& c, int64_t i) {  // a raw element; an i8 row's scale is applied per row
+    return i8 ? static_cast<float>(static_cast<const int8_t*>(c.ptr)[i]) : ops::load_float(c.ptr, c.dtype, i);
+  };
   float* out = a.outputs[0].data<float>();  // [1, T, Hq, D]
   std::vector<float> p(static_cast<size_t>(s_len)), acc(static_cast<size_t>(d));
   for (int64_t t = 0; t < t_len; ++t) {
@@ -62,7 +81,8 @@ Status kernel(const KernelArgs& a) {
       float max_s = -INFINITY;
       for (int64_t j = 0; j < s_len; ++j) {
         float dot = 0.0f;
-        for (int64_t i = 0; i < d; ++i) dot += qr[i] * ops::load_float(kc.ptr, kc.dtype, kv_base + j * d + i);
+        for (int64_t i = 0; i < d; ++i) dot += qr[i] * kv_at(kc, kv_base + j * d + i);
+        if (i8) dot *= ks[(h / group) * s_len + j];
         float sj = dot * scale;
         if (softcap > 0.0f) sj = std::tanh(sj / softcap) * softcap;
         sj += mask[t * s_len + j];
@@ -76,9 +96,9 @@ Status kernel(const KernelArgs& a) {
       }
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = 0; j < s_len; ++j) {
-        const float pj = p[static_cast<size_t>(j)] / sum;
-        for (int64_t i = 0; i < d; ++i)
-          acc[static_cast<size_t>(i)] += pj * ops::load_float(vc.ptr, vc.dtype, kv_base + j * d + i);
+        float pj = p[static_cast<size_t>(j)] / sum;
+        if (i8) pj *= vs[(h / group) * s_len + j];
+        for (int64_t i = 0; i < d; ++i) acc[static_cast<size_t>(i)] += pj * kv_at(vc, kv_base + j * d + i);
       }
       std::copy(acc.begin(), acc.end(), out + (t * hq + h) * d);
     }
@@ -87,7 +107,7 @@ Status kernel(const KernelArgs& a) {
 }
 
 [[maybe_unused]] const bool kRegistered = register_op({
-    .name = "attention", .min_inputs = 4, .max_inputs = 4, .num_outputs = 1,
+    .name = "attention", .min_inputs = 4, .max_inputs = 6, .num_outputs = 1,
     .attrs = {{"scale", Value::Kind::kFloat, true}, {"softcap", Value::Kind::kFloat, false}},
     .infer = &infer, .reference = &kernel});
 

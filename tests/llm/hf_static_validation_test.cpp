@@ -41,6 +41,29 @@ std::vector<Corruption> corruptions() {
                ErrorCode::kMissingMetadata, {std::string(keys::kMaxSequences)}});
   c.push_back({"SequencesInVersion1", meta([](K& m) { set_key(m, keys::kMaxSequences, Value(2)); }),
                ErrorCode::kBadMetadata, {std::string(keys::kMaxSequences), "version 2"}});
+  // Minor versions: a newer minor is refused naming it and the cache dtype it most likely brings; an int8
+  // cache needs minor 1 (a program may not use what its minor does not declare); an unknown dtype is refused
+  // naming the allowed ones, as a runtime from before int8 caches refuses "int8".
+  c.push_back({"UnknownMinor", meta([](K& m) {
+                 set_key(m, keys::kContractMinor, Value(2));
+                 set_key(m, keys::kCacheDType, Value("int4"));
+               }),
+               ErrorCode::kBadMetadata, {"minor 2", "minor versions 0 to 1", "cache_dtype", "int4"}});
+  c.push_back({"MinorNotInt", meta([](K& m) { set_key(m, keys::kContractMinor, Value("1")); }), ErrorCode::kBadMetadata,
+               {std::string(keys::kContractMinor), "integer"}});
+  c.push_back({"Int8CacheWithoutMinor", meta([](K& m) { set_key(m, keys::kCacheDType, Value("int8")); }),
+               ErrorCode::kBadMetadata, {std::string(keys::kContractMinor), "int8", "got 0"}});
+  c.push_back({"UnknownCacheDTypeAtMinor1", meta([](K& m) {
+                 set_key(m, keys::kContractMinor, Value(1));
+                 set_key(m, keys::kCacheDType, Value("int4"));
+               }),
+               ErrorCode::kBadMetadata, {std::string(keys::kCacheDType), "int4", "\"int8\""}});
+  // Metadata saying int8 over f32 cache tensors (no scales): the signature check names the first cache.
+  c.push_back({"Int8MetadataOverF32Caches", meta([](K& m) {
+                 set_key(m, keys::kContractMinor, Value(1));
+                 set_key(m, keys::kCacheDType, Value("int8"));
+               }),
+               ErrorCode::kContractViolation, {"k_cache_0", "i8", "f32"}});
   c.push_back({"ContractNotString", meta([](K& m) { set_key(m, keys::kContract, Value(5)); }), ErrorCode::kBadMetadata,
                {std::string(keys::kContract), "string", "5"}});
   c.push_back({"VersionWrongType", meta([](K& m) { set_key(m, keys::kContractVersion, Value("1")); }),

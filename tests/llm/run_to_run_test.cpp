@@ -53,7 +53,7 @@ Trace run_on_threads(const std::string& path, int threads) {
 TEST(RunToRun, EveryThreadCountGivesTheSameBitsInEveryWeightFormatAndCacheDtype) {
   HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   for (WeightsMode weights : {WeightsMode::kF32, WeightsMode::kF16, WeightsMode::kBF16, WeightsMode::kInt8, WeightsMode::kInt4})
-    for (DType cache : {DType::kF32, DType::kF16}) {
+    for (DType cache : {DType::kF32, DType::kF16, DType::kI8}) {
       const std::string name = "w" + std::to_string(static_cast<int>(weights)) + "_" + std::string(dtype_name(cache));
       SCOPED_TRACE(name);
       ExportOptions opt;

@@ -101,10 +101,23 @@ void check_differential(DType cache_dtype, double softcap) {
   const size_t cache_n = static_cast<size_t>(hkv * s_len * d);
   std::vector<float> k32 = optest::random_floats(cache_n, 72, -2.0f, 2.0f), v32 = optest::random_floats(cache_n, 73);
   std::vector<uint16_t> k16 = optest::random_f16_bits(cache_n, 74), v16 = optest::random_f16_bits(cache_n, 75);
+  // int8: random q in [-127, 127] and positive row scales (one per kv head and slot); the naive side
+  // dequantizes them up front (x = scale · q, in double), which the op must never do.
+  std::vector<int8_t> k8(cache_n), v8(cache_n);
+  for (size_t i = 0; i < cache_n; ++i) {
+    k8[i] = static_cast<int8_t>(static_cast<int>(k16[i] % 255) - 127);
+    v8[i] = static_cast<int8_t>(static_cast<int>(v16[i] % 255) - 127);
+  }
+  std::vector<float> ks = optest::random_floats(static_cast<size_t>(hkv * s_len), 76, 0.001f, 0.03f);
+  std::vector<float> vs = optest::random_floats(static_cast<size_t>(hkv * s_len), 77, 0.001f, 0.03f);
   std::vector<double> k(cache_n), v(cache_n);
   for (size_t i = 0; i < cache_n; ++i) {
     k[i] = cache_dtype == DType::kF16 ? optest::f16_bits_to_double(k16[i]) : k32[i];
     v[i] = cache_dtype == DType::kF16 ? optest::f16_bits_to_double(v16[i]) : v32[i];
+    if (cache_dtype == DType::kI8) {
+      k[i] = static_cast<double>(ks[i / static_cast<size_t>(d)]) * k8[i];
+      v[i] = static_cast<double>(vs[i / static_cast<size_t>(d)]) * v8[i];
+    }
   }
   // Causal-style mask over the 7 slots: token t sees slots 0..4 + t; slot 2 is hidden for everyone.
   std::vector<float> mask(static_cast<size_t>(t_len * s_len), 0.0f);
@@ -113,14 +126,18 @@ void check_differential(DType cache_dtype, double softcap) {
       if (j > 4 + t || j == 2) mask[static_cast<size_t>(t * s_len + j)] = kHidden;
   const void* kp = cache_dtype == DType::kF16 ? static_cast<const void*>(k16.data()) : k32.data();
   const void* vp = cache_dtype == DType::kF16 ? static_cast<const void*>(v16.data()) : v32.data();
+  if (cache_dtype == DType::kI8) kp = k8.data(), vp = v8.data();
   std::vector<float> out(q.size());
   Attrs attrs{{"scale", Value(scale)}};
   if (softcap > 0) attrs["softcap"] = Value(softcap);
-  ASSERT_TRUE(run("attention", attrs,
-                  {TensorView(q.data(), DType::kF32, {1, t_len, hq, d}), TensorView(kp, cache_dtype, {1, hkv, s_len, d}),
-                   TensorView(vp, cache_dtype, {1, hkv, s_len, d}), TensorView(mask.data(), DType::kF32, {1, 1, t_len, s_len})},
-                  {TensorView(out.data(), DType::kF32, {1, t_len, hq, d})})
-                  .ok());
+  std::vector<TensorView> in{TensorView(q.data(), DType::kF32, {1, t_len, hq, d}), TensorView(kp, cache_dtype, {1, hkv, s_len, d}),
+                             TensorView(vp, cache_dtype, {1, hkv, s_len, d}),
+                             TensorView(mask.data(), DType::kF32, {1, 1, t_len, s_len})};
+  if (cache_dtype == DType::kI8) {
+    in.emplace_back(ks.data(), DType::kF32, Shape{1, hkv, s_len});
+    in.emplace_back(vs.data(), DType::kF32, Shape{1, hkv, s_len});
+  }
+  ASSERT_TRUE(run("attention", attrs, in, {TensorView(out.data(), DType::kF32, {1, t_len, hq, d})}).ok());
   optest::expect_close(out, naive_attention(q, k, v, mask, t_len, hq, hkv, s_len, d, static_cast<float>(scale), softcap),
                        1e-5);
 }
@@ -128,6 +145,21 @@ void check_differential(DType cache_dtype, double softcap) {
 TEST(Attention, F32CacheMatchesNaiveDouble) { check_differential(DType::kF32, 0.0); }
 TEST(Attention, F16CacheMatchesNaiveDouble) { check_differential(DType::kF16, 0.0); }
 TEST(Attention, SoftcapMatchesNaiveDouble) { check_differential(DType::kF32, 2.0); }
+TEST(Attention, Int8CacheWithRowScalesMatchesNaiveDouble) { check_differential(DType::kI8, 0.0); }
+TEST(Attention, Int8CacheWithSoftcapMatchesNaiveDouble) { check_differential(DType::kI8, 2.0); }
+
+TEST(Attention, Int8CacheRuleNeedsBothScales) {
+  const TensorType q{DType::kF32, {1, 2, 4, 8}}, k{DType::kI8, {1, 2, 16, 8}}, mask{DType::kF32, {1, 1, 2, 16}};
+  const TensorType sc{DType::kF32, {1, 2, 16}}, bad_sc{DType::kF32, {1, 2, 15}};
+  const Attrs a{{"scale", Value(0.125)}};
+  EXPECT_TRUE(infer("attention", {q, k, k, mask, sc, sc}, a).ok());
+  auto no_scale = infer("attention", {q, k, k, mask}, a);
+  ASSERT_FALSE(no_scale.ok());
+  EXPECT_NE(no_scale.error().message().find("k_scale"), std::string::npos) << no_scale.error().to_string();
+  EXPECT_FALSE(infer("attention", {q, k, k, mask, sc, bad_sc}, a).ok());
+  const TensorType f{DType::kF32, {1, 2, 16, 8}};
+  EXPECT_FALSE(infer("attention", {q, f, f, mask, sc, sc}, a).ok());  // only i8 caches take scales
+}
 
 TEST(Attention, Rule) {
   const TensorType q{DType::kF32, {1, 4, 8, 64}}, k{DType::kF16, {1, 2, 128, 64}}, mask{DType::kF32, {1, 1, 4, 128}};
@@ -150,7 +182,7 @@ TEST(Attention, Rule) {
   expect_error(infer("attention", {TensorType{DType::kF32, {4, 8, 64}}, k, k, mask}, a), ErrorCode::kShapeMismatch,
                "operand 0 (q): expected [1, T, Hq, D]");
   expect_error(infer("attention", {q, TensorType{DType::kBF16, {1, 2, 128, 64}}, k, mask}, a), ErrorCode::kDTypeMismatch,
-               "operand 1 (k_cache): expected dtype f32|f16, got bf16");
+               "operand 1 (k_cache): expected dtype f32|f16|i8, got bf16");
   expect_error(infer("attention", {q, k, k}, a), ErrorCode::kInvalidArgument, "operand 3 (mask): required operand is absent");
   expect_error(infer("attention", {q, k, k, mask}), ErrorCode::kBadAttribute, "missing required attribute 'scale'");
   expect_error(infer("attention", {q, k, k, mask}, {{"scale", Value(0.125)}, {"softcap", Value(-1.0)}}),

@@ -121,7 +121,7 @@ TEST(KvCacheWrite, Rule) {
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ((*r)[0], cache);
   expect_error(infer("kv_cache_write", {TensorType{DType::kBF16, {1, 4, 128, 64}}, rows, slots}),
-               ErrorCode::kDTypeMismatch, "operand 0 (cache): expected dtype f32|f16, got bf16[1, 4, 128, 64]");
+               ErrorCode::kDTypeMismatch, "operand 0 (cache): expected dtype f32|f16|i8, got bf16[1, 4, 128, 64]");
   expect_error(infer("kv_cache_write", {cache, TensorType{DType::kF32, {1, 8, 2, 64}}, slots}), ErrorCode::kShapeMismatch,
                "operand 1 (rows): expected [1, T, Hkv, D] with Hkv = 4, D = 64, got f32[1, 8, 2, 64]");
   expect_error(infer("kv_cache_write", {cache, TensorType{DType::kF32, {1, 8, 4, 32}}, slots}), ErrorCode::kShapeMismatch,
@@ -138,6 +138,51 @@ TEST(KvCacheWrite, Rule) {
                "operand 0 (cache): expected [1, Hkv, S, D], got f32[4, 128, 64]");
   expect_error(infer("kv_cache_write", {cache, rows, slots}, {{"layer", Value(0)}}), ErrorCode::kUnknownAttribute,
                "unknown attribute 'layer'");
+}
+
+}  // namespace
+}  // namespace hfs
+
+namespace hfs {
+namespace {
+
+// int8 caches: kv_scale_write then kv_cache_write, as the exported graph runs them. Hand-computed: row 0
+// of head 0 has max |x| = 127, so its scale is exactly 1 and q is x rounded half to even (−3.5 → −4,
+// 2.5 → 2, 0.5 → 0); row 0 of head 1 is all zero (scale 0, q 0); row 1 of head 0 is [254, −1, 0, 1]
+// (scale 2: q = [127, −0 → 0 (−0.5 rounds to even), 0, 0]); head 1 of row 1 has max 63.5 (scale 0.5:
+// q = [127, −127, 1, −1]). The pad row (slot −1) and the slots not named keep their bytes.
+TEST(KvCacheWrite, Int8RowsQuantizeWithTheirOwnScaleRoundingHalfToEven) {
+  constexpr int64_t hkv = 2, s = 3, d = 4;
+  std::vector<int8_t> cache(static_cast<size_t>(hkv * s * d), int8_t{55});
+  std::vector<float> scale(static_cast<size_t>(hkv * s), 9.0f);
+  const float rows[] = {127, -3.5f, 2.5f, 0.5f, 0, 0, 0, 0,          // t = 0 (slot 2)
+                        254, -1, 0, 1, 63.5f, -63.5f, 0.5f, -0.5f,   // t = 1 (slot 0)
+                        1, 2, 3, 4, 5, 6, 7, 8};                     // t = 2: pad (slot −1)
+  int32_t slots[] = {2, 0, -1};
+  TensorView sv(scale.data(), DType::kF32, {1, hkv, s}), cv(cache.data(), DType::kI8, {1, hkv, s, d});
+  const TensorView rv(rows, DType::kF32, {1, 3, hkv, d}), slv(slots, DType::kI32, {3});
+  ASSERT_TRUE(run("kv_scale_write", {}, {sv, rv, slv}, {sv}).ok());
+  EXPECT_EQ(scale, (std::vector<float>{2.0f, 9.0f, 1.0f, 0.5f, 9.0f, 0.0f}));
+  ASSERT_TRUE(run("kv_cache_write", {}, {cv, rv, slv, sv}, {cv}).ok());
+  std::vector<int8_t> want(cache.size(), int8_t{55});
+  const int8_t h0s2[] = {127, -4, 2, 0}, h1s2[] = {0, 0, 0, 0}, h0s0[] = {127, 0, 0, 0}, h1s0[] = {127, -127, 1, -1};
+  auto put = [&](int64_t h, int64_t slot, const int8_t* q) {
+    std::copy(q, q + d, want.begin() + (h * s + slot) * d);
+  };
+  put(0, 2, h0s2), put(1, 2, h1s2), put(0, 0, h0s0), put(1, 0, h1s0);
+  EXPECT_EQ(cache, want);
+}
+
+TEST(KvCacheWrite, Int8CacheRuleWantsItsScale) {
+  const TensorType cache{DType::kI8, {1, 2, 16, 8}}, rows{DType::kF32, {1, 3, 2, 8}}, slots{DType::kI32, {3}};
+  const TensorType scale{DType::kF32, {1, 2, 16}};
+  EXPECT_TRUE(infer("kv_cache_write", {cache, rows, slots, scale}).ok());
+  EXPECT_TRUE(infer("kv_scale_write", {scale, rows, slots}).ok());
+  auto r = infer("kv_cache_write", {cache, rows, slots});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("scale"), std::string::npos) << r.error().to_string();
+  EXPECT_FALSE(infer("kv_cache_write", {TensorType{DType::kF32, {1, 2, 16, 8}}, rows, slots, scale}).ok());
+  EXPECT_FALSE(infer("kv_cache_write", {cache, rows, slots, TensorType{DType::kF32, {1, 2, 15}}}).ok());
 }
 
 }  // namespace

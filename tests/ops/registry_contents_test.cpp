@@ -19,9 +19,10 @@ TEST(OpRegistry, AllBuiltInOpsAreRegistered) {
       {"embedding", 2, 3, -1, false}, {"rms_norm", 2, 2, -1, false},  {"linear", 2, 4, -1, false},
       {"add", 2, 2, -1, false},       {"mul", 2, 2, -1, false},       {"silu", 1, 1, -1, false},
       {"gelu_tanh", 1, 1, -1, false}, {"softcap", 1, 1, -1, false},   {"scale", 1, 1, -1, false},
-      {"rope", 3, 3, -1, false},      {"kv_cache_write", 3, 3, 0, true}, {"attention", 4, 4, -1, false},
+      {"rope", 3, 3, -1, false},      {"kv_cache_write", 3, 4, 0, true}, {"attention", 4, 6, -1, false},
       {"reshape", 1, 1, 0, false},    {"transpose", 1, 1, -1, false}, {"slice", 1, 1, -1, false},
       {"gather", 2, 2, -1, false},    {"moe", 5, 8, -1, false},       {"sigmoid_gate", 2, 2, -1, false},
+      {"kv_scale_write", 3, 3, 0, true},
   };
   for (const Expected& e : ops) {
     const OpSchema* s = find_op(e.name);

@@ -59,7 +59,7 @@ std::string tiny_program(const TinyModel& m) {
   ExportOptions opt;
   opt.prefill_chunk = m.chunk;
   opt.context = m.context;
-  opt.cache_dtype = m.cache_dtype == "f16" ? DType::kF16 : DType::kF32;
+  opt.cache_dtype = m.cache_dtype == "f16" ? DType::kF16 : m.cache_dtype == "int8" ? DType::kI8 : DType::kF32;
   opt.logits_all = m.logits == "all";
   opt.prefill_variants = m.prefill_variants;
   opt.sequences = m.sequences;

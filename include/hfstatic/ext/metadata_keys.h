@@ -25,6 +25,9 @@ inline constexpr std::string_view kGeneralExporter = "general.exporter";        
 // --- I/O contract selection (any contract) ----------------------------------------------------------
 inline constexpr std::string_view kContract = "io.contract";           // string: "hf_static"
 inline constexpr std::string_view kContractVersion = "io.contract_version";  // int: 1, or 2 (several sequences)
+// Optional, default 0: features added within a version that an older runtime must refuse rather than
+// misread (1: quantized caches, cache_dtype "int8" with per-(slot, head) scale tensors).
+inline constexpr std::string_view kContractMinor = "io.contract_minor";  // int ≥ 0
 
 inline constexpr std::string_view kContractHfStatic = "hf_static";
 
@@ -45,7 +48,7 @@ inline constexpr std::string_view kHeadDim = "hf_static.head_dim";
 inline constexpr std::string_view kLayerKinds = "hf_static.layer_kinds";          // ["global"|"sliding", ...]
 inline constexpr std::string_view kLayerCacheLengths = "hf_static.layer_cache_lengths";  // [int, ...]
 inline constexpr std::string_view kSlidingWindow = "hf_static.sliding_window";    // int, 0 = none
-inline constexpr std::string_view kCacheDType = "hf_static.cache_dtype";          // "f32" | "f16"
+inline constexpr std::string_view kCacheDType = "hf_static.cache_dtype";          // "f32" | "f16" | "int8" (minor 1)
 inline constexpr std::string_view kCacheLayout = "hf_static.cache_layout";        // "bhsd"
 inline constexpr std::string_view kVocabSize = "hf_static.vocab_size";
 inline constexpr std::string_view kBosTokenId = "hf_static.bos_token_id";         // int, -1 = none
@@ -78,6 +81,7 @@ inline constexpr std::string_view kLayerSliding = "sliding";
 inline constexpr std::string_view kLayoutBHSD = "bhsd";  // [1, n_kv_heads, cache_len, head_dim]
 inline constexpr std::string_view kLogitsLast = "last";
 inline constexpr std::string_view kLogitsAll = "all";
+inline constexpr std::string_view kCacheInt8 = "int8";  // hf_static.cache_dtype value of an i8 cache
 
 // --- hf_static v1 tensor names (method inputs/outputs) ----------------------------------------------
 inline constexpr std::string_view kInputIds = "input_ids";          // [1, T] i32
@@ -90,6 +94,11 @@ inline std::string k_cache_name(int layer) { return "k_cache_" + std::to_string(
 inline std::string v_cache_name(int layer) { return "v_cache_" + std::to_string(layer); }
 inline std::string k_cache_out_name(int layer) { return "k_cache_" + std::to_string(layer) + "_out"; }
 inline std::string v_cache_out_name(int layer) { return "v_cache_" + std::to_string(layer) + "_out"; }
+// int8 caches (minor 1): each cache row's scale, x ≈ scale · q, slot-indexed like the cache.
+inline std::string k_scale_name(int layer) { return "k_scale_" + std::to_string(layer); }  // [1,Hkv,S_i] f32
+inline std::string v_scale_name(int layer) { return "v_scale_" + std::to_string(layer); }
+inline std::string k_scale_out_name(int layer) { return "k_scale_" + std::to_string(layer) + "_out"; }
+inline std::string v_scale_out_name(int layer) { return "v_scale_" + std::to_string(layer) + "_out"; }
 
 // --- embedded files (u8 constants) --------------------------------------------------------------------
 inline constexpr std::string_view kFilePrefix = "file:";  // "file:tokenizer.json", "file:tokenizer_config.json"

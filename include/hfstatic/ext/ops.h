@@ -25,10 +25,14 @@
 //   scale          (x; value:float) -> x * value
 //   rope           (x [1,T,H,D], positions [1,T] i32, inv_freq [R/2] f32; attention_scaling:float=1)
 //                  -> [1,T,H,D]. HF half-rotation on the first R dims (R ≤ D), the rest pass through.
-//   kv_cache_write (cache [1,Hkv,S,D] f32|f16, rows [1,T,Hkv,D] f32, slots [T] i32) -> cache, IN PLACE:
-//                  row t goes to slot slots[t]; slots[t] < 0 means "do not write"; other slots untouched.
-//   attention      (q [1,T,Hq,D], k_cache [1,Hkv,S,D] f32|f16, v_cache same, mask [1,1,T,S] f32;
-//                  scale:float, softcap:float=0) -> [1,T,Hq,D]; Hq % Hkv == 0 (grouped-query);
+//   kv_cache_write (cache [1,Hkv,S,D] f32|f16|i8, rows [1,T,Hkv,D] f32, slots [T] i32, scale? [1,Hkv,S] f32)
+//                  -> cache, IN PLACE: row t goes to slot slots[t]; slots[t] < 0 means "do not write";
+//                  other slots untouched. i8 (scale required): q = clamp(rne(x / scale[h, slot]), ±127).
+//   kv_scale_write (scale [1,Hkv,S] f32, rows [1,T,Hkv,D] f32, slots [T] i32) -> scale, IN PLACE:
+//                  scale[h, slots[t]] = max|rows[t, h, :]| / 127 (an i8 cache's symmetric row scale).
+//   attention      (q [1,T,Hq,D], k_cache [1,Hkv,S,D] f32|f16|i8, v_cache same, mask [1,1,T,S] f32,
+//                  k_scale? v_scale? [1,Hkv,S] f32 (i8 caches: required); scale:float, softcap:float=0)
+//                  -> [1,T,Hq,D]; Hq % Hkv == 0 (grouped-query); an i8 row is scale · q;
 //                  scores = q·k*scale, softcap if > 0, + mask, softmax over S (f32), then · v.
 //   reshape        (x; shape:[int]) -> view of x (numel equal)
 //   transpose      (x; perm:[int]) -> permuted copy

@@ -34,16 +34,27 @@ struct Kernels {
   detail::ScoresFn scores;
   detail::AccumFn accum;
   detail::SoftmaxFn softmax;
+  detail::ScoresI8Fn scores_i8;
+  detail::AccumI8Fn accum_i8;
 };
 
 Kernels kernels_for(Isa isa) {
   switch (isa) {
     case Isa::kAmx:
-    case Isa::kAvx512: return {detail::attn_scores_avx512, detail::attn_accum_avx512, detail::attn_softmax_avx512};
-    case Isa::kAvx2: return {detail::attn_scores_avx2, detail::attn_accum_avx2, detail::attn_softmax_avx2};
-    default: return {detail::attn_scores_scalar, detail::attn_accum_scalar, detail::attn_softmax_scalar};
+    case Isa::kAvx512:
+      return {detail::attn_scores_avx512, detail::attn_accum_avx512, detail::attn_softmax_avx512,
+              detail::attn_scores_i8_avx512, detail::attn_accum_i8_avx512};
+    case Isa::kAvx2:
+      return {detail::attn_scores_avx2, detail::attn_accum_avx2, detail::attn_softmax_avx2, detail::attn_scores_i8_avx2,
+              detail::attn_accum_i8_avx2};
+    default:
+      return {detail::attn_scores_scalar, detail::attn_accum_scalar, detail::attn_softmax_scalar,
+              detail::attn_scores_i8_scalar, detail::attn_accum_i8_scalar};
   }
 }
+
+// Bytes of one cache element (f32, f16 or i8).
+int64_t elem_bytes(DType t) { return t == DType::kF16 ? 2 : t == DType::kI8 ? 1 : 4; }
 
 bool row_sees_a_slot(const float* mrow, const int32_t* live, int64_t n_live) {
   for (int64_t i = 0; i < n_live; ++i)
@@ -68,13 +79,16 @@ struct RowLists {
 };
 
 // Every score is -1e30 + O(1), which rounds to the same float: the reference softmax is uniform.
-void uniform_average(const AttentionArgs& a, const void* vb, int g, float* out) {
+// vs: an i8 cache's V scales of this kv head ([S]; null otherwise).
+void uniform_average(const AttentionArgs& a, const void* vb, int g, float* out, const float* vs = nullptr) {
   const bool f16 = a.kv_dtype == DType::kF16;
   const int64_t d = a.d;
   std::memset(out, 0, static_cast<size_t>(g * d) * sizeof(float));
   for (int64_t s = 0; s < a.s; ++s)
     for (int64_t e = 0; e < d; ++e) {
-      const float vv = f16 ? f16_to_f32(static_cast<const uint16_t*>(vb)[s * d + e]) : static_cast<const float*>(vb)[s * d + e];
+      const float vv = vs != nullptr ? vs[s] * static_cast<float>(static_cast<const int8_t*>(vb)[s * d + e])
+                       : f16         ? f16_to_f32(static_cast<const uint16_t*>(vb)[s * d + e])
+                                     : static_cast<const float*>(vb)[s * d + e];
       for (int j = 0; j < g; ++j) out[j * d + e] += vv;
     }
   for (int64_t e = 0; e < g * d; ++e) out[e] /= static_cast<float>(a.s);
@@ -108,9 +122,11 @@ float softmax_row(const AttentionArgs& a, const Kernels& kn, float* sj, int64_t 
 
 // Unnormalized attention of `g` query heads over live slots [i0, i1): acc_j = Σ exp(s - max_j) v,
 // mx[j] = max_j (-inf when this range holds no slot visible to the row), sum[j] = Σ exp(s - max_j).
+// ks, vs: an i8 cache's K and V scales of this kv head ([S]; null for f32/f16 caches): a slot's integer
+// scores are scaled by its K scale before the softmax, its probabilities by its V scale before the sums.
 void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q, const void* kb, const void* vb,
                        const float* mrow, const int32_t* live, int64_t n, int g, float* sc, float* acc, float* mx,
-                       float* sum) {
+                       float* sum, const float* ks = nullptr, const float* vs = nullptr) {
   const bool f16 = a.kv_dtype == DType::kF16;
   std::memset(acc, 0, static_cast<size_t>(g * a.d) * sizeof(float));
   if (n == 0) {  // a split range of a row with fewer slots than the step's longest
@@ -118,13 +134,26 @@ void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q
     std::fill(sum, sum + g, 0.0f);
     return;
   }
-  kn.scores(q, g, kb, vb, f16, a.d, live, n, sc);
+  if (ks != nullptr) {
+    kn.scores_i8(q, g, static_cast<const int8_t*>(kb), a.d, live, n, sc);
+    for (int j = 0; j < g; ++j)
+      for (int64_t i = 0; i < n; ++i) sc[j * n + i] *= ks[live[i]];
+  } else {
+    kn.scores(q, g, kb, vb, f16, a.d, live, n, sc);
+  }
   bool any = false;
   for (int j = 0; j < g; ++j) {
     sum[j] = softmax_row(a, kn, sc + j * n, n, mrow, live, &mx[j]);
     any = any || mx[j] > -INFINITY;
   }
-  if (any) kn.accum(sc, g, vb, f16, a.d, live, n, acc);
+  if (!any) return;
+  if (vs != nullptr) {
+    for (int j = 0; j < g; ++j)
+      for (int64_t i = 0; i < n; ++i) sc[j * n + i] *= vs[live[i]];
+    kn.accum_i8(sc, g, static_cast<const int8_t*>(vb), a.d, live, n, acc);
+  } else {
+    kn.accum(sc, g, vb, f16, a.d, live, n, acc);
+  }
 }
 
 // body(unit, thread) for units [0, units) on the pool, claimed a few at a time — about tasks_per_thread
@@ -287,6 +316,7 @@ struct UnionKernel {
 
 UnionKernel union_kernel(const AttentionArgs& a, const AttentionScratch& scratch, int64_t n_live) {
   const int g = static_cast<int>(a.hq / a.hkv);
+  if (a.kv_dtype == DType::kI8) return {UnionKernel::kRows, 1};  // int8 rows: the per-row kernels only
   // Prefill on AVX-512: blocks of rows × the group's heads along the vector lanes (attn_block_avx512).
   if (a.t > 1 && a.softcap == 0 && active_isa() >= Isa::kAvx512 && detail::attn_block_supports(a.d) &&
       a.d <= scratch.block_d && g <= 16)
@@ -325,6 +355,7 @@ int64_t segments_of(int64_t n) { return (n + kSegmentSlots - 1) / kSegmentSlots;
 int64_t rows_together(const AttentionArgs& a, const Kernels& kn, const RowLists& rl, const AttentionScratch& scratch) {
   const int64_t g = a.hq / a.hkv;
   if (a.t < 2 || a.t > kRowInvariantRows || g > 64 || kn.scores != detail::attn_scores_avx512 || scratch.group != g ||
+      a.kv_dtype == DType::kI8 ||
       scratch.d != a.d)
     return -1;
   int64_t longest = 0;
@@ -417,9 +448,10 @@ void rows_in_segments(const AttentionArgs& a, const Kernels& kn, int64_t h, int6
 void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl, AttentionScratch& scratch,
                    ThreadPool* pool) {
   const int g = static_cast<int>(a.hq / a.hkv);
-  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s;
+  const int64_t es = elem_bytes(a.kv_dtype), d = a.d, S = a.s;
   const int threads = pool != nullptr ? pool->size() : 1;
   const int64_t units = a.hkv * a.t;  // (row, kv head) pairs
+  const bool i8 = a.kv_dtype == DType::kI8;
   auto unit_ptrs = [&](int64_t unit, const float*& q, float*& out, const void*& kb, const void*& vb, const float*& mrow) {
     const int64_t h = unit % a.hkv, r = unit / a.hkv;
     q = a.q + (r * a.hq + h * g) * d;
@@ -428,6 +460,9 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
     vb = static_cast<const char*>(a.v) + h * S * d * es;
     mrow = a.mask + r * S;
   };
+  // An i8 cache's scales of the unit's kv head (null otherwise).
+  auto k_scales = [&](int64_t unit) { return i8 ? a.k_scale + unit % a.hkv * S : nullptr; };
+  auto v_scales = [&](int64_t unit) { return i8 ? a.v_scale + unit % a.hkv * S : nullptr; };
   // A whole unit: the first segment's sums straight into out, later ones through the thread's scratch
   // (past the scores of a segment: a row with more than one segment has S > kSegmentSlots + d + 2).
   auto whole_unit = [&](int64_t unit, int thread) {
@@ -436,7 +471,7 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
     const void *kb, *vb;
     unit_ptrs(unit, q, out, kb, vb, mrow);
     const int64_t r = unit / a.hkv, n = rl.count(r);
-    if (!rl.sees_a_slot(r, mrow)) return uniform_average(a, vb, g, out);
+    if (!rl.sees_a_slot(r, mrow)) return uniform_average(a, vb, g, out, v_scales(unit));
     float m[64], l[64], mx[64], sum[64];
     float* sc = scratch.scores.data() + thread * scratch.per_thread;
     for (int j0 = 0; j0 < g; j0 += 64) {  // g ≤ 64 per pass keeps the sums on the stack
@@ -447,7 +482,7 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
       for (int64_t i0 = 0; i0 < n; i0 += kSegmentSlots) {
         float* dst = i0 == 0 ? o : acc;
         partial_attention(a, kn, q + j0 * d, kb, vb, mrow, rl.of(r) + i0, std::min(kSegmentSlots, n - i0), gg, sc, dst, mx,
-                          sum);
+                          sum, k_scales(unit), v_scales(unit));
         merge_segment(gg, d, dst, mx, sum, o, m, l);
       }
       normalize(gg, d, l, o);
@@ -466,7 +501,7 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
   // Prefill chunks on AVX-512: blocks of rows whose lists nest (a causal chunk of one sequence) take
   // rows_in_segments, each K/V row read once per block instead of once per row; other blocks row by row.
   if (const int rows = std::max(1, kBlockLanes / g);
-      a.t > kRowInvariantRows && rl.row_slots != nullptr && rows > 1 && kn.scores == detail::attn_scores_avx512 &&
+      a.t > kRowInvariantRows && rl.row_slots != nullptr && rows > 1 && kn.scores == detail::attn_scores_avx512 && !i8 &&
       scratch.group == g && scratch.d == d && a.d <= scratch.block_d &&
       rows * g * (2 * d + kSegmentSlots) <= scratch.block_per_thread) {
     const int64_t blocks = (a.t + rows - 1) / rows;
@@ -515,7 +550,8 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
     const int64_t i0 = std::min(n, p * kSegmentSlots), i1 = std::min(n, i0 + kSegmentSlots);
     float* acc = partial + task * stride;
     partial_attention(a, kn, q, kb, vb, mrow, rl.of(r) + i0, i1 - i0, g,
-                      scratch.scores.data() + thread * scratch.per_thread, acc, acc + g * d, acc + g * d + g);
+                      scratch.scores.data() + thread * scratch.per_thread, acc, acc + g * d, acc + g * d + g, k_scales(unit),
+                      v_scales(unit));
   });
   for (int64_t unit = 0; unit < units; ++unit) {
     const int64_t r = unit / a.hkv, parts = std::max<int64_t>(1, segments_of(rl.count(r)));
@@ -524,7 +560,7 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
     const void *kb, *vb;
     unit_ptrs(unit, q, out, kb, vb, mrow);
     if (!rl.sees_a_slot(r, mrow)) {
-      uniform_average(a, vb, g, out);
+      uniform_average(a, vb, g, out, v_scales(unit));
       continue;
     }
     float m[64], l[64];

@@ -56,7 +56,9 @@ struct AttentionArgs {
   const float* q = nullptr;   // [T, Hq, D]
   const void* k = nullptr;    // [Hkv, S, D] in kv_dtype
   const void* v = nullptr;    // [Hkv, S, D] in kv_dtype
-  DType kv_dtype = DType::kF32;  // f32 or f16
+  DType kv_dtype = DType::kF32;  // f32, f16 or i8 (then k_scale/v_scale: row x = scale · q)
+  const float* k_scale = nullptr;  // [Hkv, S] (i8 caches)
+  const float* v_scale = nullptr;
   const float* mask = nullptr;   // [T, S]
   float* out = nullptr;       // [T, Hq, D]
   int64_t t = 0, hq = 0, hkv = 0, s = 0, d = 0;

@@ -149,7 +149,7 @@ Status resolve_node(CompileState& c, size_t ni) {
   out.name = node.outputs[0];
   out.type = std::move(ot);
   out.def = static_cast<int>(d.steps.size());
-  if (s.op == Op::kReshape || s.op == Op::kKvWrite) {
+  if (s.op == Op::kReshape || s.op == Op::kKvWrite || s.op == Op::kKvScale) {
     out.kind = Val::kAlias;
     int root = s.in[0];
     while (d.vals[static_cast<size_t>(root)].kind == Val::kAlias) root = d.vals[static_cast<size_t>(root)].root;
@@ -183,14 +183,23 @@ bool supports_node(const NodeDef& node, std::span<const TensorType* const> types
       return is_float_weight(w);
     }
     case Op::kAttention:
-      return is(0, DType::kF32) && in(1) && is_kv(in(1)->dtype) && is(2, in(1)->dtype) && is(3, DType::kF32) &&
-             in(0)->shape.rank() == 4 && in(1)->shape.rank() == 4;
+      if (!(is(0, DType::kF32) && in(1) && is(2, in(1)->dtype) && is(3, DType::kF32) && in(0)->shape.rank() == 4 &&
+            in(1)->shape.rank() == 4))
+        return false;
+      // int8 caches (contract minor 1) with their row scales; f32/f16 without.
+      if (in(1)->dtype == DType::kI8) return is(4, DType::kF32) && is(5, DType::kF32);
+      return is_kv(in(1)->dtype) && in(4) == nullptr && in(5) == nullptr;
     case Op::kRope: return is(0, DType::kF32) && is(1, DType::kI32) && is(2, DType::kF32) && in(0)->shape.rank() == 4;
     case Op::kEmbedding:
       return in(0) && in(0)->shape.rank() == 2 && is(1, DType::kI32) &&
              (is_float_weight(in(0)->dtype) ? in(2) == nullptr : in(0)->dtype == DType::kI8 && is(2, DType::kF32));
     case Op::kKvWrite:
-      return in(0) && is_kv(in(0)->dtype) && in(0)->shape.rank() == 4 && is(1, DType::kF32) && is(2, DType::kI32);
+      if (!(in(0) && in(0)->shape.rank() == 4 && is(1, DType::kF32) && is(2, DType::kI32))) return false;
+      if (in(0)->dtype == DType::kI8) return is(3, DType::kF32);  // int8 rows quantized with their scales
+      return is_kv(in(0)->dtype) && in(3) == nullptr;
+    case Op::kKvScale:
+      return is(0, DType::kF32) && in(0)->shape.rank() == 3 && is(1, DType::kF32) && in(1)->shape.rank() == 4 &&
+             is(2, DType::kI32);
     case Op::kReshape: return in(0) != nullptr;
     default:
       for (size_t i = 0; i < types.size(); ++i)

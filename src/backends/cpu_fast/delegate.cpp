@@ -17,7 +17,7 @@ const std::map<std::string, Op, std::less<>>& op_table() {
       {"silu", Op::kSilu},       {"gelu_tanh", Op::kGelu},      {"mul", Op::kMul},
       {"add", Op::kAdd},         {"scale", Op::kScale},         {"softcap", Op::kSoftcap},
       {"rope", Op::kRope},       {"embedding", Op::kEmbedding}, {"kv_cache_write", Op::kKvWrite},
-      {"reshape", Op::kReshape}};
+      {"kv_scale_write", Op::kKvScale}, {"reshape", Op::kReshape}};
   return t;
 }
 
@@ -221,7 +221,8 @@ Status FastDelegate::run_rope_kv_group(const Step& last) {
         const TensorType& c = vals[static_cast<size_t>(s.in[0])].type;
         const int64_t H = c.shape[1], S = c.shape[2], D = c.shape[3];
         const auto* slots = static_cast<const int32_t*>(ptr[static_cast<size_t>(s.in[2])]);
-        kv_cache_write(y, c.dtype, fp(ptr, s.in[1]) + t0 * H * D, slots + t0, t1 - t0, H, S, D);
+        kv_cache_write(y, c.dtype, fp(ptr, s.in[1]) + t0 * H * D, slots + t0, t1 - t0, H, S, D,
+                       s.in.size() > 3 ? fp(ptr, s.in[3]) : nullptr);
       }
     }
   };
@@ -260,6 +261,10 @@ Status FastDelegate::run_op(const Step& s) {
       a.k = in_p(1);
       a.v = in_p(2);
       a.kv_dtype = k.dtype;
+      if (k.dtype == DType::kI8) {  // [1, Hkv, S] row scales
+        a.k_scale = static_cast<const float*>(in_p(4));
+        a.v_scale = static_cast<const float*>(in_p(5));
+      }
       a.mask = mask;
       a.out = y;
       a.t = T;
@@ -332,11 +337,20 @@ Status FastDelegate::run_op(const Step& s) {
       // The output aliases the cache: writing through it updates the caller's state buffer in place.
       const auto* rows = static_cast<const float*>(in_p(1));
       const int64_t H = c.shape[1], D = c.shape[3];
-      auto write = [&](int64_t t0, int64_t t1) { kv_cache_write(y, c.dtype, rows + t0 * H * D, slots + t0, t1 - t0, H, S, D); };
+      const float* scale = c.dtype == DType::kI8 ? static_cast<const float*>(in_p(3)) : nullptr;  // [Hkv, S]
+      auto write = [&](int64_t t0, int64_t t1) { kv_cache_write(y, c.dtype, rows + t0 * H * D, slots + t0, t1 - t0, H, S, D, scale); };
       if (increasing)
         for_rows(T, H * D, write);
       else
         write(0, T);
+      return Ok{};
+    }
+    case Op::kKvScale: {  // an int8 cache's row scales, in place: [1, Hkv, S]
+      const TensorType& sc = in_t(0);
+      bool increasing = true;
+      HFS_TRY(check_slots(s, &increasing));  // S is dim 2 of the scales as of the cache
+      kv_scale_write(y, static_cast<const float*>(in_p(1)), static_cast<const int32_t*>(in_p(2)), in_t(2).shape.numel(),
+                     sc.shape[1], sc.shape[2], in_t(1).shape[3]);
       return Ok{};
     }
     case Op::kReshape: return Ok{};  // pure view

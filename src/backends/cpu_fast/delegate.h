@@ -26,7 +26,7 @@ inline bool is_kv(DType d) { return d == DType::kF32 || d == DType::kF16; }
 
 enum class Op {
   kLinear, kAttention, kRmsNorm, kSilu, kSiluMul, kGelu, kMul, kAdd, kScale, kSoftcap, kRope, kEmbedding,
-  kKvWrite, kReshape
+  kKvWrite, kKvScale, kReshape
 };
 
 // The ops this backend runs, by their program name (silu_mul is only made by fusion).

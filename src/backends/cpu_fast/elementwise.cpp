@@ -1,6 +1,7 @@
 #include "backends/cpu_fast/elementwise.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu_fast/cpu_features.h"
@@ -119,15 +120,33 @@ void embedding(const void* table, DType dtype, const float* scale, const int32_t
   }
 }
 
+void kv_scale_write(float* scale, const float* rows, const int32_t* slots, int64_t t, int64_t hkv, int64_t s, int64_t d) {
+  for (int64_t i = 0; i < t; ++i) {
+    const int64_t slot = slots[i];
+    if (slot < 0 || slot >= s) continue;
+    for (int64_t h = 0; h < hkv; ++h) {
+      const float* src = rows + (i * hkv + h) * d;
+      float amax = 0.0f;
+      for (int64_t e = 0; e < d; ++e) amax = std::max(amax, std::fabs(src[e]));
+      scale[h * s + slot] = amax / 127.0f;
+    }
+  }
+}
+
 void kv_cache_write(void* cache, DType dtype, const float* rows, const int32_t* slots, int64_t t, int64_t hkv, int64_t s,
-                    int64_t d) {
+                    int64_t d, const float* scale) {
   for (int64_t i = 0; i < t; ++i) {
     const int64_t slot = slots[i];
     if (slot < 0 || slot >= s) continue;
     for (int64_t h = 0; h < hkv; ++h) {
       const float* src = rows + (i * hkv + h) * d;
       const int64_t off = (h * s + slot) * d;
-      if (dtype == DType::kF16) {
+      if (dtype == DType::kI8) {
+        const float sc = scale[h * s + slot];
+        int8_t* q = static_cast<int8_t*>(cache) + off;
+        for (int64_t e = 0; e < d; ++e)  // the division and rounding of the reference op
+          q[e] = sc == 0.0f ? int8_t{0} : static_cast<int8_t>(std::clamp(std::nearbyint(src[e] / sc), -127.0f, 127.0f));
+      } else if (dtype == DType::kF16) {
         f32_to_f16_row(src, static_cast<uint16_t*>(cache) + off, d);
       } else {
         std::memcpy(static_cast<float*>(cache) + off, src, static_cast<size_t>(d) * sizeof(float));

@@ -48,7 +48,11 @@ void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n);
 // Rows ids[i] of table [V, h] (f32/f16/bf16, or i8 with per-row `scale` [V]) as f32; ids are checked by the caller.
 void embedding(const void* table, DType dtype, const float* scale, const int32_t* ids, int64_t t, int64_t h, float* y);
 // cache [Hkv, S, D] f32|f16, rows [T, Hkv, D] f32: row t → slot slots[t] (skipped when < 0 or ≥ S).
+// i8 caches: `scale` [Hkv, S] holds the rows' scales (kv_scale_write, already written for these rows);
+// q = clamp(round_half_even(x / scale), ±127), 0 where the scale is 0 — the reference op's bytes.
 void kv_cache_write(void* cache, DType dtype, const float* rows, const int32_t* slots, int64_t t, int64_t hkv, int64_t s,
-                    int64_t d);
+                    int64_t d, const float* scale = nullptr);
+// scale[h · s + slots[i]] = max |rows[i, h, :]| / 127 for rows with a slot in [0, s) (an int8 cache's row scales).
+void kv_scale_write(float* scale, const float* rows, const int32_t* slots, int64_t t, int64_t hkv, int64_t s, int64_t d);
 
 }  // namespace hfs::cpu_fast

@@ -82,6 +82,12 @@ bool vulkan_supports(const NodeDef& node, std::span<const TensorType* const> t, 
   if (op == "transpose")
     return word_sized(in(0)) && in(0)->shape.rank() <= 4 ? true : reject(why, "rank > 4 or elements that are not 4 bytes");
   if (op == "rope") return f32(in(0)) && i32(in(1)) && f32(in(2)) ? true : reject(why, "operand types");
+  // int8 caches (contract minor 1) and their scales have no Vulkan kernels yet: named, so the nodes go to a
+  // CPU backend (or, with Vulkan alone, the load fails naming them) instead of being misread.
+  if (op == "kv_scale_write") return reject(why, "int8 KV caches (cache_dtype \"int8\"): no Vulkan kernel");
+  const TensorType* cache = op == "attention" ? in(1) : op == "kv_cache_write" ? in(0) : nullptr;
+  if (cache != nullptr && cache->dtype == DType::kI8)
+    return reject(why, "an int8 KV cache (cache_dtype \"int8\"): no Vulkan kernel");
   if (op == "kv_cache_write") {
     if (!in(0) || !f32(in(1))) return reject(why, "operand types");
     if (f32(in(0))) return true;

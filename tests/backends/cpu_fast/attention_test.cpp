@@ -10,6 +10,7 @@
 #include "isa_fixture.h"
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/thread_pool.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -209,6 +210,83 @@ TEST_P(CpuFastAttention, LiveSlotsSkipHiddenCacheEntries) {
   EXPECT_EQ(slots[1], 17);
   EXPECT_EQ(slots[2], 39);
   run_case({1, 2, 1, S, 64, true, 0.0f, m}, 2);
+}
+
+// int8 caches (row x = scale · q, scales [Hkv, S]) at every ISA level, against the reference op's kernel
+// (cpu_ref: the same int8 cache, its own loop) and the naive double definition over the dequantized rows;
+// decode (split over slot ranges on 2 threads), prefill rows (the union and each row's own list), softcap,
+// D with a tail, g = 1..7, a row that sees nothing.
+void run_i8_case(int64_t T, int64_t hq, int64_t hkv, int64_t S, int64_t D, float cap, const std::vector<float>& mask,
+                 int threads) {
+  SCOPED_TRACE("int8 T=" + std::to_string(T) + " S=" + std::to_string(S) + " D=" + std::to_string(D) +
+               " isa=" + std::string(isa_name(active_isa())));
+  std::mt19937 rng(static_cast<uint32_t>(S * 7 + D));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> qd(-127, 127);
+  std::uniform_real_distribution<float> sd(0.002f, 0.03f);
+  std::vector<float> q(static_cast<size_t>(T * hq * D)), ks(static_cast<size_t>(hkv * S)), vs(ks.size());
+  std::vector<int8_t> k8(static_cast<size_t>(hkv * S * D)), v8(k8.size());
+  for (auto& x : q) x = nd(rng);
+  for (auto& x : k8) x = static_cast<int8_t>(qd(rng));
+  for (auto& x : v8) x = static_cast<int8_t>(qd(rng));
+  for (auto& x : ks) x = sd(rng) * 4;
+  for (auto& x : vs) x = sd(rng);
+  std::vector<float> k(k8.size()), v(v8.size());
+  for (size_t i = 0; i < k.size(); ++i) {
+    k[i] = ks[i / static_cast<size_t>(D)] * k8[i];
+    v[i] = vs[i / static_cast<size_t>(D)] * v8[i];
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const auto naive = reference(q, k, v, mask, T, hq, hkv, S, D, scale, cap);
+  // cpu_ref's kernel on the int8 cache.
+  std::vector<float> ref(q.size());
+  NodeDef node{"attention", {}, {}, Attrs{{"scale", Value(static_cast<double>(scale))}}};
+  if (cap > 0) node.attrs["softcap"] = Value(static_cast<double>(cap));
+  const TensorView in[] = {TensorView(q.data(), DType::kF32, {1, T, hq, D}), TensorView(k8.data(), DType::kI8, {1, hkv, S, D}),
+                           TensorView(v8.data(), DType::kI8, {1, hkv, S, D}),
+                           TensorView(const_cast<float*>(mask.data()), DType::kF32, {1, 1, T, S}),
+                           TensorView(ks.data(), DType::kF32, {1, hkv, S}), TensorView(vs.data(), DType::kF32, {1, hkv, S})};
+  const TensorView out_ref[] = {TensorView(ref.data(), DType::kF32, {1, T, hq, D})};
+  ASSERT_TRUE(run_reference(node, in, out_ref).ok());
+  ThreadPool pool(threads);
+  AttentionScratch scratch(pool.size(), hq / hkv, S, D, D, T);
+  AttentionArgs a;
+  a.q = q.data();
+  a.k = k8.data();
+  a.v = v8.data();
+  a.kv_dtype = DType::kI8;
+  a.k_scale = ks.data();
+  a.v_scale = vs.data();
+  a.mask = mask.data();
+  a.t = T;
+  a.hq = hq;
+  a.hkv = hkv;
+  a.s = S;
+  a.d = D;
+  a.scale = scale;
+  a.softcap = cap;
+  LiveSlots live(T, S);
+  scan_live_slots(mask.data(), live);
+  for (RowPath path : {RowPath::kOwn, RowPath::kUnion}) {
+    std::vector<float> out(q.size(), 99.0f);
+    a.out = out.data();
+    attention(a, live, scratch, &pool, path);
+    for (size_t i = 0; i < out.size(); ++i) {
+      ASSERT_NEAR(out[i], ref[i], 2e-5 * (1 + std::fabs(ref[i]))) << "elem " << i << (path == RowPath::kOwn ? " own" : " union");
+      ASSERT_NEAR(out[i], naive[i], 2e-5 * (1 + std::fabs(naive[i]))) << "elem " << i;
+    }
+  }
+}
+
+TEST_P(CpuFastAttention, Int8CacheMatchesTheReferenceKernel) {
+  run_i8_case(1, 9, 3, 700, 64, 0.0f, causal_mask(1, 700, 650), 2);   // decode split over slot ranges
+  run_i8_case(1, 14, 2, 300, 64, 0.0f, causal_mask(1, 300, 280), 1);  // g = 7
+  run_i8_case(5, 6, 2, 32, 40, 0.0f, causal_mask(5, 32, 3), 2);       // prefill rows, D tail
+  run_i8_case(20, 4, 4, 64, 32, 0.0f, causal_mask(20, 64, 30), 2);    // more rows than the row-invariant steps
+  run_i8_case(3, 4, 1, 48, 16, 2.0f, causal_mask(3, 48, 7), 2);       // softcap, MQA
+  std::vector<float> m = causal_mask(2, 40, 10);
+  std::fill(m.begin() + 40, m.end(), kHidden);  // row 1 sees nothing: the uniform average of v
+  run_i8_case(2, 2, 1, 40, 16, 0.0f, m, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, CpuFastAttention, all_isas(), isa_test_name);

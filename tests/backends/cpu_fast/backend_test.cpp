@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "backends/cpu_fast/thread_pool.h"
 #include "backends/cpu_fast/weight_formats.h"
 #include "hfstatic/ext/backend_kernels.h"
+#include "hfstatic/ext/ops.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -486,6 +488,68 @@ TEST(CpuFastBackend, RopeAndCacheWritesOfAChunkRunAsOneJob) {
       EXPECT_EQ(kc, kc_first);
       EXPECT_EQ(vc, vc_first);
     }
+  }
+}
+
+// int8 caches: kv_scale_write then kv_cache_write (the exported graph's order), K and V, on cpu_fast at 1 and
+// 2 threads: every scale and cache byte equals the reference ops' (cpu_ref), unwritten slots untouched. The
+// chunk has rows of all zeros (scale 0, q 0) and a pad row (slot −1).
+TEST(CpuFastBackend, Int8CacheWritesEqualTheReferenceBytes) {
+  constexpr int64_t T = 64, Hkv = 2, Dh = 32, Sl = 2 * T + 1;
+  MethodDef m;
+  m.name = "kv_int8";
+  m.inputs = {{"k", {DType::kF32, {1, T, Hkv, Dh}}, IORole::kInput, ""},
+              {"v", {DType::kF32, {1, T, Hkv, Dh}}, IORole::kInput, ""},
+              {"slots", {DType::kI32, {T}}, IORole::kInput, ""},
+              {"kc", {DType::kI8, {1, Hkv, Sl, Dh}}, IORole::kState, ""},
+              {"vc", {DType::kI8, {1, Hkv, Sl, Dh}}, IORole::kState, ""},
+              {"ks", {DType::kF32, {1, Hkv, Sl}}, IORole::kState, ""},
+              {"vs", {DType::kF32, {1, Hkv, Sl}}, IORole::kState, ""}};
+  m.nodes = {{"kv_scale_write", {"ks", "k", "slots"}, {"ks2"}, {}},
+             {"kv_scale_write", {"vs", "v", "slots"}, {"vs2"}, {}},
+             {"kv_cache_write", {"kc", "k", "slots", "ks2"}, {"kc2"}, {}},
+             {"kv_cache_write", {"vc", "v", "slots", "vs2"}, {"vc2"}, {}}};
+  m.outputs = {{"kc2", {DType::kI8, {1, Hkv, Sl, Dh}}, IORole::kState, "kc"},
+               {"vc2", {DType::kI8, {1, Hkv, Sl, Dh}}, IORole::kState, "vc"},
+               {"ks2", {DType::kF32, {1, Hkv, Sl}}, IORole::kState, "ks"},
+               {"vs2", {DType::kF32, {1, Hkv, Sl}}, IORole::kState, "vs"}};
+  Store st;
+  auto k = randn(T * Hkv * Dh, 31, 1.0f), v = randn(T * Hkv * Dh, 32, 3.0f);
+  std::fill(v.begin() + 5 * Hkv * Dh, v.begin() + 6 * Hkv * Dh, 0.0f);  // row 5: zero rows
+  std::vector<int32_t> slots(T);
+  for (int64_t t = 0; t < T; ++t) slots[t] = static_cast<int32_t>(2 * t + 1);
+  slots[T - 1] = -1;
+  // The reference: the registry's kernels, one node after another.
+  std::vector<int8_t> kc_ref(Hkv * Sl * Dh, int8_t{9}), vc_ref(kc_ref);
+  std::vector<float> ks_ref(Hkv * Sl, 5.0f), vs_ref(ks_ref);
+  const TensorView kv(k.data(), DType::kF32, {1, T, Hkv, Dh}), vv(v.data(), DType::kF32, {1, T, Hkv, Dh}),
+      sv(slots.data(), DType::kI32, {T});
+  const TensorView kcr(kc_ref.data(), DType::kI8, {1, Hkv, Sl, Dh}), vcr(vc_ref.data(), DType::kI8, {1, Hkv, Sl, Dh}),
+      ksr(ks_ref.data(), DType::kF32, {1, Hkv, Sl}), vsr(vs_ref.data(), DType::kF32, {1, Hkv, Sl});
+  const TensorView a0[] = {ksr, kv, sv}, a1[] = {vsr, vv, sv}, a2[] = {kcr, kv, sv, ksr}, a3[] = {vcr, vv, sv, vsr};
+  const TensorView o0[] = {ksr}, o1[] = {vsr}, o2[] = {kcr}, o3[] = {vcr};
+  ASSERT_TRUE(run_reference(m.nodes[0], a0, o0).ok());
+  ASSERT_TRUE(run_reference(m.nodes[1], a1, o1).ok());
+  ASSERT_TRUE(run_reference(m.nodes[2], a2, o2).ok());
+  ASSERT_TRUE(run_reference(m.nodes[3], a3, o3).ok());
+  EXPECT_EQ(vs_ref[static_cast<size_t>(0 * Sl + 11)], 0.0f);  // row 5 (slot 11): scale 0
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    CpuFastBackend be(threads);
+    auto del = be.compile(subgraph_of(m, st));  // fails if cpu_fast did not take every node
+    ASSERT_TRUE(del.ok()) << del.error().to_string();
+    std::vector<int8_t> kc(kc_ref.size(), int8_t{9}), vc(kc);
+    std::vector<float> ks(ks_ref.size(), 5.0f), vs(ks);
+    std::vector<TensorView> in = {kv, vv, sv, TensorView(kc.data(), DType::kI8, {1, Hkv, Sl, Dh}),
+                                  TensorView(vc.data(), DType::kI8, {1, Hkv, Sl, Dh}),
+                                  TensorView(ks.data(), DType::kF32, {1, Hkv, Sl}), TensorView(vs.data(), DType::kF32, {1, Hkv, Sl})};
+    std::vector<TensorView> outs = {in[3], in[4], in[5], in[6]};
+    Status run = (*del)->execute(in, outs);
+    ASSERT_TRUE(run.ok()) << run.error().to_string();
+    EXPECT_EQ(kc, kc_ref);
+    EXPECT_EQ(vc, vc_ref);
+    EXPECT_EQ(ks, ks_ref);
+    EXPECT_EQ(vs, vs_ref);
   }
 }
 
