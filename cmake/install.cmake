@@ -29,8 +29,10 @@ install(TARGETS hfstatic EXPORT hfstaticTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/hfstatic DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
-install(TARGETS hfstatic_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-hfs_install_rpath(hfstatic_cli ${CMAKE_INSTALL_BINDIR})
+if(TARGET hfstatic_cli)
+  install(TARGETS hfstatic_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  hfs_install_rpath(hfstatic_cli ${CMAKE_INSTALL_BINDIR})
+endif()
 
 install(EXPORT hfstaticTargets NAMESPACE hfstatic:: DESTINATION ${HFS_CMAKE_INSTALL_DIR})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/hfstaticConfig.cmake.in

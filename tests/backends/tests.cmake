@@ -13,7 +13,7 @@ if(HFS_VULKAN_ENABLED)
                              ${HFS_VULKAN_INCLUDE_DIR})
   target_link_libraries(hfstatic_vulkan_tests PRIVATE hfstatic_internal GTest::gtest GTest::gtest_main nlohmann_json::nlohmann_json)
   target_compile_definitions(hfstatic_vulkan_tests PRIVATE HFS_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
-                             HFS_BINARY_DIR="${CMAKE_BINARY_DIR}" HFS_CLI_PATH="$<TARGET_FILE:hfstatic_cli>")
+                             HFS_BINARY_DIR="${CMAKE_BINARY_DIR}" HFS_CLI_PATH="${hfs_cli_command}")
   hfs_test_precompiled_headers(hfstatic_vulkan_tests)
   gtest_discover_tests(hfstatic_vulkan_tests DISCOVERY_TIMEOUT 60
                        PROPERTIES TIMEOUT 600 LABELS vulkan ENVIRONMENT HFS_VULKAN_VALIDATION=1)

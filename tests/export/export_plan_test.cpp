@@ -15,6 +15,7 @@
 #include "hfstatic/ext/safetensors.h"
 #include "support/checkpoint_writer.h"
 #include "support/fixtures.h"
+#include "support/require_cli.h"
 #include "support/require_fixture.h"
 
 namespace hfs {
@@ -917,6 +918,7 @@ TEST(ExportStories, RealCheckpointPlan) {
 }
 
 TEST(ExportCli, ExportsStories) {
+  HFS_REQUIRE_CLI();
   HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string dir = testing::temp_dir("cli");
   const std::string out = dir + "/stories.hfs";
@@ -929,6 +931,7 @@ TEST(ExportCli, ExportsStories) {
 }
 
 TEST(ExportCli, PrefillVariantsOption) {
+  HFS_REQUIRE_CLI();
   HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   const std::string dir = testing::temp_dir("cli_variants");
   ASSERT_TRUE(test::fixture_exists(test::stories_dir())) << test::missing(test::stories_dir());
@@ -949,6 +952,7 @@ TEST(ExportCli, PrefillVariantsOption) {
 }
 
 TEST(ExportCli, ReportsErrors) {
+  HFS_REQUIRE_CLI();
   const std::string dir = testing::temp_dir("cli_errors");
   const std::string out = dir + "/never.hfs";
   const std::string cmd = std::string(HFS_CLI_PATH) + " export " + dir + "/missing -o " + out + " 2>/dev/null";

@@ -2,6 +2,9 @@
 # unit tests in hfstatic_tests (tests/server/*_test.cpp, linked against hfs_server); the live server with
 # real clients is tests/tools/test_serve.py, registered here on its own so ctest can run it beside the rest.
 target_link_libraries(hfstatic_tests PRIVATE hfs_server)
+if(NOT TARGET hfstatic_cli)  # -DHFS_BUILD_CLI=OFF: nothing here to drive
+  return()
+endif()
 add_test(NAME serve_end_to_end
          COMMAND ${HFS_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/tests/tools/test_serve.py)
 set_tests_properties(serve_end_to_end PROPERTIES ENVIRONMENT "HFS_CLI=$<TARGET_FILE:hfstatic_cli>" TIMEOUT 600)

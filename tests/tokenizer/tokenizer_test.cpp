@@ -13,6 +13,7 @@
 #include "tokenizer/regex.h"
 #include "core/utf8.h"
 #include "support/fixtures.h"
+#include "support/require_cli.h"
 #include "support/require_fixture.h"
 
 namespace {
@@ -408,6 +409,7 @@ TEST(TokenizerStream, PrimeWithUnknownIdIsAnErrorAndLeavesTheStreamReset) {
 }
 
 TEST(TokenizerCli, EncodeDecodeStoriesDirectory) {
+  HFS_REQUIRE_CLI();
   HFS_REQUIRE_FIXTURE(::hfs::test::stories_dir());
   std::string dir = stories_dir();
   ASSERT_FALSE(dir.empty());

@@ -1,6 +1,9 @@
 # Every tests/tools/test_*.py: the CLI end to end (subcommands, robustness against bad input, streamed text);
 # test_serve.py, test_serve_nginx.py, test_serve_limits.py, test_serve_api.py and test_serve_tools.py are
 # their own ctests (tests/server/tests.cmake).
+if(NOT TARGET hfstatic_cli)  # -DHFS_BUILD_CLI=OFF: nothing here to drive
+  return()
+endif()
 add_test(NAME cli_end_to_end
          COMMAND ${HFS_PYTHON} -m pytest -q -p no:cacheprovider --ignore=${CMAKE_CURRENT_LIST_DIR}/test_serve.py
                  --ignore=${CMAKE_CURRENT_LIST_DIR}/test_serve_nginx.py --ignore=${CMAKE_CURRENT_LIST_DIR}/test_serve_limits.py
