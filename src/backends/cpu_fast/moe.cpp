@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <span>
 
 #include "backends/cpu_fast/elementwise.h"
 
@@ -45,7 +46,8 @@ Status MoeLayer::allocate() {
     // Gate and up of different integer formats each quantize their own input (linear()).
     if (!glu_fusable(g0, *up[0]) && (g0.is_integer() || up[0]->is_integer()))
       down_acts = LinearScratch(std::max(d0.k_padded, std::max(g0.k_padded, up[0]->k_padded)), rows);
-    const auto rh = static_cast<size_t>(rows * hidden), ri = static_cast<size_t>(rows * inter);
+    // g / u / h hold all k experts' rows at decode (run_decode), the rows of one expert otherwise.
+    const auto rh = static_cast<size_t>(rows * hidden), ri = static_cast<size_t>(std::max(rows, top_k) * inter);
     x_rows.assign(rh, 0.0f);
     y.assign(rh, 0.0f);
     g.assign(ri, 0.0f);
@@ -58,6 +60,7 @@ Status MoeLayer::allocate() {
     first.assign(static_cast<size_t>(experts + 1), 0);
     routed_row.assign(static_cast<size_t>(rows * top_k), 0);
     routed_weight.assign(static_cast<size_t>(rows * top_k), 0.0f);
+    routed_expert.assign(static_cast<size_t>(rows * top_k), 0);
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kResourceExhausted, "cpu_fast: cannot allocate the moe scratch");
   }
@@ -67,7 +70,7 @@ Status MoeLayer::allocate() {
 size_t MoeLayer::bytes() const {
   size_t b = x_acts.bytes() + sel_acts.bytes() + down_acts.bytes() +
              (x_rows.size() + y.size() + g.size() + u.size() + h.size() + probs.size() + sel_weight.size() +
-              routed_weight.size() + sel_expert.size() + first.size() + routed_row.size()) * 4 + order.size() * 8;
+              routed_weight.size() + routed_expert.size() + sel_expert.size() + first.size() + routed_row.size()) * 4 + order.size() * 8;
   for (const auto* ws : {&gate, &up, &down})
     for (const auto& w : *ws) b += w->is_integer() || w->copy.size() > 0 ? w->weight_bytes() : 0;
   return b;
@@ -76,6 +79,33 @@ size_t MoeLayer::bytes() const {
 void MoeLayer::run_linear(const PackedWeight& w, const float* x, int64_t m, float* out, ThreadPool* pool, FloatRows mode) {
   down_acts.acts.k_padded = w.k_padded;  // sized for the largest k_padded this layer quantizes
   linear(w, x, m, nullptr, out, down_acts, pool, mode);
+}
+
+int64_t MoeLayer::routed_row_expert(int64_t j) const { return routed_expert[static_cast<size_t>(j)]; }
+
+// One row: every selected expert reads the same x, so their gate and up projections run as batched jobs
+// (linear_batch, up to 8 weights a pool job) instead of one job per expert; bit-identical to linear_glu per
+// expert (linear.h), so a decode row gets the bits the grouped path gives it.
+void MoeLayer::run_decode(const float* x, float* out, ThreadPool* pool, FloatRows mode) {
+  const int64_t K = top_k, I = inter, H = hidden;
+  LinearJob jobs[2 * kMaxTopKBatched];
+  for (int64_t k0 = 0; k0 < K; k0 += kMaxTopKBatched) {
+    const int64_t n = std::min<int64_t>(kMaxTopKBatched, K - k0);
+    for (int64_t j = 0; j < n; ++j) {
+      const auto e = static_cast<size_t>(routed_row_expert(k0 + j));
+      jobs[2 * j] = LinearJob{gate[e].get(), nullptr, g.data() + (k0 + j) * I};
+      jobs[2 * j + 1] = LinearJob{up[e].get(), nullptr, u.data() + (k0 + j) * I};
+    }
+    linear_batch(std::span<const LinearJob>(jobs, static_cast<size_t>(2 * n)), x,
+                 gate[0]->is_integer() ? &x_acts.acts : nullptr, 1, pool, mode);
+  }
+  silu_mul(g.data(), u.data(), K * I, h.data());
+  for (int64_t j = 0; j < K; ++j) {  // ascending expert order (routed_* is grouped by ascending expert)
+    const auto e = static_cast<size_t>(routed_row_expert(j));
+    run_linear(*down[e], h.data() + j * I, 1, y.data(), pool, mode);
+    const float w = routed_weight[static_cast<size_t>(j)];
+    for (int64_t i = 0; i < H; ++i) out[i] += y[static_cast<size_t>(i)] * w;
+  }
 }
 
 void MoeLayer::run(const float* x, const float* logits, float* out, ThreadPool* pool, FloatRows mode) {
@@ -111,6 +141,7 @@ void MoeLayer::run(const float* x, const float* logits, float* out, ThreadPool* 
       const auto e = static_cast<size_t>(sel_expert[static_cast<size_t>(r * K + k)]);
       const int32_t at = first[e]++;
       routed_row[static_cast<size_t>(at)] = static_cast<int32_t>(r);
+      routed_expert[static_cast<size_t>(at)] = static_cast<int32_t>(e);
       routed_weight[static_cast<size_t>(at)] = sel_weight[static_cast<size_t>(r * K + k)];
     }
   for (int64_t e = E; e > 0; --e) first[static_cast<size_t>(e)] = first[static_cast<size_t>(e - 1)];
@@ -120,6 +151,10 @@ void MoeLayer::run(const float* x, const float* logits, float* out, ThreadPool* 
   const bool fused = glu_fusable(*gate[0], *up[0]);
   const bool int_x = fused && gate[0]->is_integer();
   if (int_x) quantize_acts(x, R, H, act_offset(gate[0]->format), x_acts.acts, R > 1 ? pool : nullptr);
+  if (R == 1 && fused) {
+    run_decode(x, out, pool, mode);
+    return;
+  }
   for (int64_t e = 0; e < E; ++e) {
     const int32_t j0 = first[static_cast<size_t>(e)], j1 = first[static_cast<size_t>(e + 1)];
     const int64_t m = j1 - j0;

@@ -43,6 +43,7 @@ struct MoeLayer {
   std::vector<int32_t> first;             // [E + 1] start of each expert's rows in routed_*
   std::vector<int32_t> routed_row;        // [R·k] rows grouped by expert, ascending row within an expert
   std::vector<float> routed_weight;       // [R·k]
+  std::vector<int32_t> routed_expert;     // [R·k] the expert of each routed slot
 
   // Allocates the scratch for the layer's shape (after gate/up/down are packed).
   [[nodiscard]] Status allocate();
@@ -52,6 +53,10 @@ struct MoeLayer {
 
  private:
   // linear() on down_acts (an integer weight's input quantized there for its k_padded).
+  static constexpr int64_t kMaxTopKBatched = 4;  // experts per linear_batch (2 weights each, 8 at most)
+  void run_decode(const float* x, float* out, ThreadPool* pool, FloatRows mode);
+  // The expert of routed slot j (routed_* are grouped by ascending expert; at decode one slot per expert).
+  int64_t routed_row_expert(int64_t j) const;
   void run_linear(const PackedWeight& w, const float* x, int64_t m, float* out, ThreadPool* pool, FloatRows mode);
 };
 
