@@ -47,7 +47,9 @@ Status MoeLayer::allocate() {
     if (!glu_fusable(g0, *up[0]) && (g0.is_integer() || up[0]->is_integer()))
       down_acts = LinearScratch(std::max(d0.k_padded, std::max(g0.k_padded, up[0]->k_padded)), rows);
     // g / u / h hold all k experts' rows at decode (run_decode), the rows of one expert otherwise.
-    const auto rh = static_cast<size_t>(rows * hidden), ri = static_cast<size_t>(std::max(rows, top_k) * inter);
+    if (d0.is_integer() && rows == 1)
+      for (int64_t k = 0; k < top_k; ++k) decode_down_acts.emplace_back(d0.k_padded, 1);
+    const auto rh = static_cast<size_t>(std::max(rows, top_k) * hidden), ri = static_cast<size_t>(std::max(rows, top_k) * inter);
     x_rows.assign(rh, 0.0f);
     y.assign(rh, 0.0f);
     g.assign(ri, 0.0f);
@@ -71,6 +73,7 @@ size_t MoeLayer::bytes() const {
   size_t b = x_acts.bytes() + sel_acts.bytes() + down_acts.bytes() +
              (x_rows.size() + y.size() + g.size() + u.size() + h.size() + probs.size() + sel_weight.size() +
               routed_weight.size() + routed_expert.size() + sel_expert.size() + first.size() + routed_row.size()) * 4 + order.size() * 8;
+  for (const LinearScratch& a : decode_down_acts) b += a.bytes();
   for (const auto* ws : {&gate, &up, &down})
     for (const auto& w : *ws) b += w->is_integer() || w->copy.size() > 0 ? w->weight_bytes() : 0;
   return b;
@@ -100,11 +103,28 @@ void MoeLayer::run_decode(const float* x, float* out, ThreadPool* pool, FloatRow
                  gate[0]->is_integer() ? &x_acts.acts : nullptr, 1, pool, mode);
   }
   silu_mul(g.data(), u.data(), K * I, h.data());
+  // The downs, each on its own expert's h, as batched jobs too (a job's own input: LinearJob::x / acts).
+  const bool int_down = down[0]->is_integer();
+  for (int64_t k0 = 0; k0 < K; k0 += 2 * kMaxTopKBatched) {
+    const int64_t n = std::min<int64_t>(2 * kMaxTopKBatched, K - k0);
+    for (int64_t j = 0; j < n; ++j) {
+      const auto e = static_cast<size_t>(routed_row_expert(k0 + j));
+      LinearJob& job = jobs[j];
+      job = LinearJob{down[e].get(), nullptr, y.data() + (k0 + j) * H};
+      job.x = h.data() + (k0 + j) * I;
+      if (int_down) {
+        QuantizedActs& a = decode_down_acts[static_cast<size_t>(k0 + j)].acts;
+        quantize_acts(job.x, 1, I, act_offset(down[e]->format), a);
+        job.acts = &a;
+      }
+    }
+    linear_batch(std::span<const LinearJob>(jobs, static_cast<size_t>(n)), nullptr,
+                 int_down ? jobs[0].acts : nullptr, 1, pool, mode);
+  }
   for (int64_t j = 0; j < K; ++j) {  // ascending expert order (routed_* is grouped by ascending expert)
-    const auto e = static_cast<size_t>(routed_row_expert(j));
-    run_linear(*down[e], h.data() + j * I, 1, y.data(), pool, mode);
     const float w = routed_weight[static_cast<size_t>(j)];
-    for (int64_t i = 0; i < H; ++i) out[i] += y[static_cast<size_t>(i)] * w;
+    const float* yj = y.data() + j * H;
+    for (int64_t i = 0; i < H; ++i) out[i] += yj[i] * w;
   }
 }
 

@@ -35,6 +35,7 @@ struct MoeLayer {
   LinearScratch x_acts;     // all rows of x quantized once (integer gate/up)
   LinearScratch sel_acts;   // the rows routed to one expert, gathered from x_acts
   LinearScratch down_acts;  // the expert's hidden activations quantized for down
+  std::vector<LinearScratch> decode_down_acts;  // [k] at decode: each selected expert's h quantized
   std::vector<float> x_rows, g, u, h, y;  // [R, H], [R, I] ×3, [R, H]
   std::vector<float> probs;               // [E] one row's softmax
   std::vector<int64_t> order;             // [E]
