@@ -266,11 +266,15 @@ def test_moe_int_weights_track_reference(tmp_path, arch, weights, max_diff, same
     model = moe_checkpoint(tmp_path, arch)
     prompt = [1, 5, 9, 300, 17, 42, 77, 3, 250, 8]
     program = export(tmp_path, model, 8, ["--weights", weights])
+    # Greedy tokens from cpu_ref (the weights' rounding only): cpu_fast also rounds the activations to int8,
+    # which on these near-tied random models may flip the first greedy pick; its logits get the same bound.
     n = max(same_tokens, 1)
-    tokens, logits = run_hfstatic(tmp_path, program, prompt, n)
     ref_tokens, ref_logits = run_reference(tmp_path, model, prompt, n)
-    assert float(np.abs(logits[0] - ref_logits[0]).max()) < max_diff
-    assert tokens[:same_tokens] == ref_tokens[:same_tokens]
+    for backend in ("cpu_ref", "cpu_fast"):
+        tokens, logits = run_hfstatic(tmp_path, program, prompt, n, backend=backend)
+        assert float(np.abs(logits[0] - ref_logits[0]).max()) < max_diff, backend
+        if backend == "cpu_ref":
+            assert tokens[:same_tokens] == ref_tokens[:same_tokens]
 
 
 # The Vulkan backend (lavapipe on a CPU-only machine, one dispatch after another: few tokens, tiny
