@@ -33,6 +33,44 @@ nlohmann::json io_json(const IOSpec& s) {
   return j;
 }
 
+// Weight parameters (constants other than embedded files, RoPE tables and i8 scales) and, for a mixture of
+// experts, the sparse layers and the parameters one token reads: everything but the unselected experts'
+// share, (E − top_k) / E of each stacked expert projection.
+nlohmann::json parameter_summary(const Program& p) {
+  std::map<std::string, int64_t> numel;
+  int64_t total = 0;
+  for (const ConstantInfo& c : p.constants()) {
+    const std::string& n = c.name;
+    const bool weight = n.rfind("file:", 0) != 0 && n.rfind("rope.", 0) != 0 &&
+                        !(n.size() > 6 && n.compare(n.size() - 6, 6, ".scale") == 0);
+    if (!weight) continue;
+    numel[n] = c.type.shape.numel();
+    total += numel[n];
+  }
+  nlohmann::json j = {{"total", total}, {"active_per_token", total}, {"moe_layers", nlohmann::json::array()}};
+  if (p.methods().empty()) return j;
+  double inactive = 0;
+  for (const NodeDef& node : p.methods().front().nodes) {
+    if (node.op != "moe" || node.inputs.size() < 5) continue;
+    auto top_k = node.attrs.find("top_k");
+    const int64_t k = top_k == node.attrs.end() ? 0 : top_k->second.as_int();
+    int64_t experts = 0, expert_params = 0;
+    for (size_t i = 2; i < 5; ++i) {
+      auto c = p.constant(node.inputs[i]);
+      if (c.ok()) experts = c->shape[0];
+      if (auto it = numel.find(node.inputs[i]); it != numel.end()) expert_params += it->second;
+    }
+    if (experts <= 0) continue;
+    inactive += static_cast<double>(expert_params) * static_cast<double>(experts - k) / static_cast<double>(experts);
+    j["moe_layers"].push_back({{"node", node.outputs.empty() ? std::string() : node.outputs[0]},
+                               {"experts", experts},
+                               {"top_k", k},
+                               {"expert_params", expert_params}});
+  }
+  j["active_per_token"] = total - static_cast<int64_t>(inactive + 0.5);
+  return j;
+}
+
 int inspect(const InspectArgs& a) {
   auto prog = Program::load(a.path);
   if (!prog) return fail(prog.error());
@@ -45,6 +83,7 @@ int inspect(const InspectArgs& a) {
   j["file_bytes"] = p.file_size();
   j["metadata"] = nlohmann::json::parse(Value(p.metadata()).to_json());
   j["constants"] = {{"count", p.constants().size()}, {"bytes", p.constant_bytes()}};
+  j["parameters"] = parameter_summary(p);
   MethodOptions mo;
   auto backends = backend_options(a.backends, 0, a.device);
   if (!backends) return usage_error("inspect", backends.error().message());
@@ -102,6 +141,15 @@ int inspect(const InspectArgs& a) {
   }
   outf("constants: %zu tensors, %.2f MiB\n", p.constants().size(),
               static_cast<double>(p.constant_bytes()) / (1 << 20));
+  if (const auto& pj = j["parameters"]; pj["moe_layers"].empty()) {
+    outf("parameters: %lld\n", static_cast<long long>(pj["total"].get<int64_t>()));
+  } else {
+    const auto& first = pj["moe_layers"][0];
+    outf("parameters: %lld, %lld active per token (%zu sparse layers, %lld experts, top %lld)\n",
+         static_cast<long long>(pj["total"].get<int64_t>()), static_cast<long long>(pj["active_per_token"].get<int64_t>()),
+         pj["moe_layers"].size(), static_cast<long long>(first["experts"].get<int64_t>()),
+         static_cast<long long>(first["top_k"].get<int64_t>()));
+  }
   if (const std::string k = describe_kernels(j["kernels"].get<std::map<std::string, std::string>>()); !k.empty())
     outf("kernels: %s (results are bit-identical run to run on one kernel level, not across levels)\n", k.c_str());
   for (const auto& mj : j["methods"]) {

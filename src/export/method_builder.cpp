@@ -123,13 +123,12 @@ class MethodBuilder {
     const std::string& rope = L.kind == LayerKind::kSliding ? rope_.sliding : rope_.global;
     const int64_t Hq = s_.n_heads, Hkv = s_.n_kv_heads, D = s_.head_dim;
     std::string x = norm(h_in, L.attn_norm, s_.norm_unit_offset, p + "attn_norm");
-    std::string q = linear(x, L.q, L.q_bias, p + "q_proj");  // [1, T, Hq * D]
-    std::string k = linear(x, L.k, L.k_bias, p + "k_proj");  // [1, T, Hkv * D]
-    if (L.qk_norm_full) {  // olmoe: one norm over the whole projection
-      q = norm(q, L.q_norm, s_.qk_norm_unit_offset, p + "q_normed");
-      k = norm(k, L.k_norm, s_.qk_norm_unit_offset, p + "k_normed");
-    }
+    // olmoe normalizes the whole projection ([1, T, H·D]) before the head split; qwen3/gemma3 each head, below.
+    std::string q = linear(x, L.q, L.q_bias, p + "q_proj");
+    if (L.qk_norm_full) q = norm(q, L.q_norm, s_.qk_norm_unit_offset, p + "q_normed");
     q = reshape(q, {1, T_, Hq, D}, p + "q");    // [1, T, Hq, D]
+    std::string k = linear(x, L.k, L.k_bias, p + "k_proj");
+    if (L.qk_norm_full) k = norm(k, L.k_norm, s_.qk_norm_unit_offset, p + "k_normed");
     k = reshape(k, {1, T_, Hkv, D}, p + "k");   // [1, T, Hkv, D]
     std::string v = reshape(linear(x, L.v, L.v_bias, p + "v_proj"), {1, T_, Hkv, D}, p + "v");   // [1, T, Hkv, D]
     if (L.q_norm.present() && !L.qk_norm_full) q = norm(q, L.q_norm, s_.qk_norm_unit_offset, p + "q_normed");

@@ -398,6 +398,9 @@ Result<int64_t> expert_count(const HfConfig& cfg, const Checkpoint& ck, std::str
 }
 
 Status qwen_moe_layers(const HfConfig& cfg, const Checkpoint& ck, int64_t shared_inter, ModelSpec* s) {
+  if (!cfg.get("num_experts")) return cfg.bad_value("num_experts", "required for " + cfg.model_type);
+  HFS_ASSIGN_OR_RETURN(int64_t experts_or_zero, cfg.int_in("num_experts", 0, INT64_MAX));
+  if (experts_or_zero == 0) return Ok{};  // HF: no experts, every layer dense
   HFS_ASSIGN_OR_RETURN(int64_t experts, expert_count(cfg, ck, "num_experts", 0));
   HFS_ASSIGN_OR_RETURN(int64_t top_k, cfg.int_in("num_experts_per_tok", 1, experts, "at most num_experts"));
   HFS_ASSIGN_OR_RETURN(int64_t inter, cfg.int_in("moe_intermediate_size", 1, INT64_MAX));

@@ -151,7 +151,8 @@ struct MoeNaming {
 void set_moe_layer(ModelSpec* spec, const std::string& prefix, int64_t i, int64_t experts, int64_t top_k, int64_t inter,
                    bool norm_topk_prob, const MoeNaming& naming);
 // qwen2_moe / qwen3_moe: num_experts, num_experts_per_tok, moe_intermediate_size, norm_topk_prob (default
-// false); layer i is sparse iff i is not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0 (HF's rule).
+// false); layer i is sparse iff num_experts > 0, i is not in mlp_only_layers and (i + 1) % decoder_sparse_step
+// == 0 (HF's rule).
 [[nodiscard]] Status qwen_moe_layers(const HfConfig& cfg, const Checkpoint& ck, int64_t shared_inter, ModelSpec* spec);
 // Experts per token and expert count checked: top_k in [1, experts], experts bounded by the checkpoint's tensors.
 [[nodiscard]] Result<int64_t> expert_count(const HfConfig& cfg, const Checkpoint& ck, std::string_view key, int64_t def);

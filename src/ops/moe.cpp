@@ -128,18 +128,24 @@ Status kernel(const KernelArgs& a) {
     float sum = 0.0f;
     for (int64_t e = 0; e < e_count; ++e) sum += (p[static_cast<size_t>(e)] = std::exp(lr[e] - mx));
     for (int64_t e = 0; e < e_count; ++e) p[static_cast<size_t>(e)] /= sum;
-    // top-k: descending probability, lower index first on ties
-    for (int64_t e = 0; e < e_count; ++e) order[static_cast<size_t>(e)] = e;
-    std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](int64_t l, int64_t rr) {
-      const float pl = p[static_cast<size_t>(l)], pr = p[static_cast<size_t>(rr)];
-      return pl > pr || (pl == pr && l < rr);
-    });
-    float top_sum = 0.0f;
-    for (int64_t k = 0; k < top_k; ++k) top_sum += p[static_cast<size_t>(order[static_cast<size_t>(k)])];
+    // top-k: descending probability, lower index first on ties (the first maximum wins each pass). A NaN
+    // probability (from a NaN logit) ranks below every number, so bad input still picks k distinct experts.
     std::fill(chosen.begin(), chosen.end(), 0);
     for (int64_t k = 0; k < top_k; ++k) {
+      int64_t best = -1;
+      for (int64_t e = 0; e < e_count; ++e) {
+        if (chosen[static_cast<size_t>(e)]) continue;
+        const float pe = p[static_cast<size_t>(e)];
+        if (best < 0 || (!std::isnan(pe) && (std::isnan(p[static_cast<size_t>(best)]) || pe > p[static_cast<size_t>(best)])))
+          best = e;
+      }
+      chosen[static_cast<size_t>(best)] = 1;
+      order[static_cast<size_t>(k)] = best;
+    }
+    float top_sum = 0.0f;
+    for (int64_t k = 0; k < top_k; ++k) top_sum += p[static_cast<size_t>(order[static_cast<size_t>(k)])];
+    for (int64_t k = 0; k < top_k; ++k) {
       const auto e = static_cast<size_t>(order[static_cast<size_t>(k)]);
-      chosen[e] = 1;
       weight_of[e] = renorm ? p[e] / top_sum : p[e];
     }
     for (int64_t i = 0; i < h; ++i) o[i] = 0.0f;

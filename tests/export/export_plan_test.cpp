@@ -649,6 +649,106 @@ TEST_F(ExportPlanTest, Qwen3QkNorm) {
   EXPECT_DOUBLE_EQ(producer(m, "l0.attn")->attrs.at("scale").as_float(), 1.0 / std::sqrt(8.0));
 }
 
+// A llama-shaped checkpoint turned into a mixtral one: 11 experts (experts.10 sorts before experts.2 as a
+// string), their w1/w3/w2 tensors recorded per expert so the stacked constants can be checked slice by slice.
+struct MixtralExperts {
+  std::map<std::string, std::vector<std::vector<float>>> values;  // "w1" → per expert
+};
+
+MixtralExperts write_mixtral(CheckpointWriter& w, int64_t experts, int64_t top_k) {
+  json c = llama_config();
+  w.config = c;
+  testing::write_tiny_model(w);
+  c["model_type"] = "mixtral";
+  c["num_local_experts"] = experts;
+  c["num_experts_per_tok"] = top_k;
+  w.config = c;
+  const int64_t H = 16, I = 24;
+  MixtralExperts out;
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) w.remove(p + "mlp." + proj + ".weight");
+    w.add(p + "block_sparse_moe.gate.weight", DType::kF32, {experts, H});
+    for (int64_t e = 0; e < experts; ++e)
+      for (const char* proj : {"w1", "w3", "w2"}) {
+        std::vector<int64_t> shape = std::string(proj) == "w2" ? std::vector<int64_t>{H, I} : std::vector<int64_t>{I, H};
+        auto v = w.add(p + "block_sparse_moe.experts." + std::to_string(e) + "." + proj + ".weight", DType::kF32, shape);
+        if (l == 0) out.values[proj].push_back(v);
+      }
+  }
+  w.write();
+  return out;
+}
+
+TEST_F(ExportPlanTest, MixtralStacksExpertsByNumericIndexIntoOneMoeNode) {
+  const MixtralExperts ex = write_mixtral(w, 11, 2);
+  ExportPlan p = plan();
+  const MethodDef& m = method(p, "decode");
+  const NodeDef* router = producer(m, "l0.router");
+  ASSERT_NE(router, nullptr);
+  EXPECT_EQ(router->op, "linear");
+  EXPECT_EQ(router->inputs, (std::vector<std::string>{"l0.ff_norm", "layers.0.block_sparse_moe.gate.weight"}));
+  const NodeDef* moe = producer(m, "l0.experts");
+  ASSERT_NE(moe, nullptr);
+  EXPECT_EQ(moe->op, "moe");
+  const std::string s = "layers.0.block_sparse_moe.experts.";
+  EXPECT_EQ(moe->inputs, (std::vector<std::string>{"l0.ff_norm", "l0.router", s + "gate_proj.weight", s + "up_proj.weight",
+                                                   s + "down_proj.weight"}));
+  EXPECT_EQ(moe->attrs.at("top_k").as_int(), 2);
+  EXPECT_TRUE(moe->attrs.at("norm_topk_prob").as_bool());  // mixtral always renormalizes
+  EXPECT_EQ(producer(m, "l0.out")->inputs, (std::vector<std::string>{"l0.h_attn", "l0.experts"}));
+  for (const auto& [proj, name] : std::map<std::string, std::string>{{"w1", "gate_proj"}, {"w3", "up_proj"}, {"w2", "down_proj"}}) {
+    const PlannedConstant* c = constant(p, s + name + ".weight");
+    ASSERT_NE(c, nullptr) << name;
+    EXPECT_EQ(c->type.shape, name == "down_proj" ? (Shape{11, 16, 24}) : (Shape{11, 24, 16}));
+    const std::vector<float> got = produce_f32(*c);
+    const auto& want = ex.values.at(proj);
+    const size_t per = got.size() / 11;
+    for (size_t e = 0; e < 11; ++e)
+      ASSERT_EQ(std::vector<float>(got.begin() + static_cast<std::ptrdiff_t>(e * per),
+                                   got.begin() + static_cast<std::ptrdiff_t>((e + 1) * per)),
+                want[e])
+          << name << " expert " << e;
+  }
+}
+
+TEST_F(ExportPlanTest, MoeExpertsQuantizedWithPerExpertScales) {
+  write_mixtral(w, 11, 2);
+  ExportOptions opt;
+  opt.weights = WeightsMode::kInt8;
+  std::vector<std::string> reported;
+  opt.on_quantized = [&](const std::string& name, DType, double err) {
+    reported.push_back(name);
+    EXPECT_LT(err, 0.02) << name;
+  };
+  ExportPlan p = plan(opt);
+  const std::string s = "layers.1.block_sparse_moe.experts.";
+  const NodeDef* moe = producer(method(p, "decode"), "l1.experts");
+  ASSERT_NE(moe, nullptr);
+  ASSERT_EQ(moe->inputs.size(), 8u);
+  EXPECT_EQ(moe->inputs[5], s + "gate_proj.weight.scale");
+  EXPECT_EQ(moe->inputs[7], s + "down_proj.weight.scale");
+  EXPECT_EQ(constant(p, s + "up_proj.weight")->type, (TensorType{DType::kI8, {11, 24, 16}}));
+  EXPECT_EQ(constant(p, s + "down_proj.weight.scale")->type, (TensorType{DType::kF32, {11, 16}}));
+  std::vector<std::byte> buf(constant(p, s + "gate_proj.weight")->type.nbytes());
+  ASSERT_TRUE(constant(p, s + "gate_proj.weight")->produce(buf).ok());
+  EXPECT_EQ(reported, (std::vector<std::string>{s + "gate_proj.weight"}));  // one report per stacked projection
+}
+
+TEST_F(ExportPlanTest, MoeCheckpointErrorsNameTheKeyOrTensor) {
+  write_mixtral(w, 11, 2);
+  w.remove("model.layers.1.block_sparse_moe.experts.10.w2.weight");
+  w.write();
+  Error e = plan_error();
+  EXPECT_EQ(e.code(), ErrorCode::kMissingTensor);
+  EXPECT_NE(e.message().find("experts.10.w2.weight"), std::string::npos) << e.message();
+  CheckpointWriter again{dir};
+  write_mixtral(again, 11, 12);
+  e = plan_error();
+  EXPECT_EQ(e.code(), ErrorCode::kBadCheckpoint);
+  EXPECT_NE(e.message().find("num_experts_per_tok"), std::string::npos) << e.message();
+}
+
 TEST_F(ExportPlanTest, MistralSliding) {
   json c = llama_config();
   c["model_type"] = "mistral";

@@ -195,6 +195,28 @@ def test_moe_norm_topk_prob_both_settings(tmp_path, arch):
     assert float(np.abs(refs[0] - refs[1]).max()) > 1e-2
 
 
+@pytest.mark.parametrize("arch", ["qwen3_moe", "mixtral"])
+def test_moe_inspect_counts_active_parameters(tmp_path, arch):
+    # Computed from the checkpoint itself: every tensor's elements, less (E - k) / E of each sparse layer's
+    # experts (qwen3_moe's dense layer 1 has none).
+    import safetensors_np as st
+    model = moe_checkpoint(tmp_path, arch)
+    cfg = json.loads((model / "config.json").read_text())
+    arrays = st.load_model_dir(str(model))
+    total = sum(int(np.prod(a.shape)) for a in arrays.values())
+    E = cfg.get("num_experts") or cfg["num_local_experts"]
+    k = cfg["num_experts_per_tok"]
+    sparse = [n for n in arrays if ".experts." in n]
+    expert_elems = sum(int(np.prod(arrays[n].shape)) for n in sparse)
+    active = total - expert_elems * (E - k) // E
+    program = export(tmp_path, model, 8)
+    info = json.loads(sh(CLI, "inspect", program, "--json"))["parameters"]
+    assert info["total"] == total
+    assert info["active_per_token"] == active
+    layers = {int(n.split("layers.")[1].split(".")[0]) for n in sparse}
+    assert [(m["experts"], m["top_k"]) for m in info["moe_layers"]] == [(E, k)] * len(layers)
+
+
 def zero_router(src, dst, layer):
     """A copy of checkpoint `src` whose layer-`layer` router is all zeros: every expert ties."""
     import safetensors_np as st

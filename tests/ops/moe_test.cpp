@@ -148,6 +148,23 @@ TEST(MoeOp, ExpertsPastTenAreAddressedByIndex) {
   optest::expect_close(run_moe(w, x, logits, 1, 2, true), n.run(x, logits, 1), 2e-5);
 }
 
+TEST(MoeOp, NanRouterLogitsPropagateWithoutFailing) {
+  // HF's softmax turns one NaN logit into NaN weights for the whole row; the op does the same (and still
+  // selects k distinct experts) instead of failing or reading out of range. The other row is unaffected.
+  const F32Experts w;
+  const std::vector<float> x = optest::random_floats(2 * kH, 61);
+  std::vector<float> logits = optest::random_floats(2 * kE, 62);
+  logits[3] = NAN;
+  const std::vector<float> got = run_moe(w, x, logits, 2, 3, true);
+  for (int64_t i = 0; i < kH; ++i) EXPECT_TRUE(std::isnan(got[static_cast<size_t>(i)])) << i;
+  Naive n = w.naive();
+  n.top_k = 3;
+  n.renorm = true;
+  const std::vector<float> row1(logits.begin() + kE, logits.end());
+  const std::vector<double> want = n.run({x.begin() + kH, x.end()}, row1, 1);
+  optest::expect_close({got.begin() + kH, got.end()}, want, 2e-5);
+}
+
 TEST(MoeOp, StoredExpertDtypesDecodeAsLinearWeights) {
   const int64_t rows = 3;
   const std::vector<float> x = optest::random_floats(rows * kH, 51);

@@ -17,7 +17,8 @@ import reference as reference_cli
 import safetensors_np as st
 from conftest import REFERENCE_CLI
 
-ARCHS = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"]
+ARCHS = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "qwen3_moe", "qwen2_moe", "mixtral",
+         "olmoe"]
 SLIDING_ARCHS = ["mistral", "qwen2", "phi3", "gemma2", "gemma3"]
 PROMPT20 = [1, 17, 300, 42, 7, 99, 256, 3, 411, 88, 5, 120, 64, 200, 31, 450, 12, 77, 500, 9]
 
@@ -168,6 +169,46 @@ def test_every_arch_gives_finite_varied_logits(make_ckpt, arch):
     assert np.isfinite(logits).all()
     assert logits.std(axis=-1).min() > 0.05  # not constant over the vocabulary
     assert np.abs(np.diff(logits, axis=0)).max() > 0.05  # depends on the token / position
+
+
+@pytest.mark.parametrize("arch", ["qwen3_moe", "qwen2_moe", "mixtral", "olmoe"])
+def test_moe_block_equals_a_per_token_loop(make_ckpt, arch):
+    """The sparse block (softmax, top-k, index_add_ over experts) against the formula token by token, with
+    plain Python sorting: sum over the k best experts (ties to the lower index) of w_e * expert_e(x)."""
+    model = ref.load_model(make_ckpt(arch))
+    L = model.layers[0]
+    x = torch.randn(5, model.hidden, generator=torch.Generator().manual_seed(3))
+    got = model.mlp_block(L, x)
+    renorm = model.norm_topk_prob or arch == "mixtral"
+    assert renorm == (arch == "mixtral")  # the tiny presets' defaults: only mixtral renormalizes
+    for t in range(5):
+        logits = (L["router"] @ x[t]).tolist()
+        mx = max(logits)
+        p = [math.exp(v - mx) for v in logits]
+        p = [v / sum(p) for v in p]
+        best = sorted(range(len(p)), key=lambda e: (-p[e], e))[:model.top_k]
+        total = sum(p[e] for e in best)
+        want = torch.zeros(model.hidden)
+        for e in sorted(best):
+            g, u, d = L["experts"][e]
+            h = torch.nn.functional.silu(g @ x[t]) * (u @ x[t])
+            want += (d @ h) * (p[e] / total if renorm else p[e])
+        if "shared" in L:
+            g, u, d = L["shared"]
+            want += torch.sigmoid(L["shared_gate"] @ x[t])[0] * (d @ (torch.nn.functional.silu(g @ x[t]) * (u @ x[t])))
+        np.testing.assert_allclose(got[t].numpy(), want.numpy(), atol=1e-5)
+
+
+def test_moe_topk_ties_go_to_the_lower_index():
+    values, index = ref.moe_topk(torch.full((2, 12), 1 / 12), 3)
+    assert index.tolist() == [[0, 1, 2], [0, 1, 2]]
+    _, index = ref.moe_topk(torch.tensor([[0.1, 0.3, 0.2, 0.3, 0.1]]), 3)
+    assert index.tolist() == [[1, 3, 2]]
+
+
+def test_qwen3_moe_dense_and_sparse_layers(make_ckpt):
+    model = ref.load_model(make_ckpt("qwen3_moe"))
+    assert ["router" in L for L in model.layers] == [True, False, True]  # mlp_only_layers = [1]
 
 
 @pytest.mark.parametrize("arch", SLIDING_ARCHS)
