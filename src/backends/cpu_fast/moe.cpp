@@ -57,6 +57,7 @@ Status MoeLayer::allocate() {
     h.assign(ri, 0.0f);
     probs.assign(static_cast<size_t>(experts), 0.0f);
     order.assign(static_cast<size_t>(experts), 0);
+    chosen.assign(static_cast<size_t>(experts), 0);
     sel_expert.assign(static_cast<size_t>(rows * top_k), 0);
     sel_weight.assign(static_cast<size_t>(rows * top_k), 0.0f);
     first.assign(static_cast<size_t>(experts + 1), 0);
@@ -72,7 +73,7 @@ Status MoeLayer::allocate() {
 size_t MoeLayer::bytes() const {
   size_t b = x_acts.bytes() + sel_acts.bytes() + down_acts.bytes() +
              (x_rows.size() + y.size() + g.size() + u.size() + h.size() + probs.size() + sel_weight.size() +
-              routed_weight.size() + routed_expert.size() + sel_expert.size() + first.size() + routed_row.size()) * 4 + order.size() * 8;
+              routed_weight.size() + routed_expert.size() + sel_expert.size() + first.size() + routed_row.size()) * 4 + order.size() * 8 + chosen.size();
   for (const LinearScratch& a : decode_down_acts) b += a.bytes();
   for (const auto* ws : {&gate, &up, &down})
     for (const auto& w : *ws) b += w->is_integer() || w->copy.size() > 0 ? w->weight_bytes() : 0;
@@ -138,11 +139,20 @@ void MoeLayer::run(const float* x, const float* logits, float* out, ThreadPool* 
     float sum = 0.0f;
     for (int64_t e = 0; e < E; ++e) sum += (probs[static_cast<size_t>(e)] = std::exp(lr[e] - mx));
     for (int64_t e = 0; e < E; ++e) probs[static_cast<size_t>(e)] /= sum;
-    for (int64_t e = 0; e < E; ++e) order[static_cast<size_t>(e)] = e;
-    std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int64_t a, int64_t b) {
-      const float pa = probs[static_cast<size_t>(a)], pb = probs[static_cast<size_t>(b)];
-      return pa > pb || (pa == pb && a < b);
-    });
+    // top-k as the reference picks it: k passes, the first maximum wins each (ties to the lower index);
+    // a NaN probability ranks below every number, so a bad row still picks k distinct experts.
+    std::fill(chosen.begin(), chosen.end(), char{0});
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t best = -1;
+      for (int64_t e = 0; e < E; ++e) {
+        if (chosen[static_cast<size_t>(e)]) continue;
+        const float pe = probs[static_cast<size_t>(e)];
+        if (best < 0 || (!std::isnan(pe) && (std::isnan(probs[static_cast<size_t>(best)]) || pe > probs[static_cast<size_t>(best)])))
+          best = e;
+      }
+      chosen[static_cast<size_t>(best)] = 1;
+      order[static_cast<size_t>(k)] = best;
+    }
     float top_sum = 0.0f;
     for (int64_t k = 0; k < K; ++k) top_sum += probs[static_cast<size_t>(order[static_cast<size_t>(k)])];
     for (int64_t k = 0; k < K; ++k) {

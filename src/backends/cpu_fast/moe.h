@@ -38,7 +38,8 @@ struct MoeLayer {
   std::vector<LinearScratch> decode_down_acts;  // [k] at decode: each selected expert's h quantized
   std::vector<float> x_rows, g, u, h, y;  // [R, H], [R, I] ×3, [R, H]
   std::vector<float> probs;               // [E] one row's softmax
-  std::vector<int64_t> order;             // [E]
+  std::vector<int64_t> order;             // [E] the k picks, in rank order
+  std::vector<char> chosen;               // [E]
   std::vector<int32_t> sel_expert;        // [R, k]
   std::vector<float> sel_weight;          // [R, k]
   std::vector<int32_t> first;             // [E + 1] start of each expert's rows in routed_*

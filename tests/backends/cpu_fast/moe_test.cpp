@@ -1,5 +1,5 @@
 // cpu_fast's moe kernel against the reference kernel (cpu_ref: ops/moe.cpp) for every expert weight format,
-// E = 12, top-2 and top-4, 1 to 20 rows; and a row's output alone vs among 19 others, bit for bit
+// E = 12, top-2 and top-4, 1 to 20 rows, a row of tied router logits; and a row's output alone vs among 19 others, bit for bit
 // (docs/determinism.md). Small shapes: the whole file runs in well under a second.
 #include <gtest/gtest.h>
 
@@ -165,7 +165,9 @@ TEST(CpuFastMoe, MatchesTheReferenceKernelForEveryWeightFormat) {
         SCOPED_TRACE(std::string(c.name) + " top_k " + std::to_string(k) + " rows " + std::to_string(rows));
         const bool renorm = k == 4;
         const std::vector<float> x = randn(static_cast<size_t>(rows * kH), 100 + static_cast<uint32_t>(rows), 1.0f);
-        const std::vector<float> logits = randn(static_cast<size_t>(rows * kE), 200 + static_cast<uint32_t>(rows), 2.0f);
+        std::vector<float> logits = randn(static_cast<size_t>(rows * kE), 200 + static_cast<uint32_t>(rows), 2.0f);
+        // Row 0 of a multi-row step ties every expert: only the lower-index rule picks its experts.
+        if (rows > 1) std::fill(logits.begin(), logits.begin() + kE, 0.5f);
         const std::vector<float> got = fx.fast(be, c.f, x, logits, rows, k, renorm);
         const std::vector<float> want = fx.reference(c.f, x, logits, rows, k, renorm);
         // Float weights: the same products summed in another order. Integer weights: the kernels also
