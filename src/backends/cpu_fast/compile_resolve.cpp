@@ -114,6 +114,7 @@ Status set_operands(CompileState& c, const NodeDef& node, Step& s) {
       break;
     }
     case Op::kLinear: return pack_linear_weight(c, s);
+    case Op::kMoe: return pack_moe_experts(c, node, s);
     default: break;
   }
   return Ok{};
@@ -201,6 +202,20 @@ bool supports_node(const NodeDef& node, std::span<const TensorType* const> types
       return is(0, DType::kF32) && in(0)->shape.rank() == 3 && is(1, DType::kF32) && in(1)->shape.rank() == 4 &&
              is(2, DType::kI32);
     case Op::kReshape: return in(0) != nullptr;
+    case Op::kMoe: {
+      if (!is(0, DType::kF32) || !is(1, DType::kF32)) return false;
+      for (size_t w = 2; w <= 4; ++w) {
+        const TensorType* t = in(w);
+        if (t == nullptr || t->shape.rank() != 3) return false;
+        const TensorType* scale = in(w + 3);
+        if (t->dtype == DType::kI8) {
+          if (!is(w + 3, DType::kF32)) return false;
+        } else if (scale != nullptr || !(is_float_weight(t->dtype) || (t->dtype == DType::kQ4_0 && t->shape[2] % 32 == 0))) {
+          return false;
+        }
+      }
+      return true;
+    }
     default:
       for (size_t i = 0; i < types.size(); ++i)
         if (types[i] != nullptr && types[i]->dtype != DType::kF32) return false;

@@ -1,6 +1,7 @@
 // cpu_fast/compile_steps.h — the steps CpuFastBackend::compile runs, in this order (internal).
 //
 //   resolve_steps          nodes → steps and values; linear weights packed     compile_resolve.cpp
+//                          (and moe steps' experts, expert by expert)          compile_weights.cpp
 //   pack_embedding_tables  embeddings gather from the tables' packed copies   compile_weights.cpp
 //   batch_linears          linears sharing an input run as one pool job       compile_fusions.cpp
 //   bind_outputs           subgraph outputs: written in place or copied out   compile_resolve.cpp
@@ -43,6 +44,9 @@ bool supports_node(const NodeDef& node, std::span<const TensorType* const> types
 [[nodiscard]] Status resolve_steps(CompileState& c);
 // A linear step's weight (operand 1) packed, or read in place, as d.weights[step.weight].
 [[nodiscard]] Status pack_linear_weight(CompileState& c, Step& step);
+// A moe step's stacked expert weights (operands 2-4, scales 5-7) packed expert by expert as linear weights
+// are, and its scratch, as d.moes[step.moe].
+[[nodiscard]] Status pack_moe_experts(CompileState& c, const NodeDef& node, Step& step);
 [[nodiscard]] Status pack_embedding_tables(CompileState& c);
 void batch_linears(FastDelegate& d);
 [[nodiscard]] Status bind_outputs(CompileState& c);

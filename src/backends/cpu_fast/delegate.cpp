@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -17,7 +18,8 @@ const std::map<std::string, Op, std::less<>>& op_table() {
       {"silu", Op::kSilu},       {"gelu_tanh", Op::kGelu},      {"mul", Op::kMul},
       {"add", Op::kAdd},         {"scale", Op::kScale},         {"softcap", Op::kSoftcap},
       {"rope", Op::kRope},       {"embedding", Op::kEmbedding}, {"kv_cache_write", Op::kKvWrite},
-      {"kv_scale_write", Op::kKvScale}, {"reshape", Op::kReshape}};
+      {"kv_scale_write", Op::kKvScale}, {"reshape", Op::kReshape}, {"moe", Op::kMoe},
+      {"sigmoid_gate", Op::kSigmoidGate}};
   return t;
 }
 
@@ -113,6 +115,7 @@ size_t FastDelegate::scratch_bytes() const {
   size_t b = arena.size() + lin_scratch.bytes() + attn_scratch.scores.size() * 4 + rope_cs.size() * 4;
   for (const auto& w : weights) b += w->is_integer() || w->copy.size() > 0 ? w->weight_bytes() : 0;  // packed or copied
   for (const auto& l : live_lists) b += l.bytes();
+  for (const auto& m : moes) b += m->bytes();
   return b;
 }
 
@@ -354,6 +357,21 @@ Status FastDelegate::run_op(const Step& s) {
       return Ok{};
     }
     case Op::kReshape: return Ok{};  // pure view
+    case Op::kMoe:
+      moes[static_cast<size_t>(s.moe)]->run(static_cast<const float*>(in_p(0)), static_cast<const float*>(in_p(1)), y,
+                                             pool.get(), float_rows);
+      return Ok{};
+    case Op::kSigmoidGate: {
+      // As ops/sigmoid_gate.cpp: one f32 sigmoid per row, broadcast over the row.
+      const int64_t d = ot.shape[ot.shape.rank() - 1];
+      const auto* x = static_cast<const float*>(in_p(0));
+      const auto* g = static_cast<const float*>(in_p(1));
+      for (int64_t r = 0; r < n / d; ++r) {
+        const float sg = 1.0f / (1.0f + std::exp(-g[r]));
+        for (int64_t i = 0; i < d; ++i) y[r * d + i] = sg * x[r * d + i];
+      }
+      return Ok{};
+    }
   }
   return Ok{};
 }

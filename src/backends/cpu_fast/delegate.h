@@ -15,6 +15,7 @@
 
 #include "backends/cpu_fast/attention.h"
 #include "backends/cpu_fast/linear.h"
+#include "backends/cpu_fast/moe.h"
 #include "backends/cpu_fast/step_profile.h"
 #include "backends/cpu_fast/thread_pool.h"
 #include "hfstatic/ext/backend.h"
@@ -26,7 +27,7 @@ inline bool is_kv(DType d) { return d == DType::kF32 || d == DType::kF16; }
 
 enum class Op {
   kLinear, kAttention, kRmsNorm, kSilu, kSiluMul, kGelu, kMul, kAdd, kScale, kSoftcap, kRope, kEmbedding,
-  kKvWrite, kKvScale, kReshape
+  kKvWrite, kKvScale, kReshape, kMoe, kSigmoidGate
 };
 
 // The ops this backend runs, by their program name (silu_mul is only made by fusion).
@@ -65,6 +66,7 @@ struct Step {
   // The last step of a run of RoPE and K/V-cache-write steps (q, k rotated, k and v written): all of
   // them, in order, run as one pool job over the chunk's rows (members, this one included).
   std::vector<int> group;
+  int moe = -1;  // moe: index into FastDelegate::moes
 };
 
 // The chunk's rows T of a RoPE step ([1, T, H, D] input) or of a K/V cache write ([1, T, H, D] source
@@ -87,6 +89,7 @@ class FastDelegate : public Delegate {
   std::vector<Step> steps;
   std::vector<std::shared_ptr<PackedWeight>> weights;  // integer formats shared process-wide (packed once)
   std::vector<int> weight_runtime_value;  // float weights that are not constants: value id, else -1
+  std::vector<std::unique_ptr<MoeLayer>> moes;  // per moe step: its packed experts and scratch
   Buffer arena;
   LinearScratch lin_scratch;
   AttentionScratch attn_scratch;

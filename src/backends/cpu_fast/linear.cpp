@@ -539,9 +539,10 @@ void linear_batch(std::span<const LinearJob> jobs, const float* x, const Quantiz
     const LinearJob& job = jobs[j];
     if (integer) {
       const IntUnits iu(*job.w, m);
-      ikern(*job.w, *acts, m, job.bias, job.y, iu.first(u0), iu.end(u1));
+      ikern(*job.w, job.acts != nullptr ? *job.acts : *acts, m, job.bias, job.y, iu.first(u0), iu.end(u1));
     } else {
-      float_kernel_for(*job.w, m, mode)(*job.w, x, m, job.bias, job.y, u0 * frows[j], std::min(job.w->n, u1 * frows[j]));
+      float_kernel_for(*job.w, m, mode)(*job.w, job.x != nullptr ? job.x : x, m, job.bias, job.y, u0 * frows[j],
+                                        std::min(job.w->n, u1 * frows[j]));
     }
   };
   run_tasks(pool, total_tasks, body);

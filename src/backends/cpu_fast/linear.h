@@ -157,12 +157,16 @@ struct LinearJob {
   const PackedWeight* w = nullptr;
   const float* bias = nullptr;  // [n] or nullptr
   float* y = nullptr;           // [m, n]
+  // This job's own input, in place of the batch's x / acts (the experts' down projections of a moe step,
+  // each reading its own hidden activation); nullptr: the batch's.
+  const float* x = nullptr;
+  const QuantizedActs* acts = nullptr;
 };
 
 // Runs the jobs as ONE thread-pool job (tasks split across the weights in proportion to their rows), so
 // small projections such as k and v do not each pay a dispatch and a barrier. Either every weight is
 // float (x is read) or every weight is integer with the same act_offset and k_padded (`acts` holds x
-// quantized for them). Does not allocate.
+// quantized for them); a job's own x / acts replace the batch's for it. Does not allocate.
 void linear_batch(std::span<const LinearJob> jobs, const float* x, const QuantizedActs* acts, int64_t m,
                   ThreadPool* pool, FloatRows mode = FloatRows::kRowInvariant);
 
