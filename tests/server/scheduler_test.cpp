@@ -52,7 +52,7 @@ std::vector<int32_t> wait_all(Job& job) {
 
 TEST(Scheduler, ConcurrentRequestsGetTheirSoloTokens) {
   Metrics metrics;
-  Scheduler s(engine(), {.parallel = 3, .max_queue = 16, .step_delay_ms = 0}, metrics);
+  Scheduler s(engine(), {.parallel = 3, .max_queue = 16, .step_delay_ms = 0, .disk = nullptr}, metrics);
   constexpr int kJobs = 8;
   std::vector<std::vector<int32_t>> prompts, got(kJobs);
   for (int i = 0; i < kJobs; ++i) prompts.push_back(test::random_tokens(3 + 5 * i % 17, 512, 100 + i));
@@ -73,7 +73,7 @@ TEST(Scheduler, ConcurrentRequestsGetTheirSoloTokens) {
 
 TEST(Scheduler, CancelFreesTheSequenceAndQueueIsBounded) {
   Metrics metrics;
-  Scheduler s(engine(), {.parallel = 1, .max_queue = 1, .step_delay_ms = 5}, metrics);
+  Scheduler s(engine(), {.parallel = 1, .max_queue = 1, .step_delay_ms = 5, .disk = nullptr}, metrics);
   auto a = std::make_shared<Job>(), b = std::make_shared<Job>(), c = std::make_shared<Job>();
   for (auto* j : {&a, &b, &c}) (*j)->prompt = test::random_tokens(4, 512, 9), (*j)->config = greedy(40);
   ASSERT_EQ(s.submit(a), Scheduler::Admission::kQueued);
@@ -91,7 +91,7 @@ TEST(Scheduler, CancelFreesTheSequenceAndQueueIsBounded) {
 
 TEST(Scheduler, PromptExtendingAFinishedOneReusesItsCache) {
   Metrics metrics;
-  Scheduler s(engine(), {.parallel = 2, .max_queue = 4, .step_delay_ms = 0}, metrics);
+  Scheduler s(engine(), {.parallel = 2, .max_queue = 4, .step_delay_ms = 0, .disk = nullptr}, metrics);
   auto first = std::make_shared<Job>();
   first->prompt = test::random_tokens(10, 512, 3);
   first->config = greedy(5);
