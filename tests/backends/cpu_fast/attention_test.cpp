@@ -10,6 +10,7 @@
 #include "isa_fixture.h"
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/thread_pool.h"
+#include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -54,7 +55,7 @@ void run_case(const Case& c, int threads) {
   SCOPED_TRACE("T=" + std::to_string(c.T) + " S=" + std::to_string(c.S) + " D=" + std::to_string(c.D) +
                (c.f16 ? " f16" : " f32") + " isa=" + std::string(isa_name(active_isa())));
   std::mt19937 rng(static_cast<uint32_t>(c.S + c.D));
-  std::normal_distribution<float> nd(0.0f, 1.0f);
+  hfs::test::Normal<float> nd(0.0f, 1.0f);
   std::vector<float> q(static_cast<size_t>(c.T * c.hq * c.D)), k(static_cast<size_t>(c.hkv * c.S * c.D)), v(k.size());
   for (auto& x : q) x = nd(rng);
   for (auto& x : k) x = nd(rng);
