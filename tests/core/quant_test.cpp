@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "core/half.h"
+#include "support/random_floats.h"
 
 namespace hfs::quant {
 namespace {
 
 std::vector<float> gaussian(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
+  hfs::test::Normal<float> d(0.0f, 1.0f);
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;

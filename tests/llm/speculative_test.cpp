@@ -18,6 +18,7 @@
 #include "support/fixtures.h"
 #include "support/hf_static_fixture.h"
 #include "support/require_fixture.h"
+#include "support/random_floats.h"
 
 namespace hfs {
 namespace {
@@ -162,7 +163,7 @@ std::vector<double> sample_distribution(const SamplingConfig& c, const std::vect
 // (the draft not removed), which over-weights the draft.
 int32_t wrong_verify(Sampler& s, const std::vector<float>& logits, int32_t draft, const std::vector<double>& p,
                      std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(0, 1);
+  hfs::test::Uniform<double> u(0, 1);
   if (u(rng) < p[static_cast<size_t>(draft)]) return draft;
   return s.sample(logits, {});
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hfstatic/ext/ops.h"
+#include "support/random_floats.h"
 
 namespace hfs::optest {
 
@@ -44,7 +45,7 @@ void expect_error(const R& r, ErrorCode code, const std::string& needle) {
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
+  hfs::test::Uniform<float> dist(lo, hi);
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;

@@ -11,6 +11,7 @@
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/thread_pool.h"
 #include "hfstatic/ext/ops.h"
+#include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -55,7 +56,7 @@ void run_case(const Case& c, int threads) {
   SCOPED_TRACE("T=" + std::to_string(c.T) + " S=" + std::to_string(c.S) + " D=" + std::to_string(c.D) +
                (c.f16 ? " f16" : " f32") + " isa=" + std::string(isa_name(active_isa())));
   std::mt19937 rng(static_cast<uint32_t>(c.S + c.D));
-  std::normal_distribution<float> nd(0.0f, 1.0f);
+  hfs::test::Normal<float> nd(0.0f, 1.0f);
   std::vector<float> q(static_cast<size_t>(c.T * c.hq * c.D)), k(static_cast<size_t>(c.hkv * c.S * c.D)), v(k.size());
   for (auto& x : q) x = nd(rng);
   for (auto& x : k) x = nd(rng);
@@ -221,9 +222,9 @@ void run_i8_case(int64_t T, int64_t hq, int64_t hkv, int64_t S, int64_t D, float
   SCOPED_TRACE("int8 T=" + std::to_string(T) + " S=" + std::to_string(S) + " D=" + std::to_string(D) +
                " isa=" + std::string(isa_name(active_isa())));
   std::mt19937 rng(static_cast<uint32_t>(S * 7 + D));
-  std::normal_distribution<float> nd(0.0f, 1.0f);
+  hfs::test::Normal<float> nd(0.0f, 1.0f);
   std::uniform_int_distribution<int> qd(-127, 127);
-  std::uniform_real_distribution<float> sd(0.002f, 0.03f);
+  hfs::test::Uniform<float> sd(0.002f, 0.03f);
   std::vector<float> q(static_cast<size_t>(T * hq * D)), ks(static_cast<size_t>(hkv * S)), vs(ks.size());
   std::vector<int8_t> k8(static_cast<size_t>(hkv * S * D)), v8(k8.size());
   for (auto& x : q) x = nd(rng);

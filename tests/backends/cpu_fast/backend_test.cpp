@@ -19,6 +19,7 @@
 #include "backends/cpu_fast/weight_formats.h"
 #include "hfstatic/ext/backend_kernels.h"
 #include "hfstatic/ext/ops.h"
+#include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -58,7 +59,7 @@ std::map<std::string, bool> g_is_int;  // constant name → integer format (refe
 
 std::vector<float> randn(size_t n, uint32_t seed, float sd) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
+  hfs::test::Normal<float> d(0.0f, sd);
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;

@@ -13,6 +13,7 @@
 #include "backends/cpu_fast/cpu_features.h"
 #include "core/half.h"
 #include "isa_fixture.h"
+#include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -23,7 +24,7 @@ class CpuFastElementwise : public IsaTest {};
 // overflows or underflows), including lengths that leave a partial vector.
 TEST_P(CpuFastElementwise, SiluMulMatchesDoubleDefinition) {
   std::mt19937 rng(3);
-  std::uniform_real_distribution<float> wide(-120.0f, 120.0f), narrow(-6.0f, 6.0f);
+  hfs::test::Uniform<float> wide(-120.0f, 120.0f), narrow(-6.0f, 6.0f);
   for (int64_t n : {1, 15, 16, 17, 1000, 4867}) {
     std::vector<float> g(static_cast<size_t>(n)), u(g.size()), y(g.size(), 123.0f);
     for (size_t i = 0; i < g.size(); ++i) {
@@ -42,7 +43,7 @@ TEST_P(CpuFastElementwise, SiluMulMatchesDoubleDefinition) {
 // y = x / sqrt(mean(x²) + eps) · w (or · (1 + w)), per row, for widths around the vector length.
 TEST_P(CpuFastElementwise, RmsNormMatchesDoubleDefinition) {
   std::mt19937 rng(5);
-  std::normal_distribution<float> d(0.0f, 2.0f);
+  hfs::test::Normal<float> d(0.0f, 2.0f);
   for (int64_t width : {1, 15, 16, 17, 576, 897}) {
     for (bool unit_offset : {false, true}) {
       const int64_t rows = 3;
@@ -68,7 +69,7 @@ TEST_P(CpuFastElementwise, RmsNormMatchesDoubleDefinition) {
 // (r < d copies the rest) and in place.
 TEST_P(CpuFastElementwise, RopeMatchesDoubleDefinition) {
   std::mt19937 rng(9);
-  std::normal_distribution<float> d(0.0f, 1.0f);
+  hfs::test::Normal<float> d(0.0f, 1.0f);
   const int64_t T = 3, H = 2;
   const std::vector<int32_t> pos = {0, 17, 4095};
   for (auto [D, r] : {std::pair<int64_t, int64_t>{64, 64}, {64, 32}, {80, 40}, {6, 6}}) {

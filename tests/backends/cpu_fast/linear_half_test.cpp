@@ -19,6 +19,7 @@
 #include "hfstatic/ext/method.h"
 #include "isa_fixture.h"
 #include "linear_reference.h"
+#include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -41,7 +42,7 @@ void check_variant(int v, DType f, int64_t n, int64_t k, ThreadPool& pool, bool 
                " threads=" + std::to_string(pool.size()) + (with_bias ? "" : " no bias"));
   Weight w = make_weight(f, n, k, static_cast<uint32_t>(n * 31 + k));
   std::mt19937 rng(static_cast<uint32_t>(k));
-  std::normal_distribution<float> d(0.0f, 1.0f);
+  hfs::test::Normal<float> d(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(k)), bias(static_cast<size_t>(n));
   for (auto& e : x) e = d(rng);
   for (auto& e : bias) e = with_bias ? d(rng) : 0.0f;

@@ -16,6 +16,7 @@
 #include "backends/cpu_fast/linear.h"
 #include "backends/cpu_fast/thread_pool.h"
 #include "backends/cpu_fast/weight_formats.h"
+#include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
 
@@ -27,7 +28,7 @@ struct Weight {
 
 inline Weight make_weight(DType f, int64_t n, int64_t k, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 0.5f);
+  hfs::test::Normal<float> d(0.0f, 0.5f);
   std::vector<float> w(static_cast<size_t>(n * k));
   for (auto& v : w) v = d(rng);
   Weight out;
@@ -79,7 +80,7 @@ inline void check(DType f, int64_t m, int64_t n, int64_t k, ThreadPool& pool, bo
                " isa=" + std::string(isa_name(active_isa())) + (mode == FloatRows::kPanelGemm ? " panel GEMM" : ""));
   Weight w = make_weight(f, n, k, static_cast<uint32_t>(n * 7 + k));
   std::mt19937 rng(static_cast<uint32_t>(m + 3));
-  std::normal_distribution<float> d(0.0f, 1.0f);
+  hfs::test::Normal<float> d(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(m * k)), bias(static_cast<size_t>(n));
   for (auto& v : x) v = d(rng);
   for (auto& v : bias) v = with_bias ? d(rng) : 0.0f;

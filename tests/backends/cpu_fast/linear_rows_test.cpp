@@ -19,6 +19,7 @@
 #include "backends/cpu_fast/thread_pool.h"
 #include "isa_fixture.h"
 #include "linear_reference.h"
+#include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -35,7 +36,7 @@ struct RowsInput {
 };
 RowsInput random_rows(int64_t rows, int64_t n, int64_t k, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
+  hfs::test::Normal<float> d(0.0f, 1.0f);
   RowsInput in{std::vector<float>(static_cast<size_t>(rows * k)), std::vector<float>(static_cast<size_t>(n))};
   for (auto& v : in.x) v = d(rng);
   for (auto& v : in.bias) v = d(rng);

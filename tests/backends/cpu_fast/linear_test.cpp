@@ -16,6 +16,7 @@
 #include "backends/cpu_fast/half.h"
 #include "backends/cpu_fast/thread_pool.h"
 #include "backends/cpu_fast/weight_formats.h"
+#include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -71,7 +72,7 @@ TEST_P(CpuFastLinear, PooledActivationQuantizationEqualsSerial) {
       const int64_t kp = (k + 63) / 64 * 64;
       std::vector<float> x(static_cast<size_t>(m * k));
       std::mt19937 rng(static_cast<uint32_t>(m * k));
-      std::normal_distribution<float> d(0.0f, 1.0f);
+      hfs::test::Normal<float> d(0.0f, 1.0f);
       for (auto& v : x) v = d(rng) * (1 + static_cast<float>(rng() % 8));
       LinearScratch serial(kp, m), pooled(kp, m), single(kp, 1);
       quantize_acts(x.data(), m, k, offset, serial.acts);
@@ -96,7 +97,7 @@ TEST_P(CpuFastLinear, QuantizationRunsTheRowPrologueFirstOncePerRow) {
   const int64_t m = 64, k = 576, kp = 576;
   std::vector<float> a(static_cast<size_t>(m * k)), b(a.size()), x(a.size()), expect(a.size());
   std::mt19937 rng(11);
-  std::normal_distribution<float> d(0.0f, 1.0f);
+  hfs::test::Normal<float> d(0.0f, 1.0f);
   for (auto& v : a) v = d(rng);
   for (auto& v : b) v = d(rng);
   for (size_t i = 0; i < a.size(); ++i) expect[i] = a[i] + 2 * b[i];
@@ -193,7 +194,7 @@ TEST_P(CpuFastLinear, ActivationQuantizationIsBitIdenticalToPortable) {
       const int64_t m = 3, kp = (k + 63) / 64 * 64;
       std::vector<float> x(static_cast<size_t>(m * k));
       std::mt19937 rng(static_cast<uint32_t>(k + offset));
-      std::normal_distribution<float> d(0.0f, 1.0f);
+      hfs::test::Normal<float> d(0.0f, 1.0f);
       for (auto& v : x) v = d(rng) * (1 + static_cast<float>(rng() % 8));
       // Row 2: every block's max is 127 exactly, so the others are on integer and half-integer steps.
       for (int64_t e = 0; e < k; ++e) x[static_cast<size_t>(2 * k + e)] = e % 32 == 0 ? 127.0f : static_cast<float>(e % 17) - 8.5f;
@@ -225,7 +226,7 @@ TEST(CpuFastAmx, PrefillIsBitIdenticalToAvx512) {
       ASSERT_TRUE(pw.ok()) << pw.error().to_string();
       std::vector<float> bias(static_cast<size_t>(n));
       std::mt19937 rng(static_cast<uint32_t>(n));
-      std::normal_distribution<float> d(0.0f, 1.0f);
+      hfs::test::Normal<float> d(0.0f, 1.0f);
       for (auto& v : bias) v = d(rng);
       for (int64_t m : {16, 19, 32, 47, 64, 160}) {
         std::vector<float> x(static_cast<size_t>(m * k));
@@ -289,7 +290,7 @@ TEST(CpuFastPack, SharedPackedWeightIsPackedOncePerSource) {
 // linear_batch and linear_glu give exactly what separate linear() calls (and silu_mul) give.
 TEST(CpuFastLinearBatch, MatchesSeparateLinears) {
   std::mt19937 rng(7);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
+  hfs::test::Normal<float> nd(0.0f, 1.0f);
   const int64_t k = 96;
   const int64_t ns[] = {70, 18, 18};
   for (DType f : {DType::kF32, DType::kF16, DType::kI8, DType::kQ4_0}) {
@@ -363,7 +364,7 @@ TEST(CpuFastLinearBatch, MatchesSeparateLinears) {
 TEST(CpuFastPack, SharedFloatWeightIsACopyOfItsSource) {
   const int64_t n = 3001, k = 800;  // 4.8 MB of f16: more than one 4 MiB copy step
   std::mt19937 rng(9);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
+  hfs::test::Normal<float> nd(0.0f, 1.0f);
   std::vector<uint16_t> w(static_cast<size_t>(n * k));
   for (auto& v : w) v = f32_to_f16(nd(rng));
   const std::vector<uint16_t> original = w;

@@ -15,6 +15,7 @@
 #include "core/quant.h"
 #include "hfstatic/ext/method.h"
 #include "ops/op_test_util.h"
+#include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -43,7 +44,7 @@ class Store : public ConstantStore {
 
 std::vector<float> randn(size_t n, uint32_t seed, float sd) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, sd);
+  hfs::test::Normal<float> d(0.0f, sd);
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;

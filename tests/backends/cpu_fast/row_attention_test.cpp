@@ -17,6 +17,7 @@
 #include "backends/cpu_fast/thread_pool.h"
 #include "hfstatic/ext/ops.h"
 #include "isa_fixture.h"
+#include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
 namespace {
@@ -59,7 +60,7 @@ struct Data {
 
 Data make_data(int64_t T, int64_t S, const Case& c, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
+  hfs::test::Normal<float> nd(0.0f, 1.0f);
   Data x;
   x.q.resize(static_cast<size_t>(T * c.hq * c.D));
   x.k.resize(static_cast<size_t>(c.hkv * S * c.D));

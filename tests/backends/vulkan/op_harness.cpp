@@ -9,6 +9,7 @@
 #include "core/half.h"
 #include "core/quant.h"
 #include "hfstatic/ext/allocator.h"
+#include "support/random_floats.h"
 
 namespace hfs::vulkan::test {
 
@@ -38,7 +39,7 @@ OpOperand i32_operand(const std::string& name, Shape shape, std::vector<int32_t>
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
+  hfs::test::Uniform<float> d(lo, hi);
   std::vector<float> v(n);
   for (float& x : v) x = d(rng);
   return v;
