@@ -19,6 +19,7 @@
 #include "backends/cpu_fast/weight_formats.h"
 #include "hfstatic/ext/backend_kernels.h"
 #include "hfstatic/ext/ops.h"
+#include "support/memory_constant_store.h"
 #include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
@@ -26,33 +27,9 @@ namespace {
 
 constexpr int64_t H = 64, HQ = 4, HKV = 2, D = 16, F = 96, V = 50, S = 16;
 
-// Constants owned by the test (a fake ConstantStore).
-class Store : public ConstantStore {
- public:
-  const TensorView* find(std::string_view name) const override {
-    auto it = views_.find(std::string(name));
-    return it == views_.end() ? nullptr : &it->second;
-  }
-  Status add(const std::string& name, const TensorType& type, std::span<const std::byte> bytes) override {
-    auto& b = bytes_[name];
-    b.assign(reinterpret_cast<const uint8_t*>(bytes.data()), reinterpret_cast<const uint8_t*>(bytes.data()) + bytes.size());
-    views_[name] = TensorView(b.data(), type.dtype, type.shape);
-    return Ok{};
-  }
-  // As a file-mapped store: cpu_fast then copies float constants (and gathers float embeddings from the copy).
-  bool releases_pages() const override { return releases; }
-  bool releases = false;
-  // Overwrites the named constants' bytes in place (views stay valid): what a delegate reads of them
-  // afterwards must come from its own copies.
-  void scribble(std::initializer_list<const char*> names) {
-    for (const char* n : names)
-      if (auto it = bytes_.find(n); it != bytes_.end()) std::fill(it->second.begin(), it->second.end(), uint8_t{0x5a});
-  }
+// Constants owned by the test, with what each one means for the reference.
+struct Store : hfs::test::MemoryConstantStore {
   std::map<std::string, std::vector<float>> deq;  // what each constant means, for the reference
-
- private:
-  std::map<std::string, std::vector<uint8_t>> bytes_;
-  std::map<std::string, TensorView> views_;
 };
 
 std::map<std::string, bool> g_is_int;  // constant name → integer format (reference rounds its input)

@@ -19,6 +19,7 @@
 #include "hfstatic/ext/method.h"
 #include "isa_fixture.h"
 #include "linear_reference.h"
+#include "support/memory_constant_store.h"
 #include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
@@ -240,23 +241,7 @@ INSTANTIATE_TEST_SUITE_P(Isa, CpuFastHalfGemv, all_isas(), isa_test_name);
 
 // ---- through the backend: a one-row linear method compiled under HFS_CPU_FAST_HALF_GEMV --------------
 
-class Constants : public ConstantStore {
- public:
-  const TensorView* find(std::string_view name) const override {
-    auto it = views_.find(std::string(name));
-    return it == views_.end() ? nullptr : &it->second;
-  }
-  Status add(const std::string& name, const TensorType& type, std::span<const std::byte> bytes) override {
-    auto& b = bytes_[name];
-    b.assign(reinterpret_cast<const uint8_t*>(bytes.data()), reinterpret_cast<const uint8_t*>(bytes.data()) + bytes.size());
-    views_[name] = TensorView(b.data(), type.dtype, type.shape);
-    return Ok{};
-  }
-
- private:
-  std::map<std::string, std::vector<uint8_t>> bytes_;
-  std::map<std::string, TensorView> views_;
-};
+using Constants = hfs::test::MemoryConstantStore;
 
 // A forced variant runs the method's one-row linear (the output matches the reference whichever it is);
 // an unknown one fails the compile, naming the variable and the choices.

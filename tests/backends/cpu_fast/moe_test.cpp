@@ -15,6 +15,7 @@
 #include "core/quant.h"
 #include "hfstatic/ext/method.h"
 #include "ops/op_test_util.h"
+#include "support/memory_constant_store.h"
 #include "support/random_floats.h"
 
 namespace hfs::cpu_fast {
@@ -22,25 +23,7 @@ namespace {
 
 constexpr int64_t kE = 12, kH = 64, kI = 96;
 
-class Store : public ConstantStore {
- public:
-  const TensorView* find(std::string_view name) const override {
-    auto it = views_.find(std::string(name));
-    return it == views_.end() ? nullptr : &it->second;
-  }
-  Status add(const std::string& name, const TensorType& type, std::span<const std::byte> bytes) override {
-    auto& b = bytes_[name];
-    b.assign(reinterpret_cast<const uint8_t*>(bytes.data()), reinterpret_cast<const uint8_t*>(bytes.data()) + bytes.size());
-    views_[name] = TensorView(b.data(), type.dtype, type.shape);
-    return Ok{};
-  }
-  bool releases_pages() const override { return releases; }
-  bool releases = false;
-
- private:
-  std::map<std::string, std::vector<uint8_t>> bytes_;
-  std::map<std::string, TensorView> views_;
-};
+using Store = hfs::test::MemoryConstantStore;
 
 std::vector<float> randn(size_t n, uint32_t seed, float sd) {
   std::mt19937 rng(seed);
