@@ -232,6 +232,30 @@ void block_attention(const AttentionArgs& a, const int32_t* live, int64_t n_live
   run_units(pool, units, units, body);
 }
 
+// One KV head's view for a group of rows: its K/V cache planes, and buf split into the rows' query heads
+// ([rows·g][d], copied in when `copy_queries`), their sums ([rows·g][d]) and their scores (the rest).
+struct HeadViews {
+  int g;
+  int64_t nv;
+  bool f16;
+  const void* kb;
+  const void* vb;
+  float* qb;
+  float* acc;
+  float* sc;
+};
+
+HeadViews head_views(const AttentionArgs& a, int64_t h, int64_t r0, int rows, bool copy_queries, float* buf) {
+  const int g = static_cast<int>(a.hq / a.hkv);
+  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, plane = h * a.s * d * es, nv = rows * g;
+  HeadViews hv{g, nv, a.kv_dtype == DType::kF16, static_cast<const char*>(a.k) + plane, static_cast<const char*>(a.v) + plane,
+               buf, buf + nv * d, buf + 2 * nv * d};
+  if (copy_queries)
+    for (int r = 0; r < rows; ++r)
+      std::memcpy(hv.qb + r * g * d, a.q + ((r0 + r) * a.hq + h * g) * d, static_cast<size_t>(g * d) * sizeof(float));
+  return hv;
+}
+
 // Kv head h of rows [r0, r0 + rows) together: their query heads as the heads of one unit over list[0, n)
 // (the ISA's scores and P·V of rows·g heads), each row's softmax over its first count(r) slots with its own
 // mask row (its probabilities past them 0), then normalized; a row for which sees(r) is false gets the
@@ -239,19 +263,12 @@ void block_attention(const AttentionArgs& a, const int32_t* live, int64_t n_live
 template <typename Count, typename Sees>
 void heads_together(const AttentionArgs& a, const Kernels& kn, int64_t h, int64_t r0, int rows, const int32_t* list,
                     int64_t n, const Count& count, const Sees& sees, float* buf) {
-  const int g = static_cast<int>(a.hq / a.hkv);
-  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s, nv = rows * g;
-  const bool f16 = a.kv_dtype == DType::kF16;
-  const void* kb = static_cast<const char*>(a.k) + h * S * d * es;
-  const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
-  float* qb = buf;           // [nv][d]
-  float* acc = qb + nv * d;  // [nv][d]
-  float* sc = acc + nv * d;  // [nv][n]
-  if (n > 0) {
-    for (int r = 0; r < rows; ++r)
-      std::memcpy(qb + r * g * d, a.q + ((r0 + r) * a.hq + h * g) * d, static_cast<size_t>(g * d) * sizeof(float));
-    kn.scores(qb, static_cast<int>(nv), kb, vb, f16, d, list, n, sc);
-  }
+  const HeadViews hv = head_views(a, h, r0, rows, n > 0, buf);
+  const int g = hv.g;
+  const int64_t d = a.d, S = a.s, nv = hv.nv;
+  float* acc = hv.acc;  // [nv][d]
+  float* sc = hv.sc;    // [nv][n]
+  if (n > 0) kn.scores(hv.qb, static_cast<int>(nv), hv.kb, hv.vb, hv.f16, d, list, n, sc);
   constexpr int kMaxRows = std::max<int>(kRowInvariantRows, kRowBlockVectors);  // rows_together, row blocks
   float sum[kMaxRows * 64];
   bool seen[kMaxRows], any = false;
@@ -270,12 +287,12 @@ void heads_together(const AttentionArgs& a, const Kernels& kn, int64_t h, int64_
   }
   if (any) {
     std::memset(acc, 0, static_cast<size_t>(nv * d) * sizeof(float));
-    kn.accum(sc, static_cast<int>(nv), vb, f16, d, list, n, acc);
+    kn.accum(sc, static_cast<int>(nv), hv.vb, hv.f16, d, list, n, acc);
   }
   for (int r = 0; r < rows; ++r) {
     float* out = a.out + ((r0 + r) * a.hq + h * g) * d;
     if (!seen[r]) {
-      uniform_average(a, vb, g, out);
+      uniform_average(a, hv.vb, g, out);
       continue;
     }
     for (int j = 0; j < g; ++j) {
@@ -408,16 +425,15 @@ void normalize(int g, int64_t d, const float* l, float* out) {
 // [rows·g][d] sums, [rows·g][kSegmentSlots] scores. Every row sees a slot (own lists, count ≥ 1).
 void rows_in_segments(const AttentionArgs& a, const Kernels& kn, int64_t h, int64_t r0, int rows, const int32_t* list,
                       int64_t n, const RowLists& rl, float* buf) {
-  const int g = static_cast<int>(a.hq / a.hkv);
-  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, S = a.s, nv = rows * g;
-  const bool f16 = a.kv_dtype == DType::kF16;
-  const void* kb = static_cast<const char*>(a.k) + h * S * d * es;
-  const void* vb = static_cast<const char*>(a.v) + h * S * d * es;
-  float* qb = buf;           // [nv][d]
-  float* acc = qb + nv * d;  // [nv][d]
-  float* sc = acc + nv * d;  // [nv][len]
-  for (int r = 0; r < rows; ++r)
-    std::memcpy(qb + r * g * d, a.q + ((r0 + r) * a.hq + h * g) * d, static_cast<size_t>(g * d) * sizeof(float));
+  const HeadViews hv = head_views(a, h, r0, rows, true, buf);
+  const int g = hv.g;
+  const int64_t d = a.d, S = a.s, nv = hv.nv;
+  const bool f16 = hv.f16;
+  const void* kb = hv.kb;
+  const void* vb = hv.vb;
+  const float* qb = hv.qb;
+  float* acc = hv.acc;  // [nv][d]
+  float* sc = hv.sc;    // [nv][len]
   constexpr int kMaxHeads = 64;
   float m[kMaxHeads], l[kMaxHeads], mx[kMaxHeads], sum[kMaxHeads];
   std::fill(l, l + nv, 0.0f);
