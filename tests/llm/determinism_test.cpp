@@ -14,6 +14,7 @@
 #include "hfstatic/llm_runner.h"
 #include "support/engine_trace.h"
 #include "support/hf_static_fixture.h"
+#include "support/random_schedule.h"
 
 namespace hfs {
 namespace {
@@ -172,50 +173,33 @@ void random_schedule(const std::string& backend, const std::vector<uint64_t>& se
     ASSERT_TRUE(e.ok()) << e.error().to_string();
     std::mt19937_64 rng(seed);
     std::map<SequenceId, Seen> seen, done;
-    auto config = [&] {
-      GenerationConfig g;
-      g.max_new_tokens = 1 + static_cast<int>(rng() % 12);
-      g.ignore_eos = true;
-      if (rng() % 2 == 0) {
-        g.sampling.temperature = 1.0f;
-        g.sampling.seed = rng();
-      }
-      if (rng() % 3 == 0) g.draft.kind = DraftKind::kNgram, g.draft.max_tokens = 1 + static_cast<int>(rng() % 6);
-      return g;
-    };
-    for (int iter = 0; iter < iterations; ++iter) {
-      const int op = static_cast<int>(rng() % 10);
-      std::vector<SequenceId> ids = (*e)->sequences();
-      if (op < 2) {
-        auto half = test::random_tokens(1 + static_cast<int>(rng() % 9), 512, rng());
+    struct Hooks {
+      static bool appends() { return false; }
+      Engine& e;
+      std::map<SequenceId, Seen>& seen;
+      std::vector<int32_t> prompt(std::mt19937_64& r) const {
+        auto half = test::random_tokens(1 + static_cast<int>(r() % 9), 512, r());
         std::vector<int32_t> p = half;
         p.insert(p.end(), half.begin(), half.end());  // repeats: prompt lookup has drafts to propose
-        auto id = (*e)->add(p, config());
-        if (id) seen[*id].fed = p;
-      } else if (op == 2 && !ids.empty()) {
-        const SequenceId victim = ids[rng() % ids.size()];
-        ASSERT_TRUE((*e)->remove(victim).ok());
-        done[victim] = std::move(seen[victim]);
-        seen.erase(victim);
-      } else if (op == 3 && !ids.empty()) {
-        const SequenceId parent = ids[rng() % ids.size()];
-        auto info = (*e)->sequence(parent);
-        ASSERT_TRUE(info.ok());
-        if (info->length > 0) {
-          const int64_t prefix = static_cast<int64_t>(rng() % static_cast<uint64_t>(info->length + 1));
-          std::vector<int32_t> more = test::random_tokens(1 + static_cast<int>(rng() % 3), 512, rng());
-          auto f = (*e)->fork(parent, prefix, more, config());
-          if (f) {
-            Seen& t = seen[*f];
-            t.fed.assign(seen[parent].fed.begin(), seen[parent].fed.begin() + prefix);
-            t.fed.insert(t.fed.end(), more.begin(), more.end());
-          }
-        }
-      } else {
-        record_step(**e, seen);
-        ASSERT_FALSE(::testing::Test::HasFatalFailure());
+        return p;
       }
-    }
+      GenerationConfig config(std::mt19937_64& r, bool /*fork*/) const {
+        GenerationConfig g;
+        g.max_new_tokens = 1 + static_cast<int>(r() % 12);
+        g.ignore_eos = true;
+        if (r() % 2 == 0) {
+          g.sampling.temperature = 1.0f;
+          g.sampling.seed = r();
+        }
+        if (r() % 3 == 0) g.draft.kind = DraftKind::kNgram, g.draft.max_tokens = 1 + static_cast<int>(r() % 6);
+        return g;
+      }
+      void refused(const Error&) const {}
+      void append(SequenceId, Seen&) const {}
+      void step() const { record_step(e, seen); }
+    } hooks{**e, seen};
+    test::random_schedule_ops(**e, rng, iterations, seen, done, hooks);
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
     for (auto& [id, t] : seen) done[id] = std::move(t);
     size_t rows = 0;
     for (const auto& [id, t] : done) {

@@ -13,6 +13,7 @@
 #include "hfstatic/ext/metadata_keys.h"
 #include "support/engine_trace.h"
 #include "support/hf_static_fixture.h"
+#include "support/random_schedule.h"
 #include "support/require_fixture.h"
 
 namespace hfs {
@@ -202,58 +203,41 @@ TEST(Engine, RandomScheduleEveryOutputEqualsItsSoloRun) {
     ASSERT_TRUE(e.ok()) << e.error().to_string();
     std::mt19937_64 rng(seed);
     std::map<SequenceId, Trace> traces, done;
-    // mistral's layers are all sliding (group 0), llama's all global.
-    const size_t groups = 1;
+    // mistral's layers are all sliding (group 0), llama's all global: one group.
     const std::vector<size_t> layer_group(static_cast<size_t>(m.layers), 0);
-    int steps = 0;
-    for (int iter = 0; iter < 1000; ++iter) {
-      const int op = static_cast<int>(rng() % 10);
-      std::vector<SequenceId> ids = (*e)->sequences();
-      if (op < 2) {
-        auto p = test::random_tokens(1 + static_cast<int>(rng() % 12), 512, rng());
-        auto id = (*e)->add(p, greedy(1 + static_cast<int>(rng() % 10)));
-        if (id) traces[*id].fed = p;
-        else EXPECT_EQ(id.error().code(), ErrorCode::kResourceExhausted) << id.error().to_string();
-      } else if (op == 2 && !ids.empty()) {
-        const SequenceId victim = ids[rng() % ids.size()];
-        ASSERT_TRUE((*e)->remove(victim).ok());
-        done[victim] = std::move(traces[victim]);
-        traces.erase(victim);
-      } else if (op == 3 && !ids.empty()) {
-        const SequenceId parent = ids[rng() % ids.size()];
-        auto info = (*e)->sequence(parent);
-        ASSERT_TRUE(info.ok());
-        if (info->length > 0) {
-          const int64_t prefix = static_cast<int64_t>(rng() % static_cast<uint64_t>(info->length + 1));
-          std::vector<int32_t> more = test::random_tokens(1 + static_cast<int>(rng() % 3), 512, rng());
-          auto f = (*e)->fork(parent, prefix, more, greedy(1 + static_cast<int>(rng() % 6)));
-          if (f) {
-            Trace& t = traces[*f];
-            t.fed.assign(traces[parent].fed.begin(), traces[parent].fed.begin() + prefix);
-            t.fed.insert(t.fed.end(), more.begin(), more.end());
-          }
-        }
-      } else if (op == 4 && !ids.empty()) {
-        const SequenceId id = ids[rng() % ids.size()];
-        auto info = (*e)->sequence(id);
+    struct Hooks {
+      static bool appends() { return true; }
+      Engine& e;
+      std::mt19937_64& rng;
+      std::map<SequenceId, Trace>& traces;
+      const std::vector<size_t>& layer_group;
+      int64_t context;
+      int steps = 0;
+      std::vector<int32_t> prompt(std::mt19937_64& r) const { return test::random_tokens(1 + static_cast<int>(r() % 12), 512, r()); }
+      GenerationConfig config(std::mt19937_64& r, bool fork) const { return greedy(1 + static_cast<int>(r() % (fork ? 6 : 10))); }
+      void refused(const Error& err) const { EXPECT_EQ(err.code(), ErrorCode::kResourceExhausted) << err.to_string(); }
+      void append(SequenceId id, Trace& t) {
+        auto info = e.sequence(id);
         ASSERT_TRUE(info.ok());
         std::vector<int32_t> more = test::random_tokens(1 + static_cast<int>(rng() % 4), 512, rng());
-        if (info->pending == 0 && info->length + static_cast<int64_t>(more.size()) <= m.context &&
-            (*e)->append(id, more, greedy(1 + static_cast<int>(rng() % 4))).ok()) {
+        if (info->pending == 0 && info->length + static_cast<int64_t>(more.size()) <= context &&
+            e.append(id, more, greedy(1 + static_cast<int>(rng() % 4))).ok()) {
           // The last generated token was never fed: the trace holds only what the caches hold.
-          Trace& t = traces[id];
           t.fed.resize(static_cast<size_t>(info->length));
           t.fed.insert(t.fed.end(), more.begin(), more.end());
         }
-      } else {
-        const CacheSnapshot before = snapshot((*e)->io(), groups);
-        step_and_record(**e, traces);
-        ASSERT_FALSE(HasFatalFailure());
-        expect_step_kept_history((*e)->io(), before, layer_group);
-        ASSERT_FALSE(HasFatalFailure());
+      }
+      void step() {
+        const CacheSnapshot before = snapshot(e.io(), 1);
+        step_and_record(e, traces);
+        if (::testing::Test::HasFatalFailure()) return;
+        expect_step_kept_history(e.io(), before, layer_group);
         ++steps;
       }
-    }
+    } hooks{**e, rng, traces, layer_group, m.context, 0};
+    test::random_schedule_ops(**e, rng, 1000, traces, done, hooks);
+    ASSERT_FALSE(HasFatalFailure());
+    const int steps = hooks.steps;
     EXPECT_GT(steps, 300);
     for (auto& [id, t] : traces) done[id] = std::move(t);
     expect_matches_solo(solo, done);
