@@ -1,4 +1,4 @@
-"""hfstatic.Engine: several sequences sharing one program, on every supported architecture.
+"""hfstatic.Engine: several sequences sharing one program, on every supported architecture (MoE included).
 
 Each architecture's tiny random checkpoint (scripts/make-checkpoint) is exported twice: for 3 sequences with
 step methods (contract version 2) and for one (version 1). Sequences of different prompt lengths arrive at
@@ -17,7 +17,8 @@ import pytest
 import hfstatic
 
 ROOT = Path(__file__).resolve().parents[2]
-ARCHS = ["llama", "qwen2", "qwen3", "mistral", "gemma2", "gemma3", "phi3"]
+# The mixtures of experts too: sequences sharing a step are routed to different experts within it.
+ARCHS = ["llama", "qwen2", "qwen3", "mistral", "gemma2", "gemma3", "phi3", "qwen3_moe", "qwen2_moe", "mixtral", "olmoe"]
 WINDOW = 8  # the tiny preset's sliding window (mistral gets it from --sliding-window)
 CONTEXT = 40
 
