@@ -252,6 +252,25 @@ ids; stop strings too for a str prompt), ignore_eos. add() takes a str prompt to
              }));
            },
            py::arg("sequence"))
+      .def(
+          "save",
+          [](PyEngine& e, SequenceId id, const py::object& path) {
+            const std::string p = fspath(path);
+            check(nogil_locked(e, [&] { return e.engine->save_session(id, p); }));
+          },
+          py::arg("sequence"), py::arg("path"),
+          "Saves a sequence's committed tokens and cache rows to a session file (docs/sessions.md), between "
+          "steps; a Runner restores it as well.")
+      .def(
+          "restore",
+          [](PyEngine& e, const py::object& path) {
+            const std::string p = fspath(path);
+            return unwrap(nogil_locked(e, [&] { return e.engine->restore_session(p); }));
+          },
+          py::arg("path"),
+          "A new feed-only sequence holding a session file's tokens and cache rows (a Runner's file too): "
+          "append() continues it, its first logits bit for bit those of recomputing. Refused, nothing changed, "
+          "for another program's, a corrupted or a too-long file, or with no free sequence.")
       .def_property_readonly("idle", [](PyEngine& e) { return nogil_locked(e, [&] { return e.engine->idle(); }); })
       .def(
           "step",

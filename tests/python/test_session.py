@@ -47,3 +47,30 @@ def test_bad_files_raise_and_change_nothing(program_path, tmp_path):
         assert e.value.code == code and str(bad) in str(e.value)
         assert r.position == 3 and r.tokens == [1, 5, 6]
         np.testing.assert_array_equal(r.logits, before)
+
+
+def test_engine_restores_a_runners_file_and_saves_one_a_runner_restores(program_path, tmp_path):
+    """Engine.restore / Engine.save: the file format is the Runner's, and either side continues bit for bit
+    as recomputing the same tokens."""
+    a = hfstatic.Runner(program_path)
+    a.prefill(PROMPT)
+    runner_file = tmp_path / "runner.session"
+    a.save(runner_file)
+    e = hfstatic.Engine(program_path)
+    s = e.restore(runner_file)
+    assert e.sequence(s)["length"] == len(PROMPT)
+    e.append(s, [42], max_new_tokens=0)
+    while not e.idle:
+        e.step()
+    c = hfstatic.Runner(program_path)
+    c.prefill(PROMPT + [42])
+    np.testing.assert_array_equal(np.array(e.logits(s)), c.logits)
+    engine_file = tmp_path / "engine.session"
+    e.save(s, engine_file)
+    b = hfstatic.Runner(program_path)
+    b.restore(engine_file)
+    assert b.tokens == PROMPT + [42]
+    np.testing.assert_array_equal(np.copy(b.decode_step(7)), np.copy(c.decode_step(7)))
+    with pytest.raises(hfstatic.Error) as err:
+        e.restore(tmp_path / "missing.session")
+    assert "missing.session" in str(err.value)
