@@ -646,3 +646,31 @@ def test_bench_endpoint_times_the_engine_between_requests(program, server, tmp_p
     # Without the flag the endpoint does not exist.
     status, out, _ = post(server.url, "/bench/engine", {"sequences": [1]})
     assert status == 404 and out["error"]["code"] == "not_found", out
+
+
+def test_disk_prompt_cache_survives_a_restart(program, tmp_path):
+    """serve --cache-dir: a finished request's tokens and cache rows are on disk when the server stops; the
+    next server on the same directory serves a prompt that extends them from the file (cached_tokens > 0)
+    and answers what a server without the cache answers. Three short-lived servers, ~3 s."""
+    cache = tmp_path / "cache"
+    first = "Once upon a time, there was a little dog"
+
+    def complete(prompt, *args):
+        s = Server(program, tmp_path, *args)
+        try:
+            status, body, _ = post(s.url, "/v1/completions", {"prompt": prompt, "max_tokens": 12, "temperature": 0},
+                                   key=None)
+        finally:
+            assert s.stop() == 0, s.log_path.read_text()[-3000:]
+        assert status == 200, body
+        return body["choices"][0]["text"], body["usage"]
+
+    text1, usage1 = complete(first, "--cache-dir", cache, "--cache-size", 10_000_000)
+    assert usage1["prompt_tokens_details"]["cached_tokens"] == 0
+    assert [p.suffix for p in cache.iterdir()] == [".session"]
+    longer = first + text1 + " and"
+    text2, usage2 = complete(longer, "--cache-dir", cache, "--cache-size", 10_000_000)
+    assert usage2["prompt_tokens_details"]["cached_tokens"] >= usage1["prompt_tokens"], (usage1, usage2)
+    text3, usage3 = complete(longer)
+    assert usage3["prompt_tokens_details"]["cached_tokens"] == 0
+    assert text2 == text3
