@@ -58,6 +58,8 @@ struct HFS_API RenderLimits {
   size_t max_output_bytes = 16u << 20;   // rendered text
   int max_depth = 200;                   // nested expression/statement/macro evaluation
   int64_t max_steps = 10'000'000;        // loop iterations + statements executed + macro calls
+  size_t max_items = 1u << 20;           // elements of one list a template builds (+, *, range): a list
+                                         // doubled in a loop reaches it in milliseconds, not gigabytes
 };
 
 struct HFS_API ChatContext {

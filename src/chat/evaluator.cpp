@@ -188,7 +188,7 @@ class Evaluator {
       if (st == 0) return make_error(ErrorCode::kExecution, "range(): step must not be zero");
       long double count = st > 0 ? (static_cast<long double>(stop) - start + st - 1) / st
                                  : (static_cast<long double>(start) - stop - st - 1) / -st;
-      if (count > static_cast<long double>(std::min<int64_t>(limits_.max_steps, int64_t{1} << 24)))
+      if (count > static_cast<long double>(std::min<int64_t>(limits_.max_steps, static_cast<int64_t>(limits_.max_items))))
         return make_error(ErrorCode::kResourceExhausted, "range(): too many elements");
       JArray out;
       if (st > 0)
@@ -582,6 +582,13 @@ class Evaluator {
     return Ok{};
   }
 
+  Status check_items(const Expr& e, size_t n) const {
+    if (n > limits_.max_items)
+      return fail(e, ErrorCode::kResourceExhausted,
+                  "list of " + std::to_string(n) + " items exceeds the limit " + std::to_string(limits_.max_items));
+    return Ok{};
+  }
+
   Result<JValue> binary(const Expr& e, const JValue& l, const JValue& r) {
     const std::string& op = e.name;
     auto type_err = [&]() {
@@ -626,7 +633,7 @@ class Evaluator {
         return JValue::string(l.as_string() + r.as_string());
       }
       if (l.is_array() && r.is_array()) {
-        HFS_TRY(check_size(e, l.as_array().size() + r.as_array().size()));
+        HFS_TRY(check_items(e, l.as_array().size() + r.as_array().size()));
         JArray a = l.as_array();
         a.insert(a.end(), r.as_array().begin(), r.as_array().end());
         return JValue::array(std::move(a));
@@ -638,7 +645,8 @@ class Evaluator {
       if (!times.is_int() && !times.is_bool()) return type_err();
       int64_t n = std::max<int64_t>(0, times.as_int());
       size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_array().size();
-      if (unit > 0 && static_cast<uint64_t>(n) > limits_.max_output_bytes / unit)
+      const size_t cap = seq.is_string() ? limits_.max_output_bytes : limits_.max_items;
+      if (unit > 0 && static_cast<uint64_t>(n) > cap / unit)
         return fail(e, ErrorCode::kResourceExhausted, "repetition result exceeds the limit");
       if (seq.is_string()) {
         std::string s;

@@ -237,6 +237,15 @@ TEST(ChatTemplate, LimitsStopHostileTemplates) {
   EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted) << e.message();
   e = err("{% set ns = namespace(s=[1]) %}{% for i in range(100) %}{% set ns.s = ns.s + ns.s %}{% endfor %}");
   EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted) << e.message();
+  EXPECT_TRUE(contains(e.message(), "items exceeds the limit 1048576")) << e.message();
+  hfs::RenderLimits few_items;
+  few_items.max_items = 10;
+  EXPECT_EQ(err("{{ [1, 2, 3] * 4 }}", {}, few_items).code(), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(err("{{ [1, 2, 3, 4, 5, 6] + [7, 8, 9, 10, 11] }}", {}, few_items).code(), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(err("{{ range(11) | length }}", {}, few_items).code(), ErrorCode::kResourceExhausted);
+  auto fits = render("{{ range(10) | length }}{{ ([1, 2, 3] * 3) | length }}", {}, few_items);
+  ASSERT_TRUE(fits.ok()) << fits.error().to_string();
+  EXPECT_EQ(fits.value(), "109");
   e = err("{{ 'x' * 100000000000 }}");
   EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted) << e.message();
   e = err("{{ range(100000000000) | length }}");
