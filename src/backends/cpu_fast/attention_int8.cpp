@@ -4,6 +4,7 @@
 // softmax and its probabilities by its V scale before the sums, so these kernels see plain integers.
 // Every output element is one chain over D (scores) or over the slots in order (sums): a row's bits do not
 // depend on the rows or heads beside it.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -117,6 +118,8 @@ HFS_TARGET_END
 
 HFS_TARGET_AVX512_BEGIN
 
+#include "backends/cpu_fast/avx512_transpose.h"
+
 namespace hfs::cpu_fast::detail {
 namespace {
 
@@ -124,18 +127,67 @@ __m512 widen16(const int8_t* x) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))));
 }
 
-// D = 16·ND: the row widened once into registers for every head of the group.
+// Decode streams a kv head's int8 K and V rows once per step; prefetching them this many slots ahead keeps
+// more of that stream in flight (as the f16 kernels do, attention_avx512.cpp).
+constexpr int64_t kSlotsAhead = 32;
+template <int ND>
+inline void prefetch_i8_rows(const int8_t* base, const int32_t* slots, int count) {
+  constexpr int64_t row_bytes = 16 * ND;
+  for (int s = 0; s < count; ++s) {
+    const int8_t* row = base + static_cast<int64_t>(slots[s]) * row_bytes;
+    for (int64_t off = 0; off < row_bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(row + off), _MM_HINT_T0);
+  }
+}
+
+// HB heads' scores of the block of m ≤ 16 slots at slots[0, m), slots along the lanes: each 16-column chunk
+// of the 16 K rows widened and transposed once, then every head's 16 scores grow by one FMA per dimension
+// with the query element broadcast. Each score is the plain FMA chain over D in order (no horizontal sum),
+// the same number whichever lanes or heads share the block. out row h at out + h·n.
+template <int ND, int HB>
+inline void scores_i8_block16(const float* q, const int8_t* k, const int32_t* slots, int m, int64_t n, float* out) {
+  constexpr int64_t d = 16 * ND;
+  __m512 acc[HB];
+  for (int h = 0; h < HB; ++h) acc[h] = _mm512_setzero_ps();
+#pragma GCC unroll 1
+  for (int c = 0; c < ND; ++c) {
+    __m512 kt[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; ++r) kt[r] = r < m ? widen16(k + static_cast<int64_t>(slots[r]) * d + 16 * c) : _mm512_setzero_ps();
+    transpose16(kt);
+    const float* qc = q + 16 * c;
+#pragma GCC unroll 16
+    for (int e = 0; e < 16; ++e)
+#pragma GCC unroll 8
+      for (int h = 0; h < HB; ++h) acc[h] = _mm512_fmadd_ps(_mm512_set1_ps(qc[h * d + e]), kt[e], acc[h]);
+  }
+  const __mmask16 mk = static_cast<__mmask16>(m >= 16 ? 0xFFFF : (1u << m) - 1);
+  for (int h = 0; h < HB; ++h) _mm512_mask_storeu_ps(out + h * n, mk, acc[h]);
+}
+
+template <int ND, int HB>
+void scores_i8_heads(const float* q, const int8_t* k, const int32_t* slots, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; i += 16) {
+    if (i + kSlotsAhead + 16 <= n) prefetch_i8_rows<ND>(k, slots + i + kSlotsAhead, 16);
+    scores_i8_block16<ND, HB>(q, k, slots + i, static_cast<int>(std::min<int64_t>(16, n - i)), n, out + i);
+  }
+}
+
+// D = 16·ND: passes of up to 8 heads, each K block read once per pass (once for a group of ≤ 8 heads).
 template <int ND>
 void scores_i8_nd_avx512(const float* q, int g, const int8_t* k, const int32_t* slots, int64_t n, float* out) {
   constexpr int64_t d = 16 * ND;
-  for (int64_t i = 0; i < n; ++i) {
-    const int8_t* row = k + static_cast<int64_t>(slots[i]) * d;
-    __m512 kf[ND];
-    for (int c = 0; c < ND; ++c) kf[c] = widen16(row + 16 * c);
-    for (int j = 0; j < g; ++j) {
-      __m512 acc = _mm512_setzero_ps();
-      for (int c = 0; c < ND; ++c) acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + j * d + 16 * c), kf[c], acc);
-      out[j * n + i] = _mm512_reduce_add_ps(acc);
+  for (int j0 = 0; j0 < g; j0 += 8) {
+    const float* qj = q + j0 * d;
+    float* oj = out + j0 * n;
+    switch (std::min(8, g - j0)) {
+      case 1: scores_i8_heads<ND, 1>(qj, k, slots, n, oj); break;
+      case 2: scores_i8_heads<ND, 2>(qj, k, slots, n, oj); break;
+      case 3: scores_i8_heads<ND, 3>(qj, k, slots, n, oj); break;
+      case 4: scores_i8_heads<ND, 4>(qj, k, slots, n, oj); break;
+      case 5: scores_i8_heads<ND, 5>(qj, k, slots, n, oj); break;
+      case 6: scores_i8_heads<ND, 6>(qj, k, slots, n, oj); break;
+      case 7: scores_i8_heads<ND, 7>(qj, k, slots, n, oj); break;
+      default: scores_i8_heads<ND, 8>(qj, k, slots, n, oj); break;
     }
   }
 }
@@ -149,6 +201,7 @@ void accum_i8_block_avx512(const float* p, int j0, const int8_t* v, const int32_
   for (int j = 0; j < G; ++j)
     for (int c = 0; c < ND; ++c) acc[j][c] = _mm512_loadu_ps(out + (j0 + j) * d + 16 * c);
   for (int64_t i = 0; i < n; ++i) {
+    if (j0 == 0 && (i & 15) == 0 && i + kSlotsAhead + 16 <= n) prefetch_i8_rows<ND>(v, slots + i + kSlotsAhead, 16);
     const int8_t* row = v + static_cast<int64_t>(slots[i]) * d;
     __m512 x[ND];
     for (int c = 0; c < ND; ++c) x[c] = widen16(row + 16 * c);
@@ -161,13 +214,22 @@ void accum_i8_block_avx512(const float* p, int j0, const int8_t* v, const int32_
     for (int c = 0; c < ND; ++c) _mm512_storeu_ps(out + (j0 + j) * d + 16 * c, acc[j][c]);
 }
 
-// Heads in blocks of up to kG (kG·ND + ND ≤ 28 registers).
+// Heads in blocks of up to kG (kG·ND + ND ≤ 28 registers); the last, smaller block takes its heads
+// together too (SmolLM2's g = 3 at D = 64 is one block, each V row widened once).
 template <int ND>
 void accum_i8_nd_avx512(const float* p, int g, const int8_t* v, const int32_t* slots, int64_t n, float* out) {
   constexpr int kG = ND >= 8 ? 2 : ND >= 4 ? 4 : 6;
   int j0 = 0;
   for (; j0 + kG <= g; j0 += kG) accum_i8_block_avx512<ND, kG>(p, j0, v, slots, n, out);
-  for (; j0 < g; ++j0) accum_i8_block_avx512<ND, 1>(p, j0, v, slots, n, out);
+  switch (g - j0) {
+    case 0: return;
+    case 1: return accum_i8_block_avx512<ND, 1>(p, j0, v, slots, n, out);
+    case 2: if constexpr (kG > 2) return accum_i8_block_avx512<ND, 2>(p, j0, v, slots, n, out); break;
+    case 3: if constexpr (kG > 3) return accum_i8_block_avx512<ND, 3>(p, j0, v, slots, n, out); break;
+    case 4: if constexpr (kG > 4) return accum_i8_block_avx512<ND, 4>(p, j0, v, slots, n, out); break;
+    case 5: if constexpr (kG > 5) return accum_i8_block_avx512<ND, 5>(p, j0, v, slots, n, out); break;
+    default: break;
+  }
 }
 
 }  // namespace
