@@ -135,9 +135,7 @@ void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q
     return;
   }
   if (ks != nullptr) {
-    kn.scores_i8(q, g, static_cast<const int8_t*>(kb), a.d, live, n, sc);
-    for (int j = 0; j < g; ++j)
-      for (int64_t i = 0; i < n; ++i) sc[j * n + i] *= ks[live[i]];
+    kn.scores_i8(q, g, static_cast<const int8_t*>(kb), ks, a.d, live, n, sc);
   } else {
     kn.scores(q, g, kb, vb, f16, a.d, live, n, sc);
   }
@@ -148,9 +146,7 @@ void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q
   }
   if (!any) return;
   if (vs != nullptr) {
-    for (int j = 0; j < g; ++j)
-      for (int64_t i = 0; i < n; ++i) sc[j * n + i] *= vs[live[i]];
-    kn.accum_i8(sc, g, static_cast<const int8_t*>(vb), a.d, live, n, acc);
+    kn.accum_i8(sc, g, static_cast<const int8_t*>(vb), vs, a.d, live, n, acc);
   } else {
     kn.accum(sc, g, vb, f16, a.d, live, n, acc);
   }
