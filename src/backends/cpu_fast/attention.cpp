@@ -264,7 +264,11 @@ void heads_together(const AttentionArgs& a, const Kernels& kn, int64_t h, int64_
   const int64_t d = a.d, S = a.s, nv = hv.nv;
   float* acc = hv.acc;  // [nv][d]
   float* sc = hv.sc;    // [nv][n]
-  if (n > 0) kn.scores(hv.qb, static_cast<int>(nv), hv.kb, hv.vb, hv.f16, d, list, n, sc);
+  const bool i8 = a.kv_dtype == DType::kI8;  // then the kv head's per-slot scales go to the int8 kernels
+  const float* ks = i8 ? a.k_scale + h * S : nullptr;
+  const float* vs = i8 ? a.v_scale + h * S : nullptr;
+  if (n > 0 && i8) kn.scores_i8(hv.qb, static_cast<int>(nv), static_cast<const int8_t*>(hv.kb), ks, d, list, n, sc);
+  if (n > 0 && !i8) kn.scores(hv.qb, static_cast<int>(nv), hv.kb, hv.vb, hv.f16, d, list, n, sc);
   constexpr int kMaxRows = std::max<int>(kRowInvariantRows, kRowBlockVectors);  // rows_together, row blocks
   float sum[kMaxRows * 64];
   bool seen[kMaxRows], any = false;
@@ -283,12 +287,15 @@ void heads_together(const AttentionArgs& a, const Kernels& kn, int64_t h, int64_
   }
   if (any) {
     std::memset(acc, 0, static_cast<size_t>(nv * d) * sizeof(float));
-    kn.accum(sc, static_cast<int>(nv), hv.vb, hv.f16, d, list, n, acc);
+    if (i8)
+      kn.accum_i8(sc, static_cast<int>(nv), static_cast<const int8_t*>(hv.vb), vs, d, list, n, acc);
+    else
+      kn.accum(sc, static_cast<int>(nv), hv.vb, hv.f16, d, list, n, acc);
   }
   for (int r = 0; r < rows; ++r) {
     float* out = a.out + ((r0 + r) * a.hq + h * g) * d;
     if (!seen[r]) {
-      uniform_average(a, hv.vb, g, out);
+      uniform_average(a, hv.vb, g, out, vs);
       continue;
     }
     for (int j = 0; j < g; ++j) {
@@ -361,14 +368,14 @@ int64_t segments_of(int64_t n) { return (n + kSegmentSlots - 1) / kSegmentSlots;
 // each row's list is a prefix of the last one's (checked: a paged pool may order the slots otherwise);
 // together they read each K and V row once instead of once per row. On AVX-512 a head's scores and sums
 // do not depend on the heads beside it (each score is the plain chain over D, each output element the
-// slots' FMAs in order), so every row keeps its own bits; the other ISAs' kernels are not shown to.
+// slots' FMAs in order; int8 caches the same with the slots' scales applied in the kernels), so every row
+// keeps its own bits; the other ISAs' kernels are not shown to.
 // Only rows of one segment (a longer row merges segments), a group of at most 64 heads, and what the
 // scratch holds.
 // Returns the row whose list every other row's is a prefix of (-1: not so, or not together).
 int64_t rows_together(const AttentionArgs& a, const Kernels& kn, const RowLists& rl, const AttentionScratch& scratch) {
   const int64_t g = a.hq / a.hkv;
   if (a.t < 2 || a.t > kRowInvariantRows || g > 64 || kn.scores != detail::attn_scores_avx512 || scratch.group != g ||
-      a.kv_dtype == DType::kI8 ||
       scratch.d != a.d)
     return -1;
   int64_t longest = 0;

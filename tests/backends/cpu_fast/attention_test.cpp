@@ -311,8 +311,8 @@ TEST_P(CpuFastAttention, Int8CacheMatchesTheReferenceKernel) {
 
 // The int8 scores and sums over blocks of 16 slots and every head of a group at once (the slots along the
 // lanes on AVX-512; scales applied per slot in the kernels): GQA groups 1, 2 and 7, D 64 and 128, 1 to 20
-// rows over live lengths that cross the 256-slot segments and end inside a 16-slot block, every row's bits
-// those it gets alone. About 40 ms per ISA.
+// rows over live lengths that cross the 256-slot segments and end inside a 16-slot block, or a step's rows
+// within one segment (scored together), every row's bits those it gets alone. About 40 ms per ISA.
 TEST_P(CpuFastAttention, Int8BlocksOfSlotsAndHeadsMatchTheReference) {
   run_i8_case(1, 7, 1, 600, 128, 0.0f, causal_mask(1, 600, 530), 2);  // g = 7, three segments, split
   run_i8_case(1, 4, 2, 520, 64, 0.0f, causal_mask(1, 520, 300), 1);   // g = 2, two segments
@@ -320,6 +320,8 @@ TEST_P(CpuFastAttention, Int8BlocksOfSlotsAndHeadsMatchTheReference) {
   run_i8_case(7, 9, 3, 280, 64, 0.0f, causal_mask(7, 280, 250), 2, true);   // SmolLM2's g = 3, 7 rows
   run_i8_case(13, 14, 2, 300, 64, 0.0f, causal_mask(13, 300, 260), 2, true);  // g = 7, 13 rows
   run_i8_case(20, 4, 2, 290, 128, 0.0f, causal_mask(20, 290, 240), 2, true);  // g = 2, 20 rows (a chunk)
+  run_i8_case(9, 9, 3, 256, 64, 0.0f, causal_mask(9, 256, 200), 2, true);      // rows of one segment together
+  run_i8_case(16, 14, 2, 200, 128, 0.0f, causal_mask(16, 200, 150), 2, true);  // g = 7, 16 rows together
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, CpuFastAttention, all_isas(), isa_test_name);
