@@ -12,7 +12,8 @@
 
 namespace hfs::cpu_fast::detail {
 
-void attn_scores_i8_scalar(const float* q, int g, const int8_t* k, const float* ks, int64_t d, const int32_t* slots, int64_t n, float* out) {
+void attn_scores_i8_scalar(const float* q, int g, const int8_t* k, const float* ks, int64_t d, const int32_t* slots,
+                           int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     const int8_t* row = k + static_cast<int64_t>(slots[i]) * d;
     for (int j = 0; j < g; ++j) {
@@ -23,7 +24,8 @@ void attn_scores_i8_scalar(const float* q, int g, const int8_t* k, const float* 
   }
 }
 
-void attn_accum_i8_scalar(const float* p, int g, const int8_t* v, const float* vs, int64_t d, const int32_t* slots, int64_t n, float* out) {
+void attn_accum_i8_scalar(const float* p, int g, const int8_t* v, const float* vs, int64_t d, const int32_t* slots,
+                          int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     const int8_t* row = v + static_cast<int64_t>(slots[i]) * d;
     for (int j = 0; j < g; ++j) {
@@ -59,7 +61,8 @@ float hsum8(__m256 v) {
 
 // D = 8·ND: the row widened once into registers for every head of the group.
 template <int ND>
-void scores_i8_nd_avx2(const float* q, int g, const int8_t* k, const float* ks, const int32_t* slots, int64_t n, float* out) {
+void scores_i8_nd_avx2(const float* q, int g, const int8_t* k, const float* ks, const int32_t* slots, int64_t n,
+                       float* out) {
   constexpr int64_t d = 8 * ND;
   for (int64_t i = 0; i < n; ++i) {
     const int8_t* row = k + static_cast<int64_t>(slots[i]) * d;
@@ -75,7 +78,8 @@ void scores_i8_nd_avx2(const float* q, int g, const int8_t* k, const float* ks, 
 
 }  // namespace
 
-void attn_scores_i8_avx2(const float* q, int g, const int8_t* k, const float* ks, int64_t d, const int32_t* slots, int64_t n, float* out) {
+void attn_scores_i8_avx2(const float* q, int g, const int8_t* k, const float* ks, int64_t d, const int32_t* slots,
+                         int64_t n, float* out) {
   switch (d) {  // the same chain over D as the generic loop below, so the bits do not depend on the path
     case 32: return scores_i8_nd_avx2<4>(q, g, k, ks, slots, n, out);
     case 64: return scores_i8_nd_avx2<8>(q, g, k, ks, slots, n, out);
@@ -96,7 +100,8 @@ void attn_scores_i8_avx2(const float* q, int g, const int8_t* k, const float* ks
   }
 }
 
-void attn_accum_i8_avx2(const float* p, int g, const int8_t* v, const float* vs, int64_t d, const int32_t* slots, int64_t n, float* out) {
+void attn_accum_i8_avx2(const float* p, int g, const int8_t* v, const float* vs, int64_t d, const int32_t* slots,
+                        int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     const int8_t* row = v + static_cast<int64_t>(slots[i]) * d;
     int64_t e = 0;
@@ -135,7 +140,8 @@ inline void prefetch_i8_rows(const int8_t* base, const int32_t* slots, int count
   constexpr int64_t row_bytes = 16 * ND;
   for (int s = 0; s < count; ++s) {
     const int8_t* row = base + static_cast<int64_t>(slots[s]) * row_bytes;
-    for (int64_t off = 0; off < row_bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(row + off), _MM_HINT_T0);
+    for (int64_t off = 0; off < row_bytes; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(row + off), _MM_HINT_T0);
   }
 }
 
@@ -153,7 +159,8 @@ inline void scores_i8_block16(const float* q, const int8_t* k, const float* ks, 
   for (int c = 0; c < ND; ++c) {
     __m512 kt[16];
 #pragma GCC unroll 16
-    for (int r = 0; r < 16; ++r) kt[r] = r < m ? widen16(k + static_cast<int64_t>(slots[r]) * d + 16 * c) : _mm512_setzero_ps();
+    for (int r = 0; r < 16; ++r)
+      kt[r] = r < m ? widen16(k + static_cast<int64_t>(slots[r]) * d + 16 * c) : _mm512_setzero_ps();
     transpose16(kt);
     const float* qc = q + 16 * c;
 #pragma GCC unroll 16
@@ -222,7 +229,8 @@ void accum_i8_block_avx512(const float* p, int j0, const int8_t* v, const float*
 // Heads in blocks of up to kG (kG·ND + ND ≤ 28 registers); the last, smaller block takes its heads
 // together too (SmolLM2's g = 3 at D = 64 is one block, each V row widened once).
 template <int ND>
-void accum_i8_nd_avx512(const float* p, int g, const int8_t* v, const float* vs, const int32_t* slots, int64_t n, float* out) {
+void accum_i8_nd_avx512(const float* p, int g, const int8_t* v, const float* vs, const int32_t* slots, int64_t n,
+                        float* out) {
   constexpr int kG = ND >= 8 ? 2 : ND >= 4 ? 4 : 6;
   int j0 = 0;
   for (; j0 + kG <= g; j0 += kG) accum_i8_block_avx512<ND, kG>(p, j0, v, vs, slots, n, out);
@@ -239,8 +247,9 @@ void accum_i8_nd_avx512(const float* p, int g, const int8_t* v, const float* vs,
 
 }  // namespace
 
-void attn_scores_i8_avx512(const float* q, int g, const int8_t* k, const float* ks, int64_t d, const int32_t* slots, int64_t n, float* out) {
-  switch (d) {  // the same chain over D as the generic loop below, so the bits do not depend on the path
+void attn_scores_i8_avx512(const float* q, int g, const int8_t* k, const float* ks, int64_t d, const int32_t* slots,
+                           int64_t n, float* out) {
+  switch (d) {  // one path per D (a row's bits never depend on which): the lanes kernel, else the loop below
     case 32: return scores_i8_nd_avx512<2>(q, g, k, ks, slots, n, out);
     case 64: return scores_i8_nd_avx512<4>(q, g, k, ks, slots, n, out);
     case 128: return scores_i8_nd_avx512<8>(q, g, k, ks, slots, n, out);
@@ -261,7 +270,8 @@ void attn_scores_i8_avx512(const float* q, int g, const int8_t* k, const float* 
   }
 }
 
-void attn_accum_i8_avx512(const float* p, int g, const int8_t* v, const float* vs, int64_t d, const int32_t* slots, int64_t n, float* out) {
+void attn_accum_i8_avx512(const float* p, int g, const int8_t* v, const float* vs, int64_t d, const int32_t* slots,
+                          int64_t n, float* out) {
   switch (d) {
     case 32: return accum_i8_nd_avx512<2>(p, g, v, vs, slots, n, out);
     case 64: return accum_i8_nd_avx512<4>(p, g, v, vs, slots, n, out);
