@@ -135,9 +135,7 @@ void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q
     return;
   }
   if (ks != nullptr) {
-    kn.scores_i8(q, g, static_cast<const int8_t*>(kb), a.d, live, n, sc);
-    for (int j = 0; j < g; ++j)
-      for (int64_t i = 0; i < n; ++i) sc[j * n + i] *= ks[live[i]];
+    kn.scores_i8(q, g, static_cast<const int8_t*>(kb), ks, a.d, live, n, sc);
   } else {
     kn.scores(q, g, kb, vb, f16, a.d, live, n, sc);
   }
@@ -148,9 +146,7 @@ void partial_attention(const AttentionArgs& a, const Kernels& kn, const float* q
   }
   if (!any) return;
   if (vs != nullptr) {
-    for (int j = 0; j < g; ++j)
-      for (int64_t i = 0; i < n; ++i) sc[j * n + i] *= vs[live[i]];
-    kn.accum_i8(sc, g, static_cast<const int8_t*>(vb), a.d, live, n, acc);
+    kn.accum_i8(sc, g, static_cast<const int8_t*>(vb), vs, a.d, live, n, acc);
   } else {
     kn.accum(sc, g, vb, f16, a.d, live, n, acc);
   }
@@ -247,7 +243,7 @@ struct HeadViews {
 
 HeadViews head_views(const AttentionArgs& a, int64_t h, int64_t r0, int rows, bool copy_queries, float* buf) {
   const int g = static_cast<int>(a.hq / a.hkv);
-  const int64_t es = a.kv_dtype == DType::kF16 ? 2 : 4, d = a.d, plane = h * a.s * d * es, nv = rows * g;
+  const int64_t es = elem_bytes(a.kv_dtype), d = a.d, plane = h * a.s * d * es, nv = rows * g;
   HeadViews hv{g, nv, a.kv_dtype == DType::kF16, static_cast<const char*>(a.k) + plane, static_cast<const char*>(a.v) + plane,
                buf, buf + nv * d, buf + 2 * nv * d};
   if (copy_queries)
@@ -268,7 +264,11 @@ void heads_together(const AttentionArgs& a, const Kernels& kn, int64_t h, int64_
   const int64_t d = a.d, S = a.s, nv = hv.nv;
   float* acc = hv.acc;  // [nv][d]
   float* sc = hv.sc;    // [nv][n]
-  if (n > 0) kn.scores(hv.qb, static_cast<int>(nv), hv.kb, hv.vb, hv.f16, d, list, n, sc);
+  const bool i8 = a.kv_dtype == DType::kI8;  // then the kv head's per-slot scales go to the int8 kernels
+  const float* ks = i8 ? a.k_scale + h * S : nullptr;
+  const float* vs = i8 ? a.v_scale + h * S : nullptr;
+  if (n > 0 && i8) kn.scores_i8(hv.qb, static_cast<int>(nv), static_cast<const int8_t*>(hv.kb), ks, d, list, n, sc);
+  if (n > 0 && !i8) kn.scores(hv.qb, static_cast<int>(nv), hv.kb, hv.vb, hv.f16, d, list, n, sc);
   constexpr int kMaxRows = std::max<int>(kRowInvariantRows, kRowBlockVectors);  // rows_together, row blocks
   float sum[kMaxRows * 64];
   bool seen[kMaxRows], any = false;
@@ -287,12 +287,15 @@ void heads_together(const AttentionArgs& a, const Kernels& kn, int64_t h, int64_
   }
   if (any) {
     std::memset(acc, 0, static_cast<size_t>(nv * d) * sizeof(float));
-    kn.accum(sc, static_cast<int>(nv), hv.vb, hv.f16, d, list, n, acc);
+    if (i8)
+      kn.accum_i8(sc, static_cast<int>(nv), static_cast<const int8_t*>(hv.vb), vs, d, list, n, acc);
+    else
+      kn.accum(sc, static_cast<int>(nv), hv.vb, hv.f16, d, list, n, acc);
   }
   for (int r = 0; r < rows; ++r) {
     float* out = a.out + ((r0 + r) * a.hq + h * g) * d;
     if (!seen[r]) {
-      uniform_average(a, hv.vb, g, out);
+      uniform_average(a, hv.vb, g, out, vs);
       continue;
     }
     for (int j = 0; j < g; ++j) {
@@ -365,14 +368,14 @@ int64_t segments_of(int64_t n) { return (n + kSegmentSlots - 1) / kSegmentSlots;
 // each row's list is a prefix of the last one's (checked: a paged pool may order the slots otherwise);
 // together they read each K and V row once instead of once per row. On AVX-512 a head's scores and sums
 // do not depend on the heads beside it (each score is the plain chain over D, each output element the
-// slots' FMAs in order), so every row keeps its own bits; the other ISAs' kernels are not shown to.
+// slots' FMAs in order; int8 caches the same with the slots' scales applied in the kernels), so every row
+// keeps its own bits; the other ISAs' kernels are not shown to.
 // Only rows of one segment (a longer row merges segments), a group of at most 64 heads, and what the
 // scratch holds.
 // Returns the row whose list every other row's is a prefix of (-1: not so, or not together).
 int64_t rows_together(const AttentionArgs& a, const Kernels& kn, const RowLists& rl, const AttentionScratch& scratch) {
   const int64_t g = a.hq / a.hkv;
   if (a.t < 2 || a.t > kRowInvariantRows || g > 64 || kn.scores != detail::attn_scores_avx512 || scratch.group != g ||
-      a.kv_dtype == DType::kI8 ||
       scratch.d != a.d)
     return -1;
   int64_t longest = 0;
@@ -436,10 +439,16 @@ void rows_in_segments(const AttentionArgs& a, const Kernels& kn, int64_t h, int6
   float* sc = hv.sc;    // [nv][len]
   constexpr int kMaxHeads = 64;
   float m[kMaxHeads], l[kMaxHeads], mx[kMaxHeads], sum[kMaxHeads];
+  const bool i8 = a.kv_dtype == DType::kI8;  // then the kv head's per-slot scales go to the int8 kernels
+  const float* ks = i8 ? a.k_scale + h * S : nullptr;
+  const float* vs = i8 ? a.v_scale + h * S : nullptr;
   std::fill(l, l + nv, 0.0f);
   for (int64_t i0 = 0; i0 < n; i0 += kSegmentSlots) {
     const int64_t len = std::min(kSegmentSlots, n - i0);
-    kn.scores(qb, static_cast<int>(nv), kb, vb, f16, d, list + i0, len, sc);
+    if (i8)
+      kn.scores_i8(qb, static_cast<int>(nv), static_cast<const int8_t*>(kb), ks, d, list + i0, len, sc);
+    else
+      kn.scores(qb, static_cast<int>(nv), kb, vb, f16, d, list + i0, len, sc);
     for (int r = 0; r < rows; ++r) {
       const int64_t nr = std::clamp<int64_t>(rl.count(r0 + r) - i0, 0, len);
       for (int j = 0; j < g; ++j) {
@@ -449,7 +458,10 @@ void rows_in_segments(const AttentionArgs& a, const Kernels& kn, int64_t h, int6
       }
     }
     std::memset(acc, 0, static_cast<size_t>(nv * d) * sizeof(float));
-    kn.accum(sc, static_cast<int>(nv), vb, f16, d, list + i0, len, acc);
+    if (i8)
+      kn.accum_i8(sc, static_cast<int>(nv), static_cast<const int8_t*>(vb), vs, d, list + i0, len, acc);
+    else
+      kn.accum(sc, static_cast<int>(nv), vb, f16, d, list + i0, len, acc);
     for (int r = 0; r < rows; ++r)
       merge_segment(g, d, acc + r * g * d, mx + r * g, sum + r * g, a.out + ((r0 + r) * a.hq + h * g) * d, m + r * g, l + r * g);
   }
@@ -516,8 +528,13 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
   }
   // Prefill chunks on AVX-512: blocks of rows whose lists nest (a causal chunk of one sequence) take
   // rows_in_segments, each K/V row read once per block instead of once per row; other blocks row by row.
+  // int8 caches take it over the union too (they have no union kernel of their own): there every row's
+  // list is the union, trimmed by its mask in the softmax exactly as whole_unit trims it, so the block
+  // gives each row whole_unit's bits (the int8 kernels' scores and sums do not depend on the heads beside
+  // a head); a block with a row that sees nothing goes row by row.
   if (const int rows = std::max(1, kBlockLanes / g);
-      a.t > kRowInvariantRows && rl.row_slots != nullptr && rows > 1 && kn.scores == detail::attn_scores_avx512 && !i8 &&
+      a.t > kRowInvariantRows && (rl.row_slots != nullptr || i8) && rows > 1 &&
+      kn.scores == detail::attn_scores_avx512 &&
       scratch.group == g && scratch.d == d && a.d <= scratch.block_d &&
       rows * g * (2 * d + kSegmentSlots) <= scratch.block_per_thread) {
     const int64_t blocks = (a.t + rows - 1) / rows;
@@ -527,7 +544,7 @@ void row_attention(const AttentionArgs& a, const Kernels& kn, const RowLists& rl
       int64_t longest = r0;
       bool nested = true;
       for (int64_t r = r0; r < r0 + nr; ++r) {
-        nested = nested && rl.count(r) > 0;
+        nested = nested && rl.count(r) > 0 && (rl.row_slots != nullptr || rl.sees_a_slot(r, a.mask + r * S));
         if (rl.count(r) > rl.count(longest)) longest = r;
       }
       for (int64_t r = r0; nested && r < r0 + nr; ++r)

@@ -15,10 +15,13 @@ using ScoresFn = void (*)(const float* q, int g, const void* k, const void* then
 // out_j += Σ_i p[j][i] · v[slots[i]] for j < g (out_j = out + j·d).
 using AccumFn = void (*)(const float* p, int g, const void* v, bool f16, int64_t d, const int32_t* slots, int64_t n,
                          float* out);
-// int8 caches: the same over int8 rows (raw integer products, widened to f32; the caller applies the
-// per-row scales, attention_int8.cpp).
-using ScoresI8Fn = void (*)(const float* q, int g, const int8_t* k, int64_t d, const int32_t* slots, int64_t n, float* out);
-using AccumI8Fn = void (*)(const float* p, int g, const int8_t* v, int64_t d, const int32_t* slots, int64_t n, float* out);
+// int8 caches: the same over int8 rows widened to f32, with the kv head's per-slot scales ([S]):
+// out[j][i] = (q_j · k[slots[i]]) · ks[slots[i]], and out_j += Σ_i (p[j][i] · vs[slots[i]]) · v[slots[i]]
+// (attention_int8.cpp).
+using ScoresI8Fn = void (*)(const float* q, int g, const int8_t* k, const float* ks, int64_t d, const int32_t* slots,
+                            int64_t n, float* out);
+using AccumI8Fn = void (*)(const float* p, int g, const int8_t* v, const float* vs, int64_t d, const int32_t* slots,
+                           int64_t n, float* out);
 // s[i] = exp(s[i]·scale + mask[slots[i]] - max) over i < n, where max is that of the scaled and masked
 // scores (returned in *max); returns Σ s[i]. No softcap (that path stays scalar).
 using SoftmaxFn = float (*)(float* s, int64_t n, const float* mask, const int32_t* slots, float scale, float* max);
@@ -68,12 +71,12 @@ HFS_X86_KERNEL void attn_scores_avx512(const float*, int, const void*, const voi
 void attn_accum_scalar(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
 HFS_X86_KERNEL void attn_accum_avx2(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
 HFS_X86_KERNEL void attn_accum_avx512(const float*, int, const void*, bool, int64_t, const int32_t*, int64_t, float*);
-void attn_scores_i8_scalar(const float*, int, const int8_t*, int64_t, const int32_t*, int64_t, float*);
-HFS_X86_KERNEL void attn_scores_i8_avx2(const float*, int, const int8_t*, int64_t, const int32_t*, int64_t, float*);
-HFS_X86_KERNEL void attn_scores_i8_avx512(const float*, int, const int8_t*, int64_t, const int32_t*, int64_t, float*);
-void attn_accum_i8_scalar(const float*, int, const int8_t*, int64_t, const int32_t*, int64_t, float*);
-HFS_X86_KERNEL void attn_accum_i8_avx2(const float*, int, const int8_t*, int64_t, const int32_t*, int64_t, float*);
-HFS_X86_KERNEL void attn_accum_i8_avx512(const float*, int, const int8_t*, int64_t, const int32_t*, int64_t, float*);
+void attn_scores_i8_scalar(const float*, int, const int8_t*, const float*, int64_t, const int32_t*, int64_t, float*);
+HFS_X86_KERNEL void attn_scores_i8_avx2(const float*, int, const int8_t*, const float*, int64_t, const int32_t*, int64_t, float*);
+HFS_X86_KERNEL void attn_scores_i8_avx512(const float*, int, const int8_t*, const float*, int64_t, const int32_t*, int64_t, float*);
+void attn_accum_i8_scalar(const float*, int, const int8_t*, const float*, int64_t, const int32_t*, int64_t, float*);
+HFS_X86_KERNEL void attn_accum_i8_avx2(const float*, int, const int8_t*, const float*, int64_t, const int32_t*, int64_t, float*);
+HFS_X86_KERNEL void attn_accum_i8_avx512(const float*, int, const int8_t*, const float*, int64_t, const int32_t*, int64_t, float*);
 float attn_softmax_scalar(float*, int64_t, const float*, const int32_t*, float, float*);
 HFS_X86_KERNEL float attn_softmax_avx2(float*, int64_t, const float*, const int32_t*, float, float*);
 HFS_X86_KERNEL float attn_softmax_avx512(float*, int64_t, const float*, const int32_t*, float, float*);

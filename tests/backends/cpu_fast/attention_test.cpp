@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -218,7 +219,7 @@ TEST_P(CpuFastAttention, LiveSlotsSkipHiddenCacheEntries) {
 // decode (split over slot ranges on 2 threads), prefill rows (the union and each row's own list), softcap,
 // D with a tail, g = 1..7, a row that sees nothing.
 void run_i8_case(int64_t T, int64_t hq, int64_t hkv, int64_t S, int64_t D, float cap, const std::vector<float>& mask,
-                 int threads) {
+                 int threads, bool rows_alone = false) {
   SCOPED_TRACE("int8 T=" + std::to_string(T) + " S=" + std::to_string(S) + " D=" + std::to_string(D) +
                " isa=" + std::string(isa_name(active_isa())));
   std::mt19937 rng(static_cast<uint32_t>(S * 7 + D));
@@ -268,6 +269,7 @@ void run_i8_case(int64_t T, int64_t hq, int64_t hkv, int64_t S, int64_t D, float
   a.softcap = cap;
   LiveSlots live(T, S);
   scan_live_slots(mask.data(), live);
+  std::vector<float> own;
   for (RowPath path : {RowPath::kOwn, RowPath::kUnion}) {
     std::vector<float> out(q.size(), 99.0f);
     a.out = out.data();
@@ -276,6 +278,23 @@ void run_i8_case(int64_t T, int64_t hq, int64_t hkv, int64_t S, int64_t D, float
       ASSERT_NEAR(out[i], ref[i], 2e-5 * (1 + std::fabs(ref[i]))) << "elem " << i << (path == RowPath::kOwn ? " own" : " union");
       ASSERT_NEAR(out[i], naive[i], 2e-5 * (1 + std::fabs(naive[i]))) << "elem " << i;
     }
+    if (path == RowPath::kOwn) own = out;
+  }
+  if (!rows_alone || T == 1) return;
+  // docs/determinism.md: each row's bits are those it gets as a decode step of its own (its query and
+  // mask row alone, one thread), whatever rows share its step.
+  AttentionScratch one(1, hq / hkv, S, D, D, 1);
+  for (int64_t r = 0; r < T; ++r) {
+    AttentionArgs b = a;
+    std::vector<float> out(static_cast<size_t>(hq * D), 99.0f);
+    b.q = q.data() + r * hq * D;
+    b.mask = mask.data() + r * S;
+    b.out = out.data();
+    b.t = 1;
+    LiveSlots lr(1, S);
+    scan_live_slots(b.mask, lr);
+    attention(b, lr, one, nullptr, RowPath::kChoose);
+    ASSERT_EQ(std::memcmp(out.data(), own.data() + r * hq * D, out.size() * sizeof(float)), 0) << "row " << r;
   }
 }
 
@@ -288,6 +307,21 @@ TEST_P(CpuFastAttention, Int8CacheMatchesTheReferenceKernel) {
   std::vector<float> m = causal_mask(2, 40, 10);
   std::fill(m.begin() + 40, m.end(), kHidden);  // row 1 sees nothing: the uniform average of v
   run_i8_case(2, 2, 1, 40, 16, 0.0f, m, 1);
+}
+
+// The int8 scores and sums over blocks of 16 slots and every head of a group at once (the slots along the
+// lanes on AVX-512; scales applied per slot in the kernels): GQA groups 1, 2 and 7, D 64 and 128, 1 to 20
+// rows over live lengths that cross the 256-slot segments and end inside a 16-slot block, or a step's rows
+// within one segment (scored together), every row's bits those it gets alone. About 40 ms per ISA.
+TEST_P(CpuFastAttention, Int8BlocksOfSlotsAndHeadsMatchTheReference) {
+  run_i8_case(1, 7, 1, 600, 128, 0.0f, causal_mask(1, 600, 530), 2);  // g = 7, three segments, split
+  run_i8_case(1, 4, 2, 520, 64, 0.0f, causal_mask(1, 520, 300), 1);   // g = 2, two segments
+  run_i8_case(2, 3, 3, 300, 128, 0.0f, causal_mask(2, 300, 256), 2, true);  // g = 1, rows across the boundary
+  run_i8_case(7, 9, 3, 280, 64, 0.0f, causal_mask(7, 280, 250), 2, true);   // SmolLM2's g = 3, 7 rows
+  run_i8_case(13, 14, 2, 300, 64, 0.0f, causal_mask(13, 300, 260), 2, true);  // g = 7, 13 rows
+  run_i8_case(20, 4, 2, 290, 128, 0.0f, causal_mask(20, 290, 240), 2, true);  // g = 2, 20 rows (a chunk)
+  run_i8_case(9, 9, 3, 256, 64, 0.0f, causal_mask(9, 256, 200), 2, true);      // rows of one segment together
+  run_i8_case(16, 14, 2, 200, 128, 0.0f, causal_mask(16, 200, 150), 2, true);  // g = 7, 16 rows together
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, CpuFastAttention, all_isas(), isa_test_name);
